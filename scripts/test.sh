@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds and runs every test: the Release suite (tests, examples, benchmarks compiled,
+# -Wall -Wextra -Werror), then the whole suite again under ASan + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS="${JOBS:-$(nproc)}"
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DHYLENS_BUILD_TESTS=ON -DHYLENS_BUILD_EXAMPLES=ON \
+      -DHYLENS_BUILD_BENCHMARKS=ON > build.log 2>&1 || { cat build.log; exit 1; }
+cmake --build build -j "$JOBS"
+ctest --test-dir build --output-on-failure -j "$JOBS"
+
+if [ "${HYLENS_SKIP_SANITIZERS:-0}" != "1" ]; then
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+        -DHYLENS_SANITIZE=ON -DHYLENS_BUILD_TESTS=ON -DHYLENS_BUILD_EXAMPLES=OFF -DHYLENS_BUILD_BENCHMARKS=OFF \
+        > build-asan.log 2>&1 || { cat build-asan.log; exit 1; }
+  cmake --build build-asan -j "$JOBS"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$JOBS"
+fi

@@ -1,0 +1,35 @@
+#include <hylens/core/thread_pool.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <vector>
+
+using namespace hylens;
+
+TEST_CASE("thread pool: parallel_for covers every index exactly once") {
+    for (std::size_t n : {0u, 1u, 2u, 3u, 17u, 1000u}) {
+        std::vector<std::atomic<int>> hits(n);
+        parallel_for(n, [&](std::size_t b, std::size_t e) {
+            for (std::size_t i = b; i < e; ++i) hits[i]++;
+        });
+        for (std::size_t i = 0; i < n; ++i) REQUIRE(hits[i].load() == 1);
+    }
+}
+
+TEST_CASE("thread pool: nested parallel_for runs inline and stays correct") {
+    std::atomic<long> sum{0};
+    parallel_for(8, [&](std::size_t b, std::size_t e) {
+        for (std::size_t i = b; i < e; ++i) {
+            parallel_for(10, [&](std::size_t b2, std::size_t e2) {
+                for (std::size_t j = b2; j < e2; ++j) sum += static_cast<long>(i * 10 + j);
+            });
+        }
+    });
+    CHECK(sum.load() == 79 * 80 / 2);
+}
+
+TEST_CASE("thread pool: the size cannot change after first use") {
+    ThreadPool::instance();
+    CHECK_THROWS_AS(ThreadPool::set_num_threads(3), Error);
+}

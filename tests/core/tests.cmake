@@ -1,0 +1,5 @@
+hylens_add_test_suite(test_core
+  ${CMAKE_CURRENT_LIST_DIR}/test_bf16.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_thread_pool.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_blas.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_error.cpp)
