@@ -120,4 +120,16 @@ private:
     std::string name_;
 };
 
+/// Throws ShapeError unless w has exactly `shape`; `what` names the layer / parameter.
+inline void require_shape(const Weight& w, const std::vector<std::size_t>& shape, const std::string& what) {
+    check<ShapeError>(!w.empty(), "[", what, "] missing weight, expected shape ", shape_string(shape));
+    check<ShapeError>(w.shape() == shape, "[", what, "] weight ", w.name(), " has shape ", shape_string(w.shape()),
+                      ", expected ", shape_string(shape));
+}
+
+/// Same for a small parameter held as a float vector.
+inline void require_size(const std::vector<float>& v, std::size_t n, const std::string& what) {
+    check<ShapeError>(v.size() == n, "[", what, "] has ", v.size(), " values, expected ", n);
+}
+
 }  // namespace hylens

@@ -1,0 +1,85 @@
+#pragma once
+// KVCache: the K and V of one attention layer for B sequences of equal length.
+// Layout per sequence b and KV head j: [capacity, head_dim] rows, so the keys of one head are
+// contiguous (what attention's sgemm wants). K is stored exactly as it enters the score
+// (after any k-norm, key multiplier and RoPE), V raw. Values: copyable, comparable.
+
+#include <algorithm>  // std::copy, std::max
+#include <cstddef>    // std::size_t
+#include <vector>     // std::vector
+
+#include "../core/error.hpp"
+#include "channels.hpp"
+
+namespace hylens {
+
+class KVCache {
+public:
+    using channels = channel::list<channel::kv>;
+
+    KVCache() = default;
+    KVCache(std::size_t batch, std::size_t kv_heads, std::size_t head_dim)
+        : B_(batch), H_(kv_heads), hd_(head_dim) {}
+
+    std::size_t batch() const noexcept { return B_; }
+    std::size_t kv_heads() const noexcept { return H_; }
+    std::size_t head_dim() const noexcept { return hd_; }
+    std::size_t length() const noexcept { return len_; }
+    std::size_t capacity() const noexcept { return cap_; }
+    /// Elements between two KV heads (the ld_head of kernels::attention).
+    std::size_t head_stride() const noexcept { return cap_ * hd_; }
+
+    /// Makes room for `extra` more positions (amortised doubling).
+    void reserve_more(std::size_t extra) {
+        const std::size_t need = len_ + extra;
+        if (need <= cap_) return;
+        const std::size_t cap = std::max<std::size_t>(need, std::max<std::size_t>(16, cap_ * 2));
+        std::vector<float> k(B_ * H_ * cap * hd_), v(k.size());
+        for (std::size_t b = 0; b < B_; ++b)
+            for (std::size_t j = 0; j < H_; ++j) {
+                const std::size_t src = (b * H_ + j) * cap_ * hd_, dst = (b * H_ + j) * cap * hd_;
+                std::copy(k_.begin() + static_cast<std::ptrdiff_t>(src),
+                          k_.begin() + static_cast<std::ptrdiff_t>(src + len_ * hd_), k.begin() + static_cast<std::ptrdiff_t>(dst));
+                std::copy(v_.begin() + static_cast<std::ptrdiff_t>(src),
+                          v_.begin() + static_cast<std::ptrdiff_t>(src + len_ * hd_), v.begin() + static_cast<std::ptrdiff_t>(dst));
+            }
+        k_.swap(k);
+        v_.swap(v);
+        cap_ = cap;
+    }
+
+    /// Start of K (or V) of sequence b, head j; position p is at + p * head_dim.
+    float* k(std::size_t b, std::size_t j) noexcept { return k_.data() + (b * H_ + j) * cap_ * hd_; }
+    float* v(std::size_t b, std::size_t j) noexcept { return v_.data() + (b * H_ + j) * cap_ * hd_; }
+    const float* k(std::size_t b, std::size_t j) const noexcept { return k_.data() + (b * H_ + j) * cap_ * hd_; }
+    const float* v(std::size_t b, std::size_t j) const noexcept { return v_.data() + (b * H_ + j) * cap_ * hd_; }
+
+    /// Marks `n` more positions as filled (after writing them with k()/v()).
+    void commit(std::size_t n) {
+        check<ShapeError>(len_ + n <= cap_, "[KVCache] commit of ", n, " positions past capacity ", cap_);
+        len_ += n;
+    }
+    /// Drops every position (the KV channel becomes empty); capacity is kept.
+    void clear() noexcept { len_ = 0; }
+    /// Keeps the first n positions.
+    void truncate(std::size_t n) {
+        check<ShapeError>(n <= len_, "[KVCache] truncate to ", n, " of ", len_, " positions");
+        len_ = n;
+    }
+
+    /// Equal shapes, lengths and the same K/V values at every filled position (bitwise).
+    friend bool operator==(const KVCache& a, const KVCache& b) {
+        if (a.B_ != b.B_ || a.H_ != b.H_ || a.hd_ != b.hd_ || a.len_ != b.len_) return false;
+        for (std::size_t s = 0; s < a.B_; ++s)
+            for (std::size_t j = 0; j < a.H_; ++j)
+                for (std::size_t i = 0; i < a.len_ * a.hd_; ++i)
+                    if (a.k(s, j)[i] != b.k(s, j)[i] || a.v(s, j)[i] != b.v(s, j)[i]) return false;
+        return true;
+    }
+
+private:
+    std::size_t B_ = 0, H_ = 0, hd_ = 0, len_ = 0, cap_ = 0;
+    std::vector<float> k_, v_;  // [B, H, cap, hd]
+};
+
+}  // namespace hylens

@@ -1,0 +1,58 @@
+#pragma once
+// RecurrentCache: the recurrent part of one Gated DeltaNet or Mamba-2 layer for B sequences:
+// the conv window (the last K pre-convolution inputs per channel, oldest first, [C, K]) and
+// the state (DeltaNet [Hv, dk, dv], Mamba-2 [H, P, N]), both float32. All zeros is exactly
+// "no previous state" (a fresh sequence). Values: copyable, comparable.
+
+#include <algorithm>  // std::fill
+#include <cstddef>    // std::size_t
+#include <utility>    // std::move
+#include <vector>     // std::vector
+
+#include "channels.hpp"
+
+namespace hylens {
+
+class RecurrentCache {
+public:
+    using channels = channel::list<channel::recurrent, channel::conv, channel::ssm>;
+
+    RecurrentCache() = default;
+    RecurrentCache(std::size_t batch, std::size_t conv_channels, std::size_t conv_width,
+                   std::vector<std::size_t> state_shape)
+        : B_(batch), C_(conv_channels), K_(conv_width), state_shape_(std::move(state_shape)) {
+        state_size_ = 1;
+        for (auto d : state_shape_) state_size_ *= d;
+        conv_.assign(B_ * C_ * K_, 0.0f);
+        state_.assign(B_ * state_size_, 0.0f);
+    }
+
+    std::size_t batch() const noexcept { return B_; }
+    std::size_t conv_channels() const noexcept { return C_; }
+    std::size_t conv_width() const noexcept { return K_; }
+    const std::vector<std::size_t>& state_shape() const noexcept { return state_shape_; }
+    std::size_t state_size() const noexcept { return state_size_; }
+
+    float* conv(std::size_t b) noexcept { return conv_.data() + b * C_ * K_; }
+    const float* conv(std::size_t b) const noexcept { return conv_.data() + b * C_ * K_; }
+    float* state(std::size_t b) noexcept { return state_.data() + b * state_size_; }
+    const float* state(std::size_t b) const noexcept { return state_.data() + b * state_size_; }
+
+    void zero_conv() noexcept { std::fill(conv_.begin(), conv_.end(), 0.0f); }
+    void zero_state() noexcept { std::fill(state_.begin(), state_.end(), 0.0f); }
+    /// Back to "no previous state": conv window and state zeroed.
+    void reset() noexcept {
+        zero_conv();
+        zero_state();
+    }
+
+    friend bool operator==(const RecurrentCache&, const RecurrentCache&) = default;
+
+private:
+    std::size_t B_ = 0, C_ = 0, K_ = 0, state_size_ = 0;
+    std::vector<std::size_t> state_shape_;
+    std::vector<float> conv_;   // [B, C, K]
+    std::vector<float> state_;  // [B, state_shape...]
+};
+
+}  // namespace hylens

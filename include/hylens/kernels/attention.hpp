@@ -1,0 +1,76 @@
+#pragma once
+// Causal grouped-query softmax attention over a KV cache (architectures.md §0.5).
+// Query head h reads KV head h / (Hq / Hkv). The Tq new tokens are the last Tq of the Tk
+// keys, so query t sees keys 0 .. Tk - Tq + t. Scores and softmax in float32.
+// Per head: S = scale * Q_h K_j^T on sgemm, row softmax, O_h = P V_j on sgemm; heads run on
+// the thread pool. The probabilities can be returned (interpretability: attn_probs).
+
+#include <algorithm>  // std::max
+#include <cmath>      // std::exp
+#include <cstddef>    // std::size_t
+#include <limits>     // std::numeric_limits
+#include <vector>     // std::vector
+
+#include "../core/blas.hpp"
+#include "../core/error.hpp"
+#include "../core/thread_pool.hpp"
+
+namespace hylens::kernels {
+
+struct AttentionShape {
+    std::size_t Tq;   ///< new query tokens
+    std::size_t Tk;   ///< keys visible to the last query (cached + new), Tk >= Tq
+    std::size_t Hq;   ///< query heads
+    std::size_t Hkv;  ///< key/value heads, Hq % Hkv == 0
+    std::size_t hd;   ///< head dim
+};
+
+inline void check_attention_shape(const AttentionShape& s, std::size_t ld_q, std::size_t ld_o) {
+    check<ShapeError>(s.Hq > 0 && s.Hkv > 0 && s.hd > 0 && s.Hq % s.Hkv == 0, "[attention] ", s.Hq,
+                      " query heads cannot share ", s.Hkv, " KV heads");
+    check<ShapeError>(s.Tk >= s.Tq, "[attention] ", s.Tk, " keys for ", s.Tq, " queries");
+    check<ShapeError>(ld_q >= s.Hq * s.hd && ld_o >= s.Hq * s.hd, "[attention] row strides ", ld_q, "/", ld_o,
+                      " smaller than Hq*hd = ", s.Hq * s.hd);
+}
+
+/// q: token t head h at q + t*ld_q + h*hd. K, V: KV head j, key τ at K + j*ld_head + τ*hd.
+/// out: token t head h at out + t*ld_o + h*hd. probs: nullptr or [Hq, Tq, Tk] (zeros above the diagonal).
+inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q, const float* K, const float* V,
+                      std::size_t ld_head, float scale, float* out, std::size_t ld_o, float* probs = nullptr) {
+    check_attention_shape(s, ld_q, ld_o);
+    if (s.Tq == 0) return;
+    const std::size_t rep = s.Hq / s.Hkv;
+    const std::size_t offset = s.Tk - s.Tq;  // cached keys before the first query
+    parallel_for(s.Hq, [&](std::size_t h0, std::size_t h1) {
+        thread_local std::vector<float> scores;
+        scores.resize(s.Tq * s.Tk);
+        for (std::size_t h = h0; h < h1; ++h) {
+            const std::size_t j = h / rep;
+            const float* Kj = K + j * ld_head;
+            const float* Vj = V + j * ld_head;
+            // scores[Tq, Tk] = scale * Q_h [Tq, hd] . K_j^T [hd, Tk]
+            blas::gemm_serial(false, true, s.Tq, s.Tk, s.hd, scale, q + h * s.hd, ld_q, Kj, s.hd, 0.0f, scores.data(),
+                              s.Tk);
+            for (std::size_t t = 0; t < s.Tq; ++t) {
+                float* row = scores.data() + t * s.Tk;
+                const std::size_t visible = offset + t + 1;
+                float m = -std::numeric_limits<float>::infinity();
+                for (std::size_t k = 0; k < visible; ++k) m = std::max(m, row[k]);
+                float sum = 0.0f;
+                for (std::size_t k = 0; k < visible; ++k) {
+                    row[k] = std::exp(row[k] - m);
+                    sum += row[k];
+                }
+                const float inv = 1.0f / sum;
+                for (std::size_t k = 0; k < visible; ++k) row[k] *= inv;
+                for (std::size_t k = visible; k < s.Tk; ++k) row[k] = 0.0f;
+            }
+            // out_h [Tq, hd] = P [Tq, Tk] . V_j [Tk, hd]
+            blas::gemm_serial(false, false, s.Tq, s.hd, s.Tk, 1.0f, scores.data(), s.Tk, Vj, s.hd, 0.0f,
+                              out + h * s.hd, ld_o);
+            if (probs) std::copy(scores.begin(), scores.end(), probs + h * s.Tq * s.Tk);
+        }
+    });
+}
+
+}  // namespace hylens::kernels

@@ -1,0 +1,69 @@
+#pragma once
+// The RMSNorm variants of architectures.md §0.2 (the L2 norm lives in gated_delta.hpp).
+// r(x) = 1 / sqrt(mean(x^2) + eps), statistics accumulated in float32 like PyTorch.
+//   RMSNorm_std : y = w * x * r(x)
+//   RMSNorm_1p  : y = (1 + w) * x * r(x)        (pass one_plus = true)
+//   GNorm_nbg   : y = w * x * r(x) * silu(z)     (norm, then gate)
+//   GNorm_gbn   : u = x * silu(z); y = w * u * r(u)   (gate, then norm)
+// The gated forms work group-wise: the row of d values is cut into d / group contiguous
+// groups with their own r(.), and w is the full-length vector.
+
+#include <cmath>    // std::sqrt
+#include <cstddef>  // std::size_t
+
+#include "../core/error.hpp"
+#include "activations.hpp"
+
+namespace hylens::kernels {
+
+enum class GateOrder { norm_before_gate, gate_before_norm };
+
+/// y[r] = norm(x[r]) for `rows` rows of d values (row strides ldx, ldy; y may alias x).
+inline void rms_norm(const float* x, std::size_t ldx, std::size_t rows, std::size_t d, const float* w, float eps,
+                     float* y, std::size_t ldy, bool one_plus) {
+    check<ShapeError>(d > 0 && ldx >= d && ldy >= d, "[rms_norm] row length ", d, " with strides ", ldx, "/", ldy);
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * ldx;
+        float* yr = y + r * ldy;
+        float ss = 0.0f;
+        for (std::size_t i = 0; i < d; ++i) ss += xr[i] * xr[i];
+        const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + eps);
+        if (one_plus) {
+            for (std::size_t i = 0; i < d; ++i) yr[i] = (xr[i] * inv) * (1.0f + w[i]);
+        } else {
+            for (std::size_t i = 0; i < d; ++i) yr[i] = w[i] * (xr[i] * inv);
+        }
+    }
+}
+
+/// Gated RMSNorm, group-wise: y = GNorm(x, z) per row. group = d for one group per row.
+/// w may be nullptr for the ungated-weight case (weight 1).
+inline void gated_rms_norm(const float* x, std::size_t ldx, const float* z, std::size_t ldz, std::size_t rows,
+                           std::size_t d, std::size_t group, const float* w, float eps, GateOrder order, float* y,
+                           std::size_t ldy) {
+    check<ShapeError>(group > 0 && d % group == 0, "[gated_rms_norm] row length ", d, " is not a multiple of group ",
+                      group);
+    for (std::size_t r = 0; r < rows; ++r) {
+        const float* xr = x + r * ldx;
+        const float* zr = z + r * ldz;
+        float* yr = y + r * ldy;
+        for (std::size_t g0 = 0; g0 < d; g0 += group) {
+            float ss = 0.0f;
+            if (order == GateOrder::gate_before_norm) {
+                for (std::size_t i = g0; i < g0 + group; ++i) {
+                    const float u = xr[i] * silu(zr[i]);
+                    yr[i] = u;
+                    ss += u * u;
+                }
+                const float inv = 1.0f / std::sqrt(ss / static_cast<float>(group) + eps);
+                for (std::size_t i = g0; i < g0 + group; ++i) yr[i] = (w ? w[i] : 1.0f) * (yr[i] * inv);
+            } else {
+                for (std::size_t i = g0; i < g0 + group; ++i) ss += xr[i] * xr[i];
+                const float inv = 1.0f / std::sqrt(ss / static_cast<float>(group) + eps);
+                for (std::size_t i = g0; i < g0 + group; ++i) yr[i] = (w ? w[i] : 1.0f) * (xr[i] * inv) * silu(zr[i]);
+            }
+        }
+    }
+}
+
+}  // namespace hylens::kernels

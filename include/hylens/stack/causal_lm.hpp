@@ -1,0 +1,138 @@
+#pragma once
+// CausalLM<Stack>: token embedding, a HybridStack, the final norm and the LM head, with the
+// families' scalar multipliers. One forward call for any number of tokens: prefill and decode
+// are the same call and continue whatever the cache holds.
+//   h0 = embed_mult * E[id];  h = stack(h0);  logits = logits_mult * (W_head · norm(h))
+// Granite: embed_mult = embedding_multiplier, logits_mult = 1 / logits_scaling.
+// Falcon-H1: embed_mult = embedding_multiplier, logits_mult = lm_head_multiplier.
+
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::int64_t
+#include <span>     // std::span
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+#include "../core/error.hpp"
+#include "../core/tensor.hpp"
+#include "../core/weight.hpp"
+#include "../kernels/linear.hpp"
+#include "../kernels/rms_norm.hpp"
+#include "../layers/hooks.hpp"
+#include "tokens.hpp"
+
+namespace hylens {
+
+struct LMConfig {
+    std::string model_type;       ///< config.json model_type ("qwen3_5", "granitemoehybrid", ...)
+    std::size_t vocab = 0, hidden = 0;
+    float eps = 1e-6f;            ///< final norm epsilon
+    bool norm_one_plus = false;   ///< final norm is RMSNorm_1p (Qwen)
+    float embed_multiplier = 1.0f;
+    float logits_multiplier = 1.0f;
+};
+
+struct ForwardOptions {
+    std::span<const std::int64_t> positions{};  ///< T positions; empty = cache.next_position() + [0, T)
+    const Hook* hook = nullptr;                 ///< sees (and may overwrite) every site
+    bool last_only = false;                     ///< logits of the last position only ([B, 1, V])
+    bool skip_logits = false;                   ///< run the stack only (returns an empty tensor)
+};
+
+template <class Stack>
+class CausalLM {
+public:
+    using stack_type = Stack;
+    using cache_type = typename Stack::cache_type;
+
+    CausalLM() = default;
+    /// lm_head empty = tied to the embedding.
+    CausalLM(LMConfig cfg, Weight embed, Stack stack, std::vector<float> final_norm, Weight lm_head)
+        : c_(std::move(cfg)), embed_(std::move(embed)), stack_(std::move(stack)), norm_(std::move(final_norm)),
+          head_(lm_head.empty() ? embed_ : std::move(lm_head)), tied_(lm_head.empty()) {
+        require_shape(embed_, {c_.vocab, c_.hidden}, "CausalLM embed_tokens");
+        require_shape(head_, {c_.vocab, c_.hidden}, "CausalLM lm_head");
+        require_size(norm_, c_.hidden, "CausalLM final norm");
+    }
+
+    const LMConfig& config() const noexcept { return c_; }
+    const Stack& stack() const noexcept { return stack_; }
+    Stack& stack() noexcept { return stack_; }
+    std::size_t num_layers() const noexcept { return stack_.size(); }
+    bool tied_embeddings() const noexcept { return tied_; }
+    const Weight& embedding() const noexcept { return embed_; }
+    const Weight& lm_head() const noexcept { return head_; }
+
+    /// A fresh cache for `batch` sequences (every state zero, no K/V).
+    cache_type new_cache(std::size_t batch = 1) const { return stack_.new_cache(batch); }
+
+    /// Runs ids [B, T] on top of `cache` (updated in place); returns logits [B, T, V]
+    /// (or [B, 1, V] with last_only).
+    Tensor3 forward(const TokenBatch& ids, cache_type& cache, const ForwardOptions& opt = {}) const {
+        const std::size_t B = ids.batch, T = ids.T(), H = c_.hidden;
+        check<ShapeError>(B >= 1 && T >= 1 && ids.ids.size() == B * T, "[CausalLM::forward] need B >= 1 sequences of T >= 1 tokens, got ",
+                          ids.ids.size(), " ids for batch ", B);
+        for (std::size_t i = 0; i < ids.ids.size(); ++i)
+            check<ShapeError>(ids.ids[i] >= 0 && static_cast<std::size_t>(ids.ids[i]) < c_.vocab,
+                              "[CausalLM::forward] token id ", ids.ids[i], " at sequence ", i / T, ", position ", i % T,
+                              " is outside the vocabulary [0, ", c_.vocab, ")");
+        stack_.check_cache(cache, B);
+        std::vector<std::int64_t> pos(T);
+        if (opt.positions.empty()) {
+            const std::size_t p0 = cache.next_position();
+            for (std::size_t t = 0; t < T; ++t) pos[t] = static_cast<std::int64_t>(p0 + t);
+        } else {
+            check<ShapeError>(opt.positions.size() == T, "[CausalLM::forward] ", opt.positions.size(),
+                              " positions for ", T, " tokens");
+            for (std::size_t t = 0; t < T; ++t) {
+                check<ShapeError>(opt.positions[t] >= 0, "[CausalLM::forward] negative position ", opt.positions[t]);
+                pos[t] = opt.positions[t];
+            }
+        }
+        std::vector<float> h(B * T * H);
+        for (std::size_t r = 0; r < B * T; ++r) {
+            embed_.read(static_cast<std::size_t>(ids.ids[r]) * H, H, h.data() + r * H);
+            if (c_.embed_multiplier != 1.0f)
+                for (std::size_t d = 0; d < H; ++d) h[r * H + d] *= c_.embed_multiplier;
+        }
+        ForwardContext ctx{-1, pos.data(), opt.hook};
+        ctx.fire(Site::embed, h.data(), B, T, H, H);
+        stack_.forward(h.data(), B, T, cache, pos.data(), opt.hook);
+        cache.set_tokens_seen(cache.tokens_seen() + T);
+        if (opt.skip_logits) return Tensor3();
+        return head(h.data(), B, T, opt.last_only, ctx);
+    }
+
+    /// A fresh cache filled with `ids` (the prompt); the logits are discarded.
+    cache_type prefill(const TokenBatch& ids, const ForwardOptions& opt = {}) const {
+        cache_type cache = new_cache(ids.batch);
+        ForwardOptions o = opt;
+        o.skip_logits = true;
+        forward(ids, cache, o);
+        return cache;
+    }
+
+    /// Final norm + LM head of residual rows h [B*T, H] (the logit lens uses this too).
+    Tensor3 head(const float* h, std::size_t B, std::size_t T, bool last_only = false,
+                 const ForwardContext& ctx = {}) const {
+        const std::size_t H = c_.hidden, V = c_.vocab, Tout = last_only ? 1 : T;
+        std::vector<float> x(B * Tout * H);
+        for (std::size_t b = 0; b < B; ++b) {
+            const float* src = h + (b * T + (last_only ? T - 1 : 0)) * H;
+            kernels::rms_norm(src, H, Tout, H, norm_.data(), c_.eps, x.data() + b * Tout * H, H, c_.norm_one_plus);
+        }
+        ctx.fire(Site::final_norm, x.data(), B, Tout, H, H);
+        Tensor3 logits = Tensor3::from_shape({B, Tout, V});
+        kernels::linear(x.data(), H, B * Tout, head_, nullptr, logits.data(), V, c_.logits_multiplier);
+        return logits;
+    }
+
+private:
+    LMConfig c_;
+    Weight embed_;
+    Stack stack_;
+    std::vector<float> norm_;
+    Weight head_;
+    bool tied_ = false;
+};
+
+}  // namespace hylens

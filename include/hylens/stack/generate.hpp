@@ -1,0 +1,84 @@
+#pragma once
+// Greedy generation on any cache, mixed caches included (experiments.md §C.8): feed the
+// prompt (or query) from the cache's next position (or an explicit start), then one token at
+// a time, each the argmax of the previous logits. Every step appends K/V at the next position
+// and advances the recurrent states.
+
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::int64_t
+#include <vector>   // std::vector
+
+#include "../core/tensor.hpp"
+#include "causal_lm.hpp"
+
+namespace hylens {
+
+struct GenerateOptions {
+    std::size_t max_new = 16;               ///< tokens to generate
+    std::vector<std::int64_t> stop_ids{};   ///< stop once every sequence produced one of these
+    std::int64_t start_position = -1;       ///< position of the first prompt token (-1: cache.next_position())
+    bool feed_last = false;                 ///< also feed the last generated token (its logits are returned)
+    const Hook* hook = nullptr;             ///< sees every forward (prompt and steps)
+};
+
+struct GenerateResult {
+    Tensor3 prompt_logits;                  ///< [B, T_prompt, V]
+    std::vector<std::vector<std::int64_t>> ids;  ///< [B][n] generated tokens
+    std::vector<Tensor2> step_logits;       ///< per fed generated token: [B, V] logits after feeding it
+    std::vector<std::int64_t> positions;    ///< every position used (prompt and fed tokens)
+};
+
+namespace detail {
+inline std::int64_t argmax_row(const float* row, std::size_t V) noexcept {
+    std::size_t best = 0;
+    for (std::size_t v = 1; v < V; ++v)
+        if (row[v] > row[best]) best = v;
+    return static_cast<std::int64_t>(best);
+}
+}  // namespace detail
+
+template <class Model>
+GenerateResult generate(const Model& model, typename Model::cache_type& cache, const TokenBatch& prompt,
+                        const GenerateOptions& opt = {}) {
+    const std::size_t B = prompt.batch, T = prompt.T(), V = model.config().vocab;
+    GenerateResult res;
+    std::int64_t p = opt.start_position >= 0 ? opt.start_position : static_cast<std::int64_t>(cache.next_position());
+    std::vector<std::int64_t> pos(T);
+    for (std::size_t t = 0; t < T; ++t) pos[t] = p++;
+    res.positions = pos;
+    ForwardOptions fo;
+    fo.hook = opt.hook;
+    fo.positions = pos;
+    res.prompt_logits = model.forward(prompt, cache, fo);
+    res.ids.assign(B, {});
+    std::vector<const float*> last(B);
+    for (std::size_t b = 0; b < B; ++b) last[b] = res.prompt_logits.data() + (b * T + T - 1) * V;
+    Tensor3 step;
+    for (std::size_t n = 0; n < opt.max_new; ++n) {
+        TokenBatch next;
+        next.batch = B;
+        bool all_stopped = !opt.stop_ids.empty();
+        for (std::size_t b = 0; b < B; ++b) {
+            const std::int64_t id = detail::argmax_row(last[b], V);
+            res.ids[b].push_back(id);
+            next.ids.push_back(id);
+            bool stop = false;
+            for (auto s : opt.stop_ids) stop = stop || s == id;
+            all_stopped = all_stopped && stop;
+        }
+        const bool final = (n + 1 == opt.max_new) || all_stopped;
+        if (final && !opt.feed_last) break;
+        const std::int64_t step_pos[1] = {p++};
+        res.positions.push_back(step_pos[0]);
+        fo.positions = std::span<const std::int64_t>(step_pos, 1);
+        step = model.forward(next, cache, fo);
+        Tensor2 row = Tensor2::from_shape({B, V});
+        std::copy(step.data(), step.data() + B * V, row.data());
+        res.step_logits.push_back(std::move(row));
+        for (std::size_t b = 0; b < B; ++b) last[b] = res.step_logits.back().data() + b * V;
+        if (final) break;
+    }
+    return res;
+}
+
+}  // namespace hylens

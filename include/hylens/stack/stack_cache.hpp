@@ -1,0 +1,110 @@
+#pragma once
+// StackCache<Kinds...>: the cache of a HybridStack<Kinds...>, a typed tuple with one member
+// per kind, each holding that kind's per-layer caches in layer order. Its type is the
+// stack's kinds, so a cache of one stack type cannot be handed to another. Values: copy,
+// compare, reset.
+
+#include <cstddef>  // std::size_t
+#include <tuple>    // std::tuple, std::get
+#include <utility>  // std::index_sequence
+#include <vector>   // std::vector
+
+#include "../cache/parts.hpp"
+#include "../core/error.hpp"
+
+namespace hylens {
+
+/// Where decoder layer i lives: which kind, and its index among the layers of that kind.
+struct LayerSlot {
+    std::size_t kind = 0;
+    std::size_t index = 0;
+    friend bool operator==(const LayerSlot&, const LayerSlot&) = default;
+};
+
+template <class... Kinds>
+class StackCache {
+public:
+    using tuple_type = std::tuple<std::vector<typename Kinds::cache_type>...>;
+
+    StackCache() = default;
+    StackCache(tuple_type parts, std::vector<LayerSlot> order, std::size_t batch)
+        : parts_(std::move(parts)), order_(std::move(order)), batch_(batch) {}
+
+    std::size_t num_layers() const noexcept { return order_.size(); }
+    std::size_t batch() const noexcept { return batch_; }
+    const std::vector<LayerSlot>& order() const noexcept { return order_; }
+
+    /// The per-layer caches of kind number K (in layer order).
+    template <std::size_t K>
+    auto& of_kind() noexcept { return std::get<K>(parts_); }
+    template <std::size_t K>
+    const auto& of_kind() const noexcept { return std::get<K>(parts_); }
+
+    /// Calls f(cache_of_layer_i) with the layer's concrete cache type.
+    template <class F>
+    void visit(std::size_t layer, F&& f) {
+        visit_impl(*this, layer, std::forward<F>(f), std::index_sequence_for<Kinds...>{});
+    }
+    template <class F>
+    void visit(std::size_t layer, F&& f) const {
+        visit_impl(*this, layer, std::forward<F>(f), std::index_sequence_for<Kinds...>{});
+    }
+
+    /// KV length of the first layer holding K/V (0 when there is none): the position at which
+    /// the next token goes (experiments.md §C.3).
+    std::size_t kv_len() const {
+        for (std::size_t i = 0; i < num_layers(); ++i) {
+            std::size_t n = 0;
+            bool found = false;
+            visit(i, [&](const auto& c) {
+                if (auto* kv = kv_part(c)) {
+                    n = kv->length();
+                    found = true;
+                }
+            });
+            if (found) return n;
+        }
+        return 0;
+    }
+    bool has_kv_layers() const {
+        for (std::size_t i = 0; i < num_layers(); ++i) {
+            bool found = false;
+            visit(i, [&](const auto& c) { found = kv_part(c) != nullptr; });
+            if (found) return true;
+        }
+        return false;
+    }
+    /// Tokens fed since the last reset (tracks positions of stacks with no attention layer).
+    std::size_t tokens_seen() const noexcept { return seen_; }
+    void set_tokens_seen(std::size_t n) noexcept { seen_ = n; }
+    /// Position of the next token: the KV length, or the tokens seen when there is no KV.
+    std::size_t next_position() const { return has_kv_layers() ? kv_len() : seen_; }
+
+    /// Back to a fresh cache: KV emptied, conv windows and states zeroed.
+    void reset() {
+        for (std::size_t i = 0; i < num_layers(); ++i)
+            visit(i, [](auto& c) {
+                if (auto* kv = kv_part(c)) kv->clear();
+                if (auto* r = recurrent_part(c)) r->reset();
+            });
+        seen_ = 0;
+    }
+
+    friend bool operator==(const StackCache&, const StackCache&) = default;
+
+private:
+    template <class Self, class F, std::size_t... K>
+    static void visit_impl(Self& self, std::size_t layer, F&& f, std::index_sequence<K...>) {
+        check<ShapeError>(layer < self.order_.size(), "[StackCache] layer ", layer, " out of ", self.order_.size());
+        const LayerSlot s = self.order_[layer];
+        // Visitors return nothing: a fold over the kinds calls f on the one that matches.
+        ((s.kind == K ? (void)f(std::get<K>(self.parts_)[s.index]) : void()), ...);
+    }
+
+    tuple_type parts_;
+    std::vector<LayerSlot> order_;
+    std::size_t batch_ = 0;
+    std::size_t seen_ = 0;
+};
+
+}  // namespace hylens

@@ -1,0 +1,33 @@
+#pragma once
+// TokenBatch: B sequences of equal length T, row-major [B, T] token ids.
+
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::int64_t
+#include <vector>   // std::vector
+
+#include "../core/error.hpp"
+
+namespace hylens {
+
+struct TokenBatch {
+    std::vector<std::int64_t> ids;  ///< [B, T]
+    std::size_t batch = 1;
+
+    TokenBatch() = default;
+    /// One sequence.
+    TokenBatch(std::vector<std::int64_t> one) : ids(std::move(one)), batch(1) {}  // NOLINT: implicit on purpose
+    TokenBatch(std::initializer_list<std::int64_t> one) : ids(one), batch(1) {}
+    /// B sequences of equal length (clean / corrupted pairs and the like).
+    explicit TokenBatch(const std::vector<std::vector<std::int64_t>>& seqs) : batch(seqs.size()) {
+        check<ShapeError>(!seqs.empty(), "[TokenBatch] no sequences");
+        for (std::size_t b = 0; b < seqs.size(); ++b) {
+            check<ShapeError>(seqs[b].size() == seqs[0].size(), "[TokenBatch] sequence ", b, " has ", seqs[b].size(),
+                              " tokens, sequence 0 has ", seqs[0].size(), " (a batch needs equal lengths)");
+            ids.insert(ids.end(), seqs[b].begin(), seqs[b].end());
+        }
+    }
+    std::size_t T() const noexcept { return batch ? ids.size() / batch : 0; }
+    std::int64_t at(std::size_t b, std::size_t t) const { return ids[b * T() + t]; }
+};
+
+}  // namespace hylens
