@@ -1,0 +1,321 @@
+#pragma once
+// The gated delta rule, the core of Gated DeltaNet (architectures.md §1; HF
+// torch_recurrent_gated_delta_rule / torch_chunk_gated_delta_rule, FLA naive.py). Per value
+// head h (reading key head h / (Hv/Hk)) and token t, with q^ = L2Norm(q)/sqrt(dk), k^ = L2Norm(k)
+// (or q/sqrt(dk), k without the norm):
+//   S <- exp(g_t) S;   u = beta_t (v_t - S^T k^);   S <- S + k^ u^T;   o_t = S^T q^
+// S: (dk, dv) per head, key index first (HF layout [Hv, dk, dv]). float32 throughout; the
+// in-chunk cumulative log decays are summed in double so exp(gamma_i - gamma_j) keeps its
+// relative precision when the decays are large.
+//
+// Two forms with the same results (to float32 rounding), both exact continuations of any state:
+//  * gated_delta_rule_recurrent: token by token, one fused pass over S per token (the update of
+//    token t and the reads S^T k, S^T q of token t+1 share the pass). Decode path.
+//  * gated_delta_rule_chunked: §1.4 on chunks of `chunk` tokens (the last one shorter, which is
+//    the same as zero padding). Per chunk and head: 7 small sgemms (blas::gemm_serial) and a
+//    forward substitution for (I + A)^-1. Prefill path.
+// Both run the value heads in parallel on the pool. Plain twin: reference/gated_delta.hpp.
+
+#include <xsimd/xsimd.hpp>
+
+#include <cmath>    // std::exp, std::sqrt
+#include <cstddef>  // std::size_t
+#include <utility>  // std::swap
+#include <vector>   // std::vector
+
+#include "../core/blas.hpp"
+#include "../core/thread_pool.hpp"
+#include "recurrent_common.hpp"
+
+namespace hylens::kernels {
+
+namespace detail {
+
+using FBatch = xsimd::batch<float>;
+inline constexpr std::size_t kLanes = FBatch::size;
+
+// q^ (scaled by 1/sqrt(dk)) and k^ of token t for key head kh, into qn and kn (dk each).
+inline void gdr_prepare_qk(const GatedDeltaShape& s, const float* q, std::size_t ld_q, const float* k,
+                           std::size_t ld_k, std::size_t t, std::size_t kh, bool l2norm_qk, float* qn, float* kn) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(s.dk));
+    const float* qr = q + t * ld_q + kh * s.dk;
+    const float* kr = k + t * ld_k + kh * s.dk;
+    if (l2norm_qk) {
+        l2_normalize(qr, s.dk, scale, qn);
+        l2_normalize(kr, s.dk, 1.0f, kn);
+    } else {
+        for (std::size_t i = 0; i < s.dk; ++i) {
+            qn[i] = qr[i] * scale;
+            kn[i] = kr[i];
+        }
+    }
+}
+
+// Columns [j0, j0 + NB*kLanes) of e = S^T kn and p = S^T qn. S: (dk, dv).
+template <std::size_t NB>
+inline void gdr_read_block(const float* S, std::size_t dk, std::size_t dv, std::size_t j0, const float* kn,
+                           const float* qn, float* e, float* p) {
+    FBatch ae[NB], ap[NB];
+    for (std::size_t b = 0; b < NB; ++b) ae[b] = ap[b] = FBatch(0.0f);
+    for (std::size_t i = 0; i < dk; ++i) {
+        const float* row = S + i * dv + j0;
+        const FBatch ki(kn[i]), qi(qn[i]);
+        for (std::size_t b = 0; b < NB; ++b) {
+            const FBatch sv = FBatch::load_unaligned(row + b * kLanes);
+            ae[b] = xsimd::fma(ki, sv, ae[b]);
+            ap[b] = xsimd::fma(qi, sv, ap[b]);
+        }
+    }
+    for (std::size_t b = 0; b < NB; ++b) {
+        ae[b].store_unaligned(e + j0 + b * kLanes);
+        ap[b].store_unaligned(p + j0 + b * kLanes);
+    }
+}
+
+// Columns [j0, j0 + NB*kLanes) of S <- a S + kn u^T and, when Next, of the next token's
+// e2 = S^T kn2 and p2 = S^T qn2 read from the updated S in the same pass.
+template <std::size_t NB, bool Next>
+inline void gdr_update_block(float* S, std::size_t dk, std::size_t dv, std::size_t j0, float a, const float* kn,
+                             const float* u, const float* kn2, const float* qn2, float* e2, float* p2) {
+    FBatch ub[NB], ae[NB], ap[NB];
+    for (std::size_t b = 0; b < NB; ++b) {
+        ub[b] = FBatch::load_unaligned(u + j0 + b * kLanes);
+        ae[b] = ap[b] = FBatch(0.0f);
+    }
+    const FBatch av(a);
+    for (std::size_t i = 0; i < dk; ++i) {
+        float* row = S + i * dv + j0;
+        const FBatch ki(kn[i]);
+        for (std::size_t b = 0; b < NB; ++b) {
+            const FBatch sv = xsimd::fma(ki, ub[b], av * FBatch::load_unaligned(row + b * kLanes));
+            sv.store_unaligned(row + b * kLanes);
+            if constexpr (Next) {
+                ae[b] = xsimd::fma(FBatch(kn2[i]), sv, ae[b]);
+                ap[b] = xsimd::fma(FBatch(qn2[i]), sv, ap[b]);
+            }
+        }
+    }
+    if constexpr (Next) {
+        for (std::size_t b = 0; b < NB; ++b) {
+            ae[b].store_unaligned(e2 + j0 + b * kLanes);
+            ap[b].store_unaligned(p2 + j0 + b * kLanes);
+        }
+    }
+}
+
+// Calls f.template operator()<NB>(j0) over column blocks covering [0, dv) (4 batches, then 1
+// batch: 4 independent accumulator chains per operand hide the FMA latency), and returns the
+// first column of the scalar tail.
+template <class F>
+inline std::size_t for_column_blocks(std::size_t dv, F&& f) {
+    std::size_t j0 = 0;
+    for (; j0 + 4 * kLanes <= dv; j0 += 4 * kLanes) f.template operator()<4>(j0);
+    for (; j0 + kLanes <= dv; j0 += kLanes) f.template operator()<1>(j0);
+    return j0;
+}
+
+// The recurrence for one value head over all T tokens (see the top comment).
+inline void gdr_recurrent_head(const GatedDeltaShape& s, const float* q, std::size_t ld_q, const float* k,
+                               std::size_t ld_k, const float* v, std::size_t ld_v, const float* g,
+                               const float* beta, float* state, float* out, std::size_t ld_o, bool l2norm_qk,
+                               std::size_t h) {
+    const std::size_t dk = s.dk, dv = s.dv, kh = h / (s.Hv / s.Hk);
+    float* S = state + h * dk * dv;  // (dk, dv)
+    thread_local std::vector<float> buf;
+    buf.resize(4 * dk + 3 * dv);
+    float* qn = buf.data();  // (dk) this token
+    float* kn = qn + dk;
+    float* qn2 = kn + dk;  // (dk) next token
+    float* kn2 = qn2 + dk;
+    float* e = kn2 + dk;  // (dv) S^T k^ before this token's update
+    float* p = e + dv;    // (dv) S^T q^ before this token's update
+    float* u = p + dv;    // (dv) delta-rule correction
+
+    gdr_prepare_qk(s, q, ld_q, k, ld_k, 0, kh, l2norm_qk, qn, kn);
+    const std::size_t tail = for_column_blocks(dv, [&]<std::size_t NB>(std::size_t j0) {
+        gdr_read_block<NB>(S, dk, dv, j0, kn, qn, e, p);
+    });
+    for (std::size_t j = tail; j < dv; ++j) {
+        float ej = 0, pj = 0;
+        for (std::size_t i = 0; i < dk; ++i) {
+            ej += kn[i] * S[i * dv + j];
+            pj += qn[i] * S[i * dv + j];
+        }
+        e[j] = ej;
+        p[j] = pj;
+    }
+    for (std::size_t t = 0; t < s.T; ++t) {
+        const float a = std::exp(g[t * s.Hv + h]);
+        const float b = beta[t * s.Hv + h];
+        float kq = 0.0f;
+        for (std::size_t i = 0; i < dk; ++i) kq += kn[i] * qn[i];
+        // With S_t = a S + k u^T:  S_t^T k = a e + ..., and o = S_t^T q = a p + (k . q) u.
+        const float* vr = v + t * ld_v + h * dv;
+        float* orow = out + t * ld_o + h * dv;
+        for (std::size_t j = 0; j < dv; ++j) {
+            u[j] = b * (vr[j] - a * e[j]);
+            orow[j] = a * p[j] + kq * u[j];
+        }
+        const bool next = t + 1 < s.T;
+        if (next) gdr_prepare_qk(s, q, ld_q, k, ld_k, t + 1, kh, l2norm_qk, qn2, kn2);
+        for_column_blocks(dv, [&]<std::size_t NB>(std::size_t j0) {
+            if (next)
+                gdr_update_block<NB, true>(S, dk, dv, j0, a, kn, u, kn2, qn2, e, p);
+            else
+                gdr_update_block<NB, false>(S, dk, dv, j0, a, kn, u, nullptr, nullptr, nullptr, nullptr);
+        });
+        for (std::size_t j = tail; j < dv; ++j) {
+            float ej = 0, pj = 0;
+            for (std::size_t i = 0; i < dk; ++i) {
+                float& sij = S[i * dv + j];
+                sij = a * sij + kn[i] * u[j];
+                ej += kn2[i] * sij;
+                pj += qn2[i] * sij;
+            }
+            e[j] = ej;  // only read when next (then kn2/qn2 are this token's successors)
+            p[j] = pj;
+        }
+        std::swap(qn, qn2);
+        std::swap(kn, kn2);
+    }
+}
+
+// One chunk of L tokens starting at t0 for value head h (§1.4), updating S in place.
+// Scratch sizes are for chunk length C >= L.
+inline void gdr_chunk(const GatedDeltaShape& s, const float* q, std::size_t ld_q, const float* k, std::size_t ld_k,
+                      const float* v, std::size_t ld_v, const float* g, const float* beta, float* S, float* out,
+                      std::size_t ld_o, bool l2norm_qk, std::size_t h, std::size_t t0, std::size_t L,
+                      std::size_t C, float* scratch, double* gam) {
+    const std::size_t dk = s.dk, dv = s.dv, kh = h / (s.Hv / s.Hk), ldu = dv + dk;
+    float* Qs = scratch;          // (L, dk) q^, later e^gamma q^
+    float* Ks = Qs + L * dk;      // (L, dk) k^ (right after Qs: [Q; K] is one (2L, dk) operand)
+    float* Gm = Qs + 2 * C * dk;  // (2L, L): rows 0..L-1 Q K^T -> M, rows L..2L-1 K K^T -> A
+    float* Tm = Gm + 2 * C * C;   // (L, L) (I + A)^-1
+    float* Tb = Tm + C * C;       // (L, L) Tm diag(beta)
+    float* UW = Tb + C * C;       // (L, dv + dk): [U | W], then U <- V_new
+    float* eg = UW + C * ldu;     // (L) e^gamma_i
+    float* ew = eg + C;           // (L) e^(gamma_last - gamma_i)
+    const float* bt = beta + t0 * s.Hv + h;  // beta of row i at bt[i * Hv]
+
+    double acc = 0;
+    for (std::size_t i = 0; i < L; ++i) {
+        gdr_prepare_qk(s, q, ld_q, k, ld_k, t0 + i, kh, l2norm_qk, Qs + i * dk, Ks + i * dk);
+        gam[i] = acc += g[(t0 + i) * s.Hv + h];
+    }
+    for (std::size_t i = 0; i < L; ++i) {
+        eg[i] = static_cast<float>(std::exp(gam[i]));
+        ew[i] = static_cast<float>(std::exp(gam[L - 1] - gam[i]));
+    }
+    // [Q; K] K^T in one product: (2L, dk) x (dk, L).
+    blas::gemm_serial(false, true, 2 * L, L, dk, 1.0f, Qs, dk, Ks, dk, 0.0f, Gm, L);
+    float* M = Gm;       // (L, L)
+    float* A = Gm + L * L;  // (L, L)
+    for (std::size_t i = 0; i < L; ++i) {
+        const float bi = bt[i * s.Hv];
+        for (std::size_t j = 0; j < i; ++j) {
+            const float d = static_cast<float>(std::exp(gam[i] - gam[j]));  // decay j -> i, <= 1
+            A[i * L + j] *= bi * d;
+            M[i * L + j] *= d;
+        }
+        for (std::size_t j = i + 1; j < L; ++j) M[i * L + j] = 0.0f;
+    }
+    // Tm = (I + A)^-1 by forward substitution: Tm[i] = e_i - sum_{m<i} A[i][m] Tm[m]
+    // (Tm[m] is zero right of its diagonal, so the axpy runs over columns 0..m only).
+    for (std::size_t i = 0; i < L; ++i) {
+        float* ti = Tm + i * L;
+        for (std::size_t j = 0; j < L; ++j) ti[j] = 0.0f;
+        ti[i] = 1.0f;
+        for (std::size_t m = 0; m < i; ++m) {
+            const float aim = A[i * L + m];
+            const float* tm = Tm + m * L;
+            for (std::size_t j = 0; j <= m; ++j) ti[j] -= aim * tm[j];
+        }
+    }
+    // U = Tm diag(beta) V (V read in place), W = Tm diag(beta e^gamma) K^.
+    for (std::size_t i = 0; i < L; ++i) {
+        for (std::size_t j = 0; j <= i; ++j) {
+            const float bj = bt[j * s.Hv];
+            Tb[i * L + j] = Tm[i * L + j] * bj;
+            Tm[i * L + j] *= bj * eg[j];
+        }
+        for (std::size_t j = i + 1; j < L; ++j) Tb[i * L + j] = 0.0f;
+    }
+    float* U = UW;
+    float* W = UW + dv;
+    blas::gemm_serial(false, false, L, dv, L, 1.0f, Tb, L, v + t0 * ld_v + h * dv, ld_v, 0.0f, U, ldu);
+    blas::gemm_serial(false, false, L, dk, L, 1.0f, Tm, L, Ks, dk, 0.0f, W, ldu);
+    // V_new = U - W S
+    blas::gemm_serial(false, false, L, dv, dk, -1.0f, W, ldu, S, dv, 1.0f, U, ldu);
+    // O = diag(e^gamma) Q^ S + M V_new, written straight into out.
+    for (std::size_t i = 0; i < L; ++i)
+        for (std::size_t j = 0; j < dk; ++j) Qs[i * dk + j] *= eg[i];
+    float* O = out + t0 * ld_o + h * dv;
+    blas::gemm_serial(false, false, L, dv, dk, 1.0f, Qs, dk, S, dv, 0.0f, O, ld_o);
+    blas::gemm_serial(false, false, L, dv, L, 1.0f, M, L, U, ldu, 1.0f, O, ld_o);
+    // S' = e^gamma_last S + (diag(e^(gamma_last - gamma)) K^)^T V_new
+    for (std::size_t i = 0; i < L; ++i)
+        for (std::size_t j = 0; j < dk; ++j) Ks[i * dk + j] *= ew[i];
+    blas::gemm_serial(true, false, dk, dv, L, 1.0f, Ks, dk, U, ldu, eg[L - 1], S, dv);
+}
+
+}  // namespace detail
+
+/// Token-by-token gated delta rule (§1.3). q, k: token t key head g at q + t*ld_q + g*dk (same
+/// for k with ld_k); v: token t value head h at v + t*ld_v + h*dv; g (log decay <= 0) and beta:
+/// token t head h at g[t*Hv + h]; state: (Hv, dk, dv) in/out; out: token t head h at
+/// out + t*ld_o + h*dv. Throws ShapeError (naming the kernel) on impossible shapes.
+inline void gated_delta_rule_recurrent(const GatedDeltaShape& s, const float* q, std::size_t ld_q, const float* k,
+                                       std::size_t ld_k, const float* v, std::size_t ld_v, const float* g,
+                                       const float* beta, float* state, float* out, std::size_t ld_o,
+                                       bool l2norm_qk) {
+    detail::check_gated_delta_args("gated_delta_rule_recurrent", s, q, ld_q, k, ld_k, v, ld_v, g, beta, state, out,
+                                   ld_o);
+    parallel_for(s.Hv, [&](std::size_t h0, std::size_t h1) {
+        for (std::size_t h = h0; h < h1; ++h)
+            detail::gdr_recurrent_head(s, q, ld_q, k, ld_k, v, ld_v, g, beta, state, out, ld_o, l2norm_qk, h);
+    });
+}
+
+/// Chunked gated delta rule (§1.4), same arguments and results as the recurrent form, for any
+/// T >= 1 and any incoming state; chunk >= 1 tokens per chunk (64 in HF).
+inline void gated_delta_rule_chunked(const GatedDeltaShape& s, const float* q, std::size_t ld_q, const float* k,
+                                     std::size_t ld_k, const float* v, std::size_t ld_v, const float* g,
+                                     const float* beta, float* state, float* out, std::size_t ld_o,
+                                     bool l2norm_qk, std::size_t chunk = 64) {
+    const char* op = "gated_delta_rule_chunked";
+    detail::check_gated_delta_args(op, s, q, ld_q, k, ld_k, v, ld_v, g, beta, state, out, ld_o);
+    check<ShapeError>(chunk >= 1, "[", op, "] expected chunk >= 1, got ", chunk);
+    const std::size_t C = chunk < s.T ? chunk : s.T;  // a chunk longer than T only wastes scratch
+    const std::size_t floats = 2 * C * s.dk + 4 * C * C + C * (s.dv + s.dk) + 2 * C;
+    parallel_for(s.Hv, [&](std::size_t h0, std::size_t h1) {
+        thread_local std::vector<float> scratch;  // grows once, reused by every call on this thread
+        thread_local std::vector<double> gam;
+        scratch.resize(floats);
+        gam.resize(C);
+        for (std::size_t h = h0; h < h1; ++h) {
+            float* S = state + h * s.dk * s.dv;
+            for (std::size_t t0 = 0; t0 < s.T; t0 += C) {
+                const std::size_t L = t0 + C <= s.T ? C : s.T - t0;
+                detail::gdr_chunk(s, q, ld_q, k, ld_k, v, ld_v, g, beta, S, out, ld_o, l2norm_qk, h, t0, L, C,
+                                  scratch.data(), gam.data());
+            }
+        }
+    });
+}
+
+/// Below this many tokens gated_delta_rule takes the recurrent form (measured crossover, see
+/// docs/kernels.md "Gated delta rule").
+inline constexpr std::size_t kGatedDeltaChunkedMinT = 64;
+
+/// Dispatch: the recurrent form for T < kGatedDeltaChunkedMinT, the chunked form (chunk 64)
+/// otherwise. Same arguments and results as gated_delta_rule_recurrent.
+inline void gated_delta_rule(const GatedDeltaShape& s, const float* q, std::size_t ld_q, const float* k,
+                             std::size_t ld_k, const float* v, std::size_t ld_v, const float* g, const float* beta,
+                             float* state, float* out, std::size_t ld_o, bool l2norm_qk) {
+    if (s.T < kGatedDeltaChunkedMinT)
+        gated_delta_rule_recurrent(s, q, ld_q, k, ld_k, v, ld_v, g, beta, state, out, ld_o, l2norm_qk);
+    else
+        gated_delta_rule_chunked(s, q, ld_q, k, ld_k, v, ld_v, g, beta, state, out, ld_o, l2norm_qk, 64);
+}
+
+}  // namespace hylens::kernels
