@@ -1,0 +1,167 @@
+#pragma once
+// Shared pieces of the family loaders: a checkpoint seen through a key prefix, with every
+// tensor's shape checked against what config.json implies, and the aliases of the three
+// family model types.
+
+#include <cstddef>     // std::size_t
+#include <filesystem>  // std::filesystem::path
+#include <string>      // std::string
+#include <vector>      // std::vector
+
+#include "../core/error.hpp"
+#include "../core/weight.hpp"
+#include "../io/checkpoint.hpp"
+#include "../io/config_json.hpp"
+#include "../layers/attention.hpp"
+#include "../layers/deltanet.hpp"
+#include "../layers/ffn.hpp"
+#include "../layers/mamba2.hpp"
+#include "../layers/parallel.hpp"
+#include "../stack/causal_lm.hpp"
+#include "../stack/hybrid_stack.hpp"
+
+namespace hylens {
+
+using QwenStack = HybridStack<DeltaNetLayer<>, AttentionLayer<>>;
+using GraniteStack = HybridStack<Mamba2Layer<>, AttentionLayer<>>;
+using FalconH1Stack = HybridStack<ParallelLayer<AttentionLayer<>, Mamba2Layer<>>>;
+
+/// Qwen3.5, Qwen3.5-MoE and Qwen3-Next (Gated DeltaNet + gated attention).
+using Qwen35Model = CausalLM<QwenStack>;
+/// IBM Granite 4.0 H (Mamba-2 + attention, dense or MoE).
+using GraniteModel = CausalLM<GraniteStack>;
+/// Falcon-H1 (attention and Mamba-2 in parallel in every layer).
+using FalconH1Model = CausalLM<FalconH1Stack>;
+
+namespace models {
+
+/// A checkpoint seen through a key prefix ("model." or "model.language_model.").
+class TensorSource {
+public:
+    TensorSource(io::Checkpoint ckpt, std::string prefix) : ckpt_(std::move(ckpt)), prefix_(std::move(prefix)) {}
+
+    const io::Checkpoint& checkpoint() const noexcept { return ckpt_; }
+    const std::string& prefix() const noexcept { return prefix_; }
+    bool has(const std::string& key) const { return ckpt_.contains(prefix_ + key); }
+    bool has_global(const std::string& name) const { return ckpt_.contains(name); }
+
+    /// A matrix (or any tensor) used in place, shape checked against config.json's.
+    Weight matrix(const std::string& key, const std::vector<std::size_t>& shape) const {
+        return global_matrix(prefix_ + key, shape);
+    }
+    Weight global_matrix(const std::string& name, const std::vector<std::size_t>& shape) const {
+        check<FormatError>(ckpt_.contains(name), "[load] ", ckpt_.dir().string(), ": missing tensor '", name, "'");
+        const auto& info = ckpt_.info(name);
+        check<ShapeError>(info.shape == shape, "[load] ", ckpt_.dir().string(), ": tensor '", name, "' has shape ",
+                          shape_string(info.shape), " but config.json implies ", shape_string(shape));
+        return ckpt_.weight(name);
+    }
+    /// A small parameter widened to float32 (norm weights, conv kernels, per-head scalars, biases).
+    std::vector<float> vec(const std::string& key, const std::vector<std::size_t>& shape) const {
+        const std::string name = prefix_ + key;
+        (void)global_matrix(name, shape);
+        return ckpt_.read_f32(name);
+    }
+    /// As vec(), or empty when the tensor is absent.
+    std::vector<float> optional_vec(const std::string& key, const std::vector<std::size_t>& shape) const {
+        return has(key) ? vec(key, shape) : std::vector<float>{};
+    }
+
+private:
+    io::Checkpoint ckpt_;
+    std::string prefix_;
+};
+
+/// rope_theta and partial_rotary_factor from rope_parameters (new format) or the top level.
+struct RopeParams {
+    double theta;
+    double partial_rotary_factor;
+};
+inline RopeParams read_rope(const io::Config& c, double default_theta) {
+    RopeParams r{default_theta, c.get_double("partial_rotary_factor", 1.0)};
+    r.theta = c.get_double("rope_theta", default_theta);
+    std::string type = "default";
+    if (c.is_object("rope_parameters")) {
+        const io::Config rp = c.sub("rope_parameters");
+        r.theta = rp.get_double("rope_theta", r.theta);
+        r.partial_rotary_factor = rp.get_double("partial_rotary_factor", r.partial_rotary_factor);
+        type = rp.get_string("rope_type", rp.get_string("type", "default"));
+    }
+    if (c.is_object("rope_scaling")) {
+        const io::Config rs = c.sub("rope_scaling");
+        type = rs.get_string("rope_type", rs.get_string("type", type));
+    }
+    check<UnsupportedError>(type == "default", "[load] ", c.path(), ": rope_type '", type,
+                            "' is not supported (only \"default\")");
+    return r;
+}
+
+/// A positive integer field, with a message naming the key when it is not.
+inline std::size_t positive(const io::Config& c, std::string_view key) {
+    const std::int64_t v = c.get_int(key);
+    check<ConfigError>(v > 0, "[load] ", c.path(), ": ", c.key_prefix().empty() ? "" : c.key_prefix() + ".", key,
+                       " must be > 0, got ", v);
+    return static_cast<std::size_t>(v);
+}
+
+/// time_step_limit = [lo, hi] (default (0, inf)).
+inline std::pair<float, float> read_time_step_limit(const io::Config& c) {
+    if (!c.has("time_step_limit")) return {0.0f, std::numeric_limits<float>::infinity()};
+    const std::vector<double> v = c.get_double_list("time_step_limit");
+    check<ConfigError>(v.size() == 2 && v[0] <= v[1], "[load] ", c.path(), ": time_step_limit must be [lo, hi]");
+    return {static_cast<float>(v[0]), static_cast<float>(v[1])};
+}
+
+/// The SwiGLU built from three separate projections at key prefix p (p + "gate_proj.weight" ...).
+inline SwiGLU dense_swiglu(const TensorSource& src, const std::string& p, std::size_t H, std::size_t I,
+                           bool with_bias = false) {
+    SwiGLU s;
+    s.hidden = H;
+    s.inter = I;
+    s.gate = src.matrix(p + "gate_proj.weight", {I, H});
+    s.up = src.matrix(p + "up_proj.weight", {I, H});
+    s.down = src.matrix(p + "down_proj.weight", {H, I});
+    if (with_bias) {
+        s.gate_bias = src.optional_vec(p + "gate_proj.bias", {I});
+        s.up_bias = src.optional_vec(p + "up_proj.bias", {I});
+        s.down_bias = src.optional_vec(p + "down_proj.bias", {H});
+    }
+    return s;
+}
+
+/// Experts stored fused: gate_up [E, 2I, H] (rows gate then up) and down [E, H, I].
+inline std::vector<SwiGLU> fused_experts(const Weight& gate_up, const Weight& down, std::size_t E, std::size_t H,
+                                         std::size_t I) {
+    std::vector<SwiGLU> ex(E);
+    for (std::size_t e = 0; e < E; ++e) {
+        ex[e].hidden = H;
+        ex[e].inter = I;
+        ex[e].gate_up = gate_up.slice(e * 2 * I * H, {2 * I, H});
+        ex[e].down = down.slice(e * H * I, {H, I});
+    }
+    return ex;
+}
+
+/// The decoder-layer pattern of a config: true where the layer is attention. Accepts the
+/// current names ("full_attention" / "linear_attention") and the legacy ones
+/// ("attention" / "mamba"); anything else is an UnsupportedError naming it.
+inline std::vector<bool> attention_pattern(const io::Config& c, std::string_view key, std::size_t L) {
+    const std::vector<std::string> types = c.get_string_list(key);
+    check<ConfigError>(types.size() == L, "[load] ", c.path(), ": ", key, " has ", types.size(),
+                       " entries, num_hidden_layers is ", L);
+    std::vector<bool> attn(L);
+    for (std::size_t i = 0; i < L; ++i) {
+        const std::string& t = types[i];
+        if (t == "full_attention" || t == "attention") {
+            attn[i] = true;
+        } else if (t == "linear_attention" || t == "mamba") {
+            attn[i] = false;
+        } else {
+            fail<UnsupportedError>("[load] ", c.path(), ": layer ", i, " has unsupported type '", t, "' in ", key);
+        }
+    }
+    return attn;
+}
+
+}  // namespace models
+}  // namespace hylens

@@ -1,0 +1,75 @@
+#pragma once
+// hylens::load(dir): reads config.json, picks the family from model_type and returns the
+// model. AnyModel holds one of the three typed models; visit() hands the typed model to a
+// generic lambda, so everything type-checked (caches, surgery) stays typed.
+//
+//   auto model = hylens::load("Qwen3.5-0.8B/");
+//   model.visit([&](auto& m) { auto cache = m.prefill(ids); ... });
+
+#include <filesystem>  // std::filesystem::path
+#include <string>      // std::string
+#include <variant>     // std::variant, std::visit
+
+#include "common.hpp"
+#include "falcon_h1.hpp"
+#include "granite4h.hpp"
+#include "qwen3_5.hpp"
+
+namespace hylens {
+
+class AnyModel {
+public:
+    using variant_type = std::variant<Qwen35Model, GraniteModel, FalconH1Model>;
+
+    explicit AnyModel(variant_type m) : m_(std::move(m)) {}
+
+    template <class F>
+    decltype(auto) visit(F&& f) {
+        return std::visit(std::forward<F>(f), m_);
+    }
+    template <class F>
+    decltype(auto) visit(F&& f) const {
+        return std::visit(std::forward<F>(f), m_);
+    }
+    const LMConfig& config() const {
+        return std::visit([](const auto& m) -> const LMConfig& { return m.config(); }, m_);
+    }
+    std::size_t num_layers() const {
+        return std::visit([](const auto& m) { return m.num_layers(); }, m_);
+    }
+    template <class M>
+    const M* get_if() const noexcept { return std::get_if<M>(&m_); }
+    template <class M>
+    M* get_if() noexcept { return std::get_if<M>(&m_); }
+
+private:
+    variant_type m_;
+};
+
+/// Loads a model folder (config.json + model.safetensors or shards). Unknown model types
+/// are an UnsupportedError that names them.
+inline AnyModel load(const std::filesystem::path& dir) {
+    const std::filesystem::path cfg_path = std::filesystem::is_directory(dir) ? dir / "config.json" : dir.parent_path() / "config.json";
+    check<FormatError>(std::filesystem::exists(cfg_path), "[load] ", cfg_path.string(), ": no config.json");
+    const io::Config cfg = io::Config::from_file(cfg_path);
+    const std::string type = cfg.get_string("model_type");
+    const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+    if (models::is_qwen_type(type)) return AnyModel(models::load_qwen3_5(ckpt, cfg));
+    if (type == "granitemoehybrid") return AnyModel(models::load_granite4h(ckpt, cfg));
+    if (type == "falcon_h1") return AnyModel(models::load_falcon_h1(ckpt, cfg));
+    fail<UnsupportedError>("[load] ", cfg_path.string(), ": unsupported model_type '", type,
+                           "' (supported: qwen3_5, qwen3_5_text, qwen3_5_moe, qwen3_5_moe_text, qwen3_next, "
+                           "granitemoehybrid, falcon_h1)");
+}
+
+/// Loads a model folder as a specific family type (UnsupportedError if it is another family).
+template <class Model>
+Model load_as(const std::filesystem::path& dir) {
+    AnyModel m = load(dir);
+    Model* p = m.get_if<Model>();
+    check<UnsupportedError>(p != nullptr, "[load] ", dir.string(), ": model_type '", m.config().model_type,
+                            "' is not the requested family");
+    return std::move(*p);
+}
+
+}  // namespace hylens

@@ -1,0 +1,68 @@
+// Every model of tests/golden/models, from its F32 and its BF16 checkpoint, against the
+// float64 Hugging Face reference: logits, every layer's residual stream, the final norm,
+// every cache after prefill, and five decode steps with their caches (manifest atol).
+
+#include <hylens/interp/dump.hpp>
+#include <hylens/models/load.hpp>
+
+#include "golden_compare.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using namespace hylens;
+
+namespace {
+
+std::vector<fs::path> golden_models() {
+    std::vector<fs::path> dirs;
+    for (const auto& e : fs::directory_iterator(fs::path(HYLENS_GOLDEN_DIR) / "models"))
+        if (e.is_directory() && fs::exists(e.path() / "golden.safetensors")) dirs.push_back(e.path());
+    std::sort(dirs.begin(), dirs.end());
+    return dirs;
+}
+
+void check_model(const fs::path& dir, const fs::path& weights_dir, const std::string& label) {
+    const io::SafetensorsFile golden = io::SafetensorsFile::open(dir / "golden.safetensors");
+    const nlohmann::json manifest = io::Config::from_file(dir / "manifest.json").raw();
+    const nlohmann::json& tensors = manifest["files"]["golden.safetensors"]["tensors"];
+    const std::vector<std::int64_t> prompt = golden.read_i64("input_ids");
+    const std::vector<std::int64_t> decode = golden.read_i64("decode.input_ids");
+    AnyModel model = load(weights_dir);
+    const NamedTensors got = model.visit([&](const auto& m) { return dump_run(m, prompt, decode); });
+    const int n = test::compare_to_golden(got, golden, tensors, label);
+    CHECK(n >= 8);
+}
+
+}  // namespace
+
+TEST_CASE("golden models: float32 checkpoints match the float64 reference") {
+    const auto dirs = golden_models();
+    REQUIRE(dirs.size() >= 1);
+    for (const auto& dir : dirs) {
+        SUBCASE(dir.filename().string().c_str()) { check_model(dir, dir, dir.filename().string() + " (F32)"); }
+    }
+}
+
+TEST_CASE("golden models: bfloat16 checkpoints (bf16 weights used in place) match the float64 reference") {
+    for (const auto& dir : golden_models()) {
+        if (!fs::exists(dir / "model-bf16" / "model.safetensors")) continue;
+        SUBCASE(dir.filename().string().c_str()) {
+            check_model(dir, dir / "model-bf16", dir.filename().string() + " (BF16)");
+        }
+    }
+}
+
+TEST_CASE("golden models: a bf16 checkpoint keeps its weights in bf16 inside the mapped file") {
+    const auto dirs = golden_models();
+    REQUIRE(!dirs.empty());
+    AnyModel model = load(dirs.front() / "model-bf16");
+    model.visit([](const auto& m) {
+        CHECK(m.embedding().is_bf16());
+        CHECK(m.lm_head().is_bf16());
+    });
+}

@@ -1,0 +1,114 @@
+// Loading bad model folders gives a hylens::Error that names what and where.
+
+#include <hylens/io/safetensors_writer.hpp>
+#include <hylens/models/load.hpp>
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace fs = std::filesystem;
+using namespace hylens;
+
+namespace {
+
+fs::path scratch(const std::string& name) {
+    fs::path p = fs::temp_directory_path() / ("hylens_test_load_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(p);
+    fs::create_directories(p);
+    return p;
+}
+
+fs::path golden(const std::string& model) { return fs::path(HYLENS_GOLDEN_DIR) / "models" / model; }
+
+std::string read_text(const fs::path& p) {
+    std::ifstream f(p);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+void write_text(const fs::path& p, const std::string& s) { std::ofstream(p) << s; }
+
+template <class E>
+std::string error_of(const fs::path& dir) {
+    try {
+        (void)load(dir);
+    } catch (const E& e) {
+        return e.what();
+    } catch (const std::exception& e) {
+        FAIL("wrong exception type: " << std::string(e.what()));
+    }
+    FAIL("no exception");
+    return {};
+}
+
+}  // namespace
+
+TEST_CASE("load: unknown model_type is an UnsupportedError naming it") {
+    const fs::path d = scratch("unknown");
+    fs::copy_file(golden("granite_h_dense") / "model.safetensors", d / "model.safetensors");
+    std::string cfg = read_text(golden("granite_h_dense") / "config.json");
+    cfg.replace(cfg.find("\"granitemoehybrid\""), 18, "\"llama\"");
+    write_text(d / "config.json", cfg);
+    const std::string msg = error_of<UnsupportedError>(d);
+    CHECK(msg.find("llama") != std::string::npos);
+}
+
+TEST_CASE("load: malformed config.json is a FormatError naming the file") {
+    const fs::path d = scratch("badjson");
+    fs::copy_file(golden("granite_h_dense") / "model.safetensors", d / "model.safetensors");
+    write_text(d / "config.json", "{\"model_type\": \"granitemoehybrid\", ");
+    const std::string msg = error_of<FormatError>(d);
+    CHECK(msg.find("config.json") != std::string::npos);
+}
+
+TEST_CASE("load: a tensor shape disagreeing with config.json names the tensor") {
+    const fs::path d = scratch("shape");
+    fs::copy_file(golden("granite_h_dense") / "model.safetensors", d / "model.safetensors");
+    std::string cfg = read_text(golden("granite_h_dense") / "config.json");
+    cfg.replace(cfg.find("\"mamba_d_state\": 16"), 19, "\"mamba_d_state\": 12");
+    write_text(d / "config.json", cfg);
+    const std::string msg = error_of<ShapeError>(d);
+    CHECK(msg.find("mamba.in_proj.weight") != std::string::npos);
+}
+
+TEST_CASE("load: a missing tensor is a FormatError naming it") {
+    const fs::path d = scratch("missing");
+    const io::SafetensorsFile src = io::SafetensorsFile::open(golden("falcon_h1_nomambanorm") / "model.safetensors");
+    io::SafetensorsWriter w;
+    for (const auto& n : src.names()) {
+        if (n == "model.layers.1.mamba.D") continue;
+        const auto& info = src.info(n);
+        w.add(n, info.dtype, info.shape, src.bytes(n));
+    }
+    w.write(d / "model.safetensors");
+    fs::copy_file(golden("falcon_h1_nomambanorm") / "config.json", d / "config.json");
+    const std::string msg = error_of<FormatError>(d);
+    CHECK(msg.find("model.layers.1.mamba.D") != std::string::npos);
+}
+
+TEST_CASE("load: out-of-range token ids are a ShapeError naming the position") {
+    AnyModel m = load(golden("qwen3_5_moe"));
+    const auto V = static_cast<std::int64_t>(m.config().vocab);
+    m.visit([&](const auto& model) {
+        auto cache = model.new_cache(1);
+        try {
+            (void)model.forward(TokenBatch({1, 2, V}), cache);
+            FAIL("no exception");
+        } catch (const ShapeError& e) {
+            const std::string msg = e.what();
+            CHECK(msg.find("position 2") != std::string::npos);
+            CHECK(msg.find(std::to_string(V)) != std::string::npos);
+        }
+        CHECK_THROWS_AS((void)model.forward(TokenBatch({-1}), cache), ShapeError);
+    });
+}
+
+TEST_CASE("load: a cache for another batch size is rejected") {
+    AnyModel m = load(golden("granite_h_moe"));
+    m.visit([&](const auto& model) {
+        auto cache = model.new_cache(2);
+        CHECK_THROWS_AS((void)model.forward(TokenBatch({1, 2, 3}), cache), ShapeError);
+    });
+}
