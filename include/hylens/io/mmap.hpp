@@ -1,0 +1,136 @@
+#pragma once
+// MappedFile: a whole file memory-mapped read-only (POSIX mmap, MAP_PRIVATE), owned through
+// std::shared_ptr so that weights borrowed from the mapping keep it alive.
+//
+// The file descriptor is closed right after mmap; the mapping stays valid on its own. Pages
+// are read from the page cache on first touch, so opening a 16 GB checkpoint costs nothing
+// until a tensor is used. Caveat (POSIX, not ours to fix): if another process truncates the
+// file while it is mapped, touching the lost pages raises SIGBUS.
+
+#include <fcntl.h>     // ::open, O_RDONLY, O_CLOEXEC, O_NONBLOCK
+#include <sys/mman.h>  // ::mmap, ::munmap, ::madvise
+#include <sys/stat.h>  // ::fstat, S_ISREG
+#include <unistd.h>    // ::close, ::sysconf
+
+#include <cerrno>       // errno
+#include <cstddef>      // std::byte, std::size_t
+#include <cstdint>      // std::uintptr_t
+#include <cstring>      // std::strerror
+#include <filesystem>   // std::filesystem::path
+#include <memory>       // std::shared_ptr, std::make_shared
+#include <span>         // std::span
+#include <utility>      // std::exchange
+
+#include "../core/error.hpp"
+
+namespace hylens::io {
+
+/// What the kernel should expect of a byte range (madvise hints).
+enum class Advice {
+    normal,      ///< default readahead
+    sequential,  ///< read once front to back: aggressive readahead, pages dropped early
+    random,      ///< no readahead (sparse lookups, e.g. a few rows of an embedding)
+    willneed,    ///< start reading the range now, asynchronously (a tensor about to be used)
+};
+
+/// A read-only mapping of a whole regular file. Movable, not copyable; normally held through
+/// the std::shared_ptr that open() returns.
+class MappedFile {
+public:
+    /// Maps `path` with shared ownership (what SafetensorsFile and borrowed Weights hold).
+    static std::shared_ptr<const MappedFile> open(const std::filesystem::path& path) {
+        return std::make_shared<const MappedFile>(map(path));
+    }
+
+    /// Maps `path` as a plain value. Throws FormatError naming the path if it cannot be opened,
+    /// is not a regular file (directory, FIFO, device) or is empty (a zero-length mapping is
+    /// invalid).
+    static MappedFile map(const std::filesystem::path& path) {
+        // O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears.
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0) fail<FormatError>("[mmap] ", path.string(), ": cannot open: ", std::strerror(errno));
+        struct stat st {};
+        if (::fstat(fd, &st) != 0) {
+            const int err = errno;
+            ::close(fd);
+            fail<FormatError>("[mmap] ", path.string(), ": cannot stat: ", std::strerror(err));
+        }
+        if (!S_ISREG(st.st_mode)) {
+            ::close(fd);
+            fail<FormatError>("[mmap] ", path.string(), ": not a regular file");
+        }
+        if (st.st_size <= 0) {
+            ::close(fd);
+            fail<FormatError>("[mmap] ", path.string(), ": empty file (0 bytes)");
+        }
+        const auto size = static_cast<std::size_t>(st.st_size);
+        void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        const int err = errno;
+        ::close(fd);  // the mapping holds its own reference to the file
+        if (p == MAP_FAILED) fail<FormatError>("[mmap] ", path.string(), ": mmap of ", size, " bytes failed: ", std::strerror(err));
+        return MappedFile(path, static_cast<const std::byte*>(p), size);
+    }
+
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+    MappedFile(MappedFile&& o) noexcept
+        : path_(std::move(o.path_)), data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+    MappedFile& operator=(MappedFile&& o) noexcept {
+        if (this != &o) {
+            unmap();
+            path_ = std::move(o.path_);
+            data_ = std::exchange(o.data_, nullptr);
+            size_ = std::exchange(o.size_, 0);
+        }
+        return *this;
+    }
+    ~MappedFile() { unmap(); }
+
+    const std::byte* data() const noexcept { return data_; }
+    std::size_t size() const noexcept { return size_; }
+    std::span<const std::byte> bytes() const noexcept { return {data_, size_}; }
+    const std::filesystem::path& path() const noexcept { return path_; }
+
+    /// Hints the kernel about [offset, offset + length) (clipped to the file, widened to whole
+    /// pages). Advice is only a hint: failures are ignored.
+    void advise(std::size_t offset, std::size_t length, Advice advice) const noexcept {
+        if (data_ == nullptr || offset >= size_ || length == 0) return;
+        if (length > size_ - offset) length = size_ - offset;
+        static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+        const auto begin = reinterpret_cast<std::uintptr_t>(data_ + offset) / page * page;
+        const auto end = reinterpret_cast<std::uintptr_t>(data_ + offset + length);
+        int flag = MADV_NORMAL;
+        switch (advice) {
+            case Advice::normal: flag = MADV_NORMAL; break;
+            case Advice::sequential: flag = MADV_SEQUENTIAL; break;
+            case Advice::random: flag = MADV_RANDOM; break;
+            case Advice::willneed: flag = MADV_WILLNEED; break;
+        }
+        // madvise wants a page-aligned start; the mapping itself starts on a page boundary.
+        (void)::madvise(reinterpret_cast<void*>(begin), end - begin, flag);
+    }
+
+    /// True when p lies inside the mapping (tests use it to check zero-copy views).
+    bool contains(const void* p) const noexcept {
+        // Compared as integers: relational operators on unrelated pointers are unspecified.
+        const auto a = reinterpret_cast<std::uintptr_t>(p);
+        const auto lo = reinterpret_cast<std::uintptr_t>(data_);
+        return data_ != nullptr && a >= lo && a - lo < size_;
+    }
+
+private:
+    MappedFile(std::filesystem::path path, const std::byte* data, std::size_t size)
+        : path_(std::move(path)), data_(data), size_(size) {}
+
+    void unmap() noexcept {
+        if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+        data_ = nullptr;
+        size_ = 0;
+    }
+
+    std::filesystem::path path_;
+    const std::byte* data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+}  // namespace hylens::io

@@ -1,0 +1,206 @@
+// Checkpoint: sharded and single-file folders, and broken indexes.
+
+#include <doctest/doctest.h>
+
+#include <hylens/io/checkpoint.hpp>
+#include <hylens/io/safetensors_writer.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io_test_util.hpp"
+
+using namespace hylens;
+using namespace hylens::io;
+using hylens::io::test::has;
+using hylens::io::test::message_of_throw;
+using hylens::io::test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<float> ramp(std::size_t n, float start) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = start + static_cast<float>(i);
+    return v;
+}
+
+/// Three shards holding 6 tensors, plus the index; returns the weight map as written.
+void write_sharded(const fs::path& dir, const std::string& extra_map_entry = "") {
+    SafetensorsWriter s1, s2, s3;
+    s1.add_bf16("model.embed_tokens.weight", {8, 4}, ramp(32, 0.0f));
+    s1.add_f32("model.layers.0.norm.weight", {4}, ramp(4, 100.0f));
+    s2.add_bf16("model.layers.0.proj.weight", {4, 4}, ramp(16, 200.0f));
+    s2.add_f32("model.layers.1.norm.weight", {4}, ramp(4, 300.0f));
+    s2.add_f32("not.in.index", {1}, ramp(1, 0.0f));  // ignored: the index is the authority
+    s3.add_bf16("lm_head.weight", {8, 4}, ramp(32, -16.0f));
+    s3.add_f16("model.norm.weight", {4}, ramp(4, 1.0f));
+    s1.write(dir / "model-00001-of-00003.safetensors");
+    s2.write(dir / "model-00002-of-00003.safetensors");
+    s3.write(dir / "model-00003-of-00003.safetensors");
+    test::write_bytes(dir / "model.safetensors.index.json", R"({
+  "metadata": {"total_size": 1234},
+  "weight_map": {
+    "lm_head.weight": "model-00003-of-00003.safetensors",
+    "model.embed_tokens.weight": "model-00001-of-00003.safetensors",
+    "model.layers.0.norm.weight": "model-00001-of-00003.safetensors",
+    "model.layers.0.proj.weight": "model-00002-of-00003.safetensors",
+    "model.layers.1.norm.weight": "model-00002-of-00003.safetensors",)" + extra_map_entry + R"(
+    "model.norm.weight": "model-00003-of-00003.safetensors"
+  }
+})");
+}
+
+}  // namespace
+
+TEST_SUITE("io/checkpoint") {
+
+TEST_CASE("sharded round trip through model.safetensors.index.json") {
+    TempDir tmp;
+    write_sharded(tmp.path());
+    const auto ck = Checkpoint::open(tmp.path());
+    CHECK(ck.dir() == tmp.path());
+    CHECK(ck.shards().size() == 3);
+    // Shard by shard; within a shard in file order (the writer puts 4-byte F32 before 2-byte BF16/F16).
+    CHECK(ck.names() == std::vector<std::string>{"model.layers.0.norm.weight", "model.embed_tokens.weight",
+                                                 "model.layers.1.norm.weight", "model.layers.0.proj.weight",
+                                                 "lm_head.weight", "model.norm.weight"});
+    CHECK_FALSE(ck.contains("not.in.index"));
+    CHECK(ck.read_f32("model.embed_tokens.weight") == ramp(32, 0.0f));
+    CHECK(ck.read_f32("model.layers.1.norm.weight") == ramp(4, 300.0f));
+    CHECK(ck.read_f32("lm_head.weight") == ramp(32, -16.0f));
+
+    const Weight emb = ck.weight("model.embed_tokens.weight", {8, 4});
+    CHECK(emb.is_bf16());
+    CHECK(emb.raw() == ck.file_of("model.embed_tokens.weight").bytes("model.embed_tokens.weight").data());
+    const Weight norm = ck.weight("model.norm.weight");  // F16 on disk -> owned F32
+    CHECK(norm.dtype() == DType::F32);
+    CHECK(norm.to_vector() == ramp(4, 1.0f));
+
+    SUBCASE("the same checkpoint through the index path") {
+        const auto by_index = Checkpoint::open(tmp / "model.safetensors.index.json");
+        CHECK(by_index.names() == ck.names());
+        CHECK(by_index.dir() == tmp.path());
+    }
+    SUBCASE("a wrong expected shape is a ShapeError naming file, tensor, both shapes") {
+        const auto m = message_of_throw<ShapeError>([&] { (void)ck.weight("model.layers.0.proj.weight", {4, 5}); });
+        CHECK(has(m, "model-00002-of-00003.safetensors"));
+        CHECK(has(m, "model.layers.0.proj.weight"));
+        CHECK(has(m, "[4, 5]"));
+        CHECK(has(m, "[4, 4]"));
+    }
+    SUBCASE("a missing tensor names the folder and the tensor") {
+        const auto m = message_of_throw<FormatError>([&] { (void)ck.weight("model.layers.9.norm.weight"); });
+        CHECK(has(m, tmp.path().string()));
+        CHECK(has(m, "missing tensor"));
+        CHECK(has(m, "model.layers.9.norm.weight"));
+    }
+}
+
+TEST_CASE("weights outlive the checkpoint that made them") {
+    TempDir tmp;
+    write_sharded(tmp.path());
+    Weight w;
+    {
+        const auto ck = Checkpoint::open(tmp.path());
+        w = ck.weight("lm_head.weight");
+    }
+    CHECK(w.to_vector() == ramp(32, -16.0f));
+}
+
+TEST_CASE("broken indexes") {
+    TempDir tmp;
+    SUBCASE("a shard file is missing") {
+        write_sharded(tmp.path(), R"(
+    "model.layers.2.norm.weight": "model-00004-of-00003.safetensors",)");
+        const auto m = message_of_throw<FormatError>([&] { (void)Checkpoint::open(tmp.path()); });
+        CHECK(has(m, "model-00004-of-00003.safetensors"));
+        CHECK(has(m, "model.layers.2.norm.weight"));
+        CHECK(has(m, "missing"));
+    }
+    SUBCASE("a name is listed but not in its shard") {
+        write_sharded(tmp.path(), R"(
+    "model.layers.2.norm.weight": "model-00002-of-00003.safetensors",)");
+        const auto m = message_of_throw<FormatError>([&] { (void)Checkpoint::open(tmp.path()); });
+        CHECK(has(m, "model-00002-of-00003.safetensors"));
+        CHECK(has(m, "model.layers.2.norm.weight"));
+        CHECK(has(m, "does not hold it"));
+    }
+    SUBCASE("a shard path that escapes the folder") {
+        write_sharded(tmp.path(), R"(
+    "model.layers.2.norm.weight": "../model-00001-of-00003.safetensors",)");
+        const auto m = message_of_throw<FormatError>([&] { (void)Checkpoint::open(tmp.path()); });
+        CHECK(has(m, "model.layers.2.norm.weight"));
+        CHECK(has(m, "not a file name inside"));
+    }
+    SUBCASE("an absolute shard path") {
+        write_sharded(tmp.path(), R"(
+    "model.layers.2.norm.weight": "/etc/passwd",)");
+        CHECK_THROWS_AS((void)Checkpoint::open(tmp.path()), FormatError);
+    }
+    SUBCASE("a shard that is not a string") {
+        write_sharded(tmp.path(), R"(
+    "model.layers.2.norm.weight": 3,)");
+        const auto m = message_of_throw<FormatError>([&] { (void)Checkpoint::open(tmp.path()); });
+        CHECK(has(m, "model.layers.2.norm.weight"));
+    }
+    SUBCASE("no weight_map") {
+        test::write_bytes(tmp / "model.safetensors.index.json", R"({"metadata": {}})");
+        const auto m = message_of_throw<FormatError>([&] { (void)Checkpoint::open(tmp.path()); });
+        CHECK(has(m, "model.safetensors.index.json"));
+        CHECK(has(m, "weight_map"));
+    }
+    SUBCASE("malformed index JSON") {
+        test::write_bytes(tmp / "model.safetensors.index.json", "{\"weight_map\": {\n  \"a\": }");
+        const auto m = message_of_throw<FormatError>([&] { (void)Checkpoint::open(tmp.path()); });
+        CHECK(has(m, "model.safetensors.index.json"));
+        CHECK(has(m, "line 2"));
+    }
+    SUBCASE("a hostile shard fails with the shard's name") {
+        write_sharded(tmp.path());
+        test::write_bytes(tmp / "model-00002-of-00003.safetensors", test::raw_file(5000, "{}", ""));
+        const auto m = message_of_throw<FormatError>([&] { (void)Checkpoint::open(tmp.path()); });
+        CHECK(has(m, "model-00002-of-00003.safetensors"));
+    }
+}
+
+TEST_CASE("folder layouts without an index") {
+    TempDir tmp;
+    SafetensorsWriter w;
+    w.add_f32("a", {2}, ramp(2, 1.0f));
+    SUBCASE("nothing there") {
+        const auto m = message_of_throw<FormatError>([&] { (void)Checkpoint::open(tmp.path()); });
+        CHECK(has(m, tmp.path().string()));
+        CHECK(has(m, "no weights found"));
+    }
+    SUBCASE("no such folder") {
+        const auto m = message_of_throw<FormatError>([&] { (void)Checkpoint::open(tmp / "nope"); });
+        CHECK(has(m, "nope"));
+    }
+    SUBCASE("exactly one *.safetensors with another name") {
+        w.write(tmp / "weights.safetensors");
+        const auto ck = Checkpoint::open(tmp.path());
+        CHECK(ck.names() == std::vector<std::string>{"a"});
+    }
+    SUBCASE("two candidates and no model.safetensors is ambiguous") {
+        w.write(tmp / "x.safetensors");
+        w.write(tmp / "y.safetensors");
+        const auto m = message_of_throw<FormatError>([&] { (void)Checkpoint::open(tmp.path()); });
+        CHECK(has(m, "ambiguous"));
+        CHECK(has(m, "x.safetensors"));
+    }
+    SUBCASE("model.safetensors wins over other files") {
+        w.write(tmp / "model.safetensors");
+        w.write(tmp / "golden.safetensors");
+        CHECK(Checkpoint::open(tmp.path()).shards()[0].path().filename() == "model.safetensors");
+    }
+    SUBCASE("a path to a single file") {
+        w.write(tmp / "one.safetensors");
+        const auto ck = Checkpoint::open(tmp / "one.safetensors");
+        CHECK(ck.dir() == tmp.path());
+        CHECK(ck.read_f32("a") == ramp(2, 1.0f));
+    }
+}
+
+}  // TEST_SUITE

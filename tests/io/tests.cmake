@@ -1,0 +1,6 @@
+hylens_add_test_suite(test_io
+  ${CMAKE_CURRENT_LIST_DIR}/test_safetensors.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_hostile.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_checkpoint.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_config.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_golden_models.cpp)
