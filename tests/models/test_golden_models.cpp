@@ -66,3 +66,26 @@ TEST_CASE("golden models: a bf16 checkpoint keeps its weights in bf16 inside the
         CHECK(m.lm_head().is_bf16());
     });
 }
+
+#ifdef HYLENS_CLI
+#include <cstdlib>
+
+TEST_CASE("cli: hylens dump reproduces the golden tensors of a bf16 checkpoint") {
+    for (const char* name : {"falcon_h1_bias", "qwen3_next_moe", "granite_h_allmamba"}) {
+        const fs::path dir = fs::path(HYLENS_GOLDEN_DIR) / "models" / name;
+        const fs::path out = fs::temp_directory_path() / (std::string("hylens_cli_dump_") + name + ".safetensors");
+        const std::string cmd = std::string(HYLENS_CLI) + " dump --model " + (dir / "model-bf16").string() + " --input " +
+                                (dir / "golden.safetensors").string() + " --out " + out.string() + " 2>/dev/null";
+        REQUIRE(std::system(cmd.c_str()) == 0);
+        const io::SafetensorsFile dumped = io::SafetensorsFile::open(out);
+        NamedTensors got;
+        for (const auto& n : dumped.names()) got.put(n, dumped.info(n).shape, dumped.read_f32(n));
+        const io::SafetensorsFile golden = io::SafetensorsFile::open(dir / "golden.safetensors");
+        const nlohmann::json manifest = io::Config::from_file(dir / "manifest.json").raw();
+        CHECK(test::compare_to_golden(got, golden, manifest["files"]["golden.safetensors"]["tensors"], name) >= 8);
+        fs::remove(out);
+    }
+    CHECK(std::system((std::string(HYLENS_CLI) + " dump --model /nonexistent --input x --out y 2>/dev/null").c_str()) != 0);
+    CHECK(std::system((std::string(HYLENS_CLI) + " dump --help >/dev/null").c_str()) == 0);
+}
+#endif

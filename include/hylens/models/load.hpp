@@ -49,6 +49,7 @@ private:
 /// Loads a model folder (config.json + model.safetensors or shards). Unknown model types
 /// are an UnsupportedError that names them.
 inline AnyModel load(const std::filesystem::path& dir) {
+    check<FormatError>(std::filesystem::exists(dir), "[load] ", dir.string(), ": no such model folder");
     const std::filesystem::path cfg_path = std::filesystem::is_directory(dir) ? dir / "config.json" : dir.parent_path() / "config.json";
     check<FormatError>(std::filesystem::exists(cfg_path), "[load] ", cfg_path.string(), ": no config.json");
     const io::Config cfg = io::Config::from_file(cfg_path);

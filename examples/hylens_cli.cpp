@@ -1,0 +1,64 @@
+// The hylens command-line tool: run the library's operations on any model folder of the
+// supported families. `hylens --help` lists the subcommands; each has its own --help.
+
+#include <hylens/core/error.hpp>
+#include <hylens/text/cli.hpp>
+
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include "cli/dump.hpp"
+#include "cli/info.hpp"
+#if __has_include("cli/surgery.hpp")
+#include "cli/surgery.hpp"
+#define HYLENS_CLI_SURGERY 1
+#endif
+#if __has_include("cli/patch.hpp")
+#include "cli/patch.hpp"
+#define HYLENS_CLI_PATCH 1
+#endif
+
+namespace {
+
+constexpr const char* kHelp =
+    "hylens: run and take apart hybrid language models (Qwen3.5 / Qwen3-Next, Granite 4.0 H, Falcon-H1)\n"
+    "\n"
+    "usage: hylens <command> [options]      (hylens <command> --help for details)\n"
+    "\n"
+    "commands:\n"
+    "  info        print what a model folder holds\n"
+    "  dump        prefill + decode, write logits, residual streams and caches (golden format)\n"
+    "  tokenize    text lines from stdin -> token ids (tokenizer.json)\n"
+    "  detokenize  token-id lines from stdin -> text\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+        std::cout << kHelp;
+        return argc < 2 ? 1 : 0;
+    }
+    const std::string cmd = argv[1];
+    try {
+        if (cmd == "dump") return hylens::cli::run_dump(argc, argv);
+        if (cmd == "info") return hylens::cli::run_info(argc, argv);
+#ifdef HYLENS_CLI_SURGERY
+        if (cmd == "surgery") return hylens::cli::run_surgery(argc, argv);
+#endif
+#ifdef HYLENS_CLI_PATCH
+        if (cmd == "patch") return hylens::cli::run_patch(argc, argv);
+#endif
+        if (cmd == "tokenize") return hylens::run_tokenize(argc - 1, argv + 1);
+        if (cmd == "detokenize") return hylens::run_detokenize(argc - 1, argv + 1);
+        std::cerr << "hylens: unknown command '" << cmd << "'\n\n" << kHelp;
+        return 2;
+    } catch (const hylens::Error& e) {
+        std::cerr << "hylens " << cmd << ": error: " << e.what() << "\n";
+        return 1;
+    } catch (const std::exception& e) {
+        std::cerr << "hylens " << cmd << ": unexpected error: " << e.what() << "\n";
+        return 1;
+    }
+}

@@ -1,0 +1,3 @@
+hylens_add_test_suite(test_stack
+  ${CMAKE_CURRENT_LIST_DIR}/test_continuation.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_stack.cpp)
