@@ -1,0 +1,89 @@
+#pragma once
+// diff(a, b): how far apart two caches of one stack are, per channel part (max |a - b| of the
+// K/V at every filled position, the conv windows and the SSM states). operator== on the
+// caches is the exact (bitwise) comparison; diff() says by how much they differ.
+
+#include <algorithm>    // std::max
+#include <cmath>        // std::fabs
+#include <cstddef>      // std::size_t
+#include <limits>       // std::numeric_limits
+#include <type_traits>  // std::is_same_v
+
+#include "layer_set.hpp"
+#include "layered_cache.hpp"
+#include "parts.hpp"
+
+namespace hylens {
+
+struct CacheDiff {
+    double kv = 0.0;     ///< max |a - b| over K and V of every filled position
+    double conv = 0.0;   ///< max |a - b| over the conv windows
+    double state = 0.0;  ///< max |a - b| over the SSM / delta-rule states
+    /// False when the caches cannot be compared element by element: other layer layout,
+    /// batch, dimensions or KV lengths (then max() is infinite).
+    bool same_layout = true;
+    double max() const noexcept {
+        return same_layout ? std::max(kv, std::max(conv, state)) : std::numeric_limits<double>::infinity();
+    }
+};
+
+namespace detail {
+inline double max_abs_diff(const float* a, const float* b, std::size_t n) noexcept {
+    double worst = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double d = std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i]));
+        if (!(d <= worst)) worst = d;  // NaN counts as a difference
+    }
+    return worst;
+}
+}  // namespace detail
+
+/// Compares the layers of `layers` of two caches of the same stack type.
+template <LayeredCache Cache>
+CacheDiff diff(const Cache& a, const Cache& b, const LayerSet& layers = {}) {
+    CacheDiff d;
+    if (a.num_layers() != b.num_layers() || !(a.order() == b.order()) || a.batch() != b.batch()) {
+        d.same_layout = false;
+        return d;
+    }
+    layers.check_against(a.num_layers(), "diff");
+    for (std::size_t i = 0; i < a.num_layers(); ++i) {
+        if (!layers.contains(i)) continue;
+        a.visit(i, [&](const auto& ca) {
+            b.visit(i, [&](const auto& cb) {
+                if constexpr (std::is_same_v<decltype(ca), decltype(cb)>) {
+                    if (const KVCache* ka = kv_part(ca)) {
+                        const KVCache* kb = kv_part(cb);
+                        if (ka->length() != kb->length() || ka->kv_heads() != kb->kv_heads() ||
+                            ka->head_dim() != kb->head_dim()) {
+                            d.same_layout = false;
+                            return;
+                        }
+                        const std::size_t n = ka->length() * ka->head_dim();  // (L, hd) per head
+                        for (std::size_t s = 0; s < ka->batch(); ++s)
+                            for (std::size_t j = 0; j < ka->kv_heads(); ++j) {
+                                d.kv = std::max(d.kv, detail::max_abs_diff(ka->k(s, j), kb->k(s, j), n));
+                                d.kv = std::max(d.kv, detail::max_abs_diff(ka->v(s, j), kb->v(s, j), n));
+                            }
+                    }
+                    if (const RecurrentCache* ra = recurrent_part(ca)) {
+                        const RecurrentCache* rb = recurrent_part(cb);
+                        if (ra->conv_channels() != rb->conv_channels() || ra->conv_width() != rb->conv_width() ||
+                            ra->state_shape() != rb->state_shape()) {
+                            d.same_layout = false;
+                            return;
+                        }
+                        const std::size_t nc = ra->conv_channels() * ra->conv_width();  // (C, K)
+                        for (std::size_t s = 0; s < ra->batch(); ++s) {
+                            d.conv = std::max(d.conv, detail::max_abs_diff(ra->conv(s), rb->conv(s), nc));
+                            d.state = std::max(d.state, detail::max_abs_diff(ra->state(s), rb->state(s), ra->state_size()));
+                        }
+                    }
+                }
+            });
+        });
+    }
+    return d;
+}
+
+}  // namespace hylens

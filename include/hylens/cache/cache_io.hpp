@@ -1,0 +1,155 @@
+#pragma once
+// Save and load a stack cache through safetensors, with the names of the golden files
+// (tests/golden/README.md): <prefix>N.conv (C, K), <prefix>N.state (state_shape), <prefix>N.k
+// and <prefix>N.v (Hkv, L, hd) for layer N, float32. With batch B = 1 the batch axis is
+// dropped (as in the golden files); with B > 1 every tensor gets a leading (B, ...) axis.
+// The metadata key "hylens.tokens_seen" keeps the position counter of stacks without KV.
+
+#include <algorithm>   // std::copy
+#include <cstddef>     // std::size_t
+#include <filesystem>  // std::filesystem::path
+#include <string>      // std::string, std::to_string, std::stoull
+#include <vector>      // std::vector
+
+#include "../core/error.hpp"
+#include "../core/tensor.hpp"  // shape_string
+#include "../io/safetensors.hpp"
+#include "../io/safetensors_writer.hpp"
+#include "kv_cache.hpp"
+#include "layered_cache.hpp"
+#include "parts.hpp"
+#include "recurrent_cache.hpp"
+
+namespace hylens {
+
+namespace detail {
+inline std::vector<std::size_t> with_batch(std::size_t B, std::vector<std::size_t> shape) {
+    if (B != 1) shape.insert(shape.begin(), B);
+    return shape;
+}
+}  // namespace detail
+
+/// Adds every part of `cache` to a writer (so a cache can share a file with other tensors).
+template <LayeredCache Cache>
+void add_cache(io::SafetensorsWriter& w, const Cache& cache, const std::string& prefix = "cache.") {
+    const std::size_t B = cache.batch();
+    for (std::size_t i = 0; i < cache.num_layers(); ++i)
+        cache.visit(i, [&](const auto& c) {
+            const std::string p = prefix + std::to_string(i) + ".";
+            if (const RecurrentCache* r = recurrent_part(c)) {
+                const std::size_t nc = r->conv_channels() * r->conv_width();
+                std::vector<float> conv(B * nc), state(B * r->state_size());
+                for (std::size_t b = 0; b < B; ++b) {
+                    std::copy(r->conv(b), r->conv(b) + nc, conv.data() + b * nc);
+                    std::copy(r->state(b), r->state(b) + r->state_size(), state.data() + b * r->state_size());
+                }
+                w.add_f32(p + "conv", detail::with_batch(B, {r->conv_channels(), r->conv_width()}), conv);
+                w.add_f32(p + "state", detail::with_batch(B, r->state_shape()), state);
+            }
+            if (const KVCache* kv = kv_part(c)) {
+                const std::size_t H = kv->kv_heads(), L = kv->length(), hd = kv->head_dim(), n = L * hd;
+                std::vector<float> k(B * H * n), v(B * H * n);  // (B, Hkv, L, hd)
+                for (std::size_t b = 0; b < B; ++b)
+                    for (std::size_t j = 0; j < H; ++j) {
+                        std::copy(kv->k(b, j), kv->k(b, j) + n, k.data() + (b * H + j) * n);
+                        std::copy(kv->v(b, j), kv->v(b, j) + n, v.data() + (b * H + j) * n);
+                    }
+                w.add_f32(p + "k", detail::with_batch(B, {H, L, hd}), k);
+                w.add_f32(p + "v", detail::with_batch(B, {H, L, hd}), v);
+            }
+        });
+    w.set_metadata("hylens.tokens_seen", std::to_string(cache.tokens_seen()));
+}
+
+/// Writes `cache` to a safetensors file.
+template <LayeredCache Cache>
+void save_cache(const Cache& cache, const std::filesystem::path& path, const std::string& prefix = "cache.") {
+    io::SafetensorsWriter w;
+    add_cache(w, cache, prefix);
+    w.write(path);
+}
+
+struct LoadCacheOptions {
+    /// Leave parts that the file does not hold as they are (e.g. a file with only the
+    /// recurrent parts of some layers); by default every part must be present.
+    bool allow_missing = false;
+};
+
+/// Overwrites the parts of `cache` (made by the model the file belongs to, e.g.
+/// model.new_cache(B)) with the tensors <prefix>N.* of `file`. Every shape is checked
+/// against the cache: a mismatch is a ShapeError naming the tensor, a missing tensor a
+/// FormatError (unless allow_missing). Returns the number of tensors read.
+template <LayeredCache Cache>
+std::size_t load_cache(const io::SafetensorsFile& file, Cache& cache, const std::string& prefix = "cache.",
+                       const LoadCacheOptions& opt = {}) {
+    const std::size_t B = cache.batch();
+    std::size_t read = 0;
+    const auto fetch = [&](const std::string& name, const std::vector<std::size_t>& want,
+                           std::vector<float>& out) -> bool {
+        if (!file.contains(name)) {
+            check<FormatError>(opt.allow_missing, "[load_cache] ", file.path().string(), ": missing tensor '", name, "'");
+            return false;
+        }
+        const std::vector<std::size_t> shape = detail::with_batch(B, want);
+        check<ShapeError>(file.info(name).shape == shape, "[load_cache] ", file.path().string(), ": tensor '", name,
+                          "' has shape ", shape_string(file.info(name).shape), ", the cache needs ", shape_string(shape));
+        out = file.read_f32(name);
+        ++read;
+        return true;
+    };
+    for (std::size_t i = 0; i < cache.num_layers(); ++i)
+        cache.visit(i, [&](auto& c) {
+            const std::string p = prefix + std::to_string(i) + ".";
+            std::vector<float> buf;
+            if (RecurrentCache* r = recurrent_part(c)) {
+                const std::size_t nc = r->conv_channels() * r->conv_width(), ns = r->state_size();
+                if (fetch(p + "conv", {r->conv_channels(), r->conv_width()}, buf))
+                    for (std::size_t b = 0; b < B; ++b) std::copy(buf.data() + b * nc, buf.data() + (b + 1) * nc, r->conv(b));
+                if (fetch(p + "state", r->state_shape(), buf))
+                    for (std::size_t b = 0; b < B; ++b) std::copy(buf.data() + b * ns, buf.data() + (b + 1) * ns, r->state(b));
+            }
+            if (KVCache* kv = kv_part(c)) {
+                const std::string kn = p + "k";
+                if (!file.contains(kn) && opt.allow_missing) return;
+                check<FormatError>(file.contains(kn), "[load_cache] ", file.path().string(), ": missing tensor '", kn, "'");
+                const auto& s = file.info(kn).shape;
+                // The KV length is the one free dimension: (.., Hkv, L, hd).
+                check<ShapeError>(s.size() == (B == 1 ? 3u : 4u), "[load_cache] ", file.path().string(), ": tensor '",
+                                  kn, "' has shape ", shape_string(s), ", expected (", B == 1 ? "" : "B, ", "Hkv, L, hd)");
+                const std::size_t H = kv->kv_heads(), hd = kv->head_dim(), L = s[s.size() - 2], n = L * hd;
+                std::vector<float> k, v;
+                fetch(kn, {H, L, hd}, k);
+                if (!fetch(p + "v", {H, L, hd}, v)) return;  // v missing and allowed: keep this layer's K/V
+                kv->clear();
+                kv->reserve_more(L);
+                for (std::size_t b = 0; b < B; ++b)
+                    for (std::size_t j = 0; j < H; ++j) {
+                        std::copy(k.data() + (b * H + j) * n, k.data() + (b * H + j + 1) * n, kv->k(b, j));
+                        std::copy(v.data() + (b * H + j) * n, v.data() + (b * H + j + 1) * n, kv->v(b, j));
+                    }
+                kv->commit(L);
+            }
+        });
+    const auto& meta = file.metadata();
+    if (auto it = meta.find("hylens.tokens_seen"); it != meta.end()) {
+        std::size_t seen = 0;
+        for (char ch : it->second) {
+            check<FormatError>(ch >= '0' && ch <= '9', "[load_cache] ", file.path().string(),
+                               ": metadata hylens.tokens_seen is not a number: '", it->second, "'");
+            seen = seen * 10 + static_cast<std::size_t>(ch - '0');
+        }
+        cache.set_tokens_seen(seen);
+    }
+    return read;
+}
+
+/// Reads a cache file into a copy of `like` (a fresh cache of the right model and batch).
+template <LayeredCache Cache>
+Cache load_cache(const std::filesystem::path& path, const Cache& like, const std::string& prefix = "cache.",
+                 const LoadCacheOptions& opt = {}) {
+    Cache out = like;
+    load_cache(io::SafetensorsFile::open(path), out, prefix, opt);
+    return out;
+}
+
+}  // namespace hylens
