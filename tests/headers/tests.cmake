@@ -1,0 +1,12 @@
+# Every public header compiles on its own (include what you use): one ctest per header,
+# each a syntax-only compile of a TU that includes just that header, with the project's
+# warnings as errors.
+file(GLOB_RECURSE HYLENS_PUBLIC_HEADERS RELATIVE ${PROJECT_SOURCE_DIR}/include CONFIGURE_DEPENDS
+     ${PROJECT_SOURCE_DIR}/include/hylens/*.hpp)
+get_target_property(_hylens_pcre2_inc PkgConfig::PCRE2 INTERFACE_INCLUDE_DIRECTORIES)
+foreach(header ${HYLENS_PUBLIC_HEADERS})
+  string(REPLACE "/" "." test_name "${header}")
+  add_test(NAME headers.${test_name}
+    COMMAND sh -c "echo '#include <${header}>' | ${CMAKE_CXX_COMPILER} -std=c++20 -fsyntax-only -x c++ -Wall -Wextra -Werror -Wno-maybe-uninitialized -Wno-array-bounds -Wno-restrict -DXTENSOR_USE_XSIMD -march=native -I${PROJECT_SOURCE_DIR}/include -")
+  set_tests_properties(headers.${test_name} PROPERTIES TIMEOUT 120)
+endforeach()
