@@ -108,9 +108,9 @@ struct WordToken {
 
 /// Options of the BPE model, as read from tokenizer.json's "model" object.
 struct BpeOptions {
-    std::optional<std::string> unk_token;
-    std::string continuing_subword_prefix;  // "" when absent
-    std::string end_of_word_suffix;         // "" when absent
+    std::optional<std::string> unk_token = {};
+    std::string continuing_subword_prefix = {};  // "" when absent
+    std::string end_of_word_suffix = {};         // "" when absent
     bool fuse_unk = false;
     bool byte_fallback = false;
     bool ignore_merges = false;
@@ -122,81 +122,82 @@ struct BpeOptions {
 /// (tokenizers/src/models/bpe/word.rs) does.
 class Bpe {
 public:
-    /// vocab: token -> id; merges: pairs of tokens in rank order. In byte mode (`byte_keys`
-    /// non-empty) lookups go through byte_keys, the raw-byte spelling of each byte-level token.
-    Bpe(detail::StringIdMap vocab, const std::vector<std::pair<std::string, std::string>>& merges, BpeOptions options)
-        : vocab_(std::move(vocab)), options_(std::move(options)) {
-        TokenId max_id = -1;
-        for (const auto& [tok, id] : vocab_) {
-            check<FormatError>(id >= 0, "[tokenizer.json model.vocab] token '", tok, "' has negative id ", id);
+    /// vocab: (token, id) pairs; merges: pairs of tokens in rank order. With byte_of (byte
+    /// mode, for a pre-tokenizer that ends with ByteLevel), words are raw bytes and each token
+    /// made of byte-level characters is keyed by the bytes it stands for; byte_of maps a
+    /// byte-level character to its byte, or -1.
+    template <class ByteOf = std::nullptr_t>
+    Bpe(const std::vector<std::pair<std::string, std::int64_t>>& vocab,
+        const std::vector<std::pair<std::string, std::string>>& merges, BpeOptions options, ByteOf byte_of = nullptr)
+        : options_(std::move(options)) {
+        constexpr bool bytes = !std::is_same_v<ByteOf, std::nullptr_t>;
+        byte_mode_ = bytes;
+        if constexpr (bytes) byte_of_ = [byte_of](char32_t c) { return byte_of(c); };
+        std::int64_t max_id = -1;
+        for (const auto& [tok, id] : vocab) {
+            check<FormatError>(id >= 0 && id < (std::int64_t{1} << 28), "[tokenizer.json model.vocab] token '", tok,
+                               "' has id ", id, ", expected 0 <= id < 2^28");
             max_id = std::max(max_id, id);
         }
-        check<FormatError>(static_cast<std::size_t>(max_id) < (std::size_t{1} << 28),
-                           "[tokenizer.json model.vocab] id ", max_id, " is too large (at most 2^28 supported)");
         id_to_token_.assign(static_cast<std::size_t>(max_id + 1), std::string{});
         has_id_.assign(static_cast<std::size_t>(max_id + 1), false);
-        for (const auto& [tok, id] : vocab_) {
+        keys_.reserve(vocab.size());
+        std::string key;
+        for (const auto& [tok, id64] : vocab) {
+            const auto id = static_cast<TokenId>(id64);
             id_to_token_[static_cast<std::size_t>(id)] = tok;
             has_id_[static_cast<std::size_t>(id)] = true;
+            if constexpr (bytes) {
+                if (to_bytes(tok, byte_of, key)) keys_[key] = id;
+                else other_[tok] = id;
+            } else {
+                keys_[tok] = id;
+            }
         }
         merges_.reserve(merges.size());
-        const std::size_t prefix = options_.continuing_subword_prefix.size();
+        const std::string_view prefix = options_.continuing_subword_prefix;
+        std::string merged;
         for (std::size_t r = 0; r < merges.size(); ++r) {
             const auto& [a, b] = merges[r];
-            const auto ia = vocab_.find(a), ib = vocab_.find(b);
-            check<FormatError>(ia != vocab_.end() && ib != vocab_.end(), "[tokenizer.json model.merges] merge ", r,
-                               " ('", a, "' '", b, "') uses a token that is not in the vocabulary");
-            const std::string merged = a + (b.size() >= prefix && b.compare(0, prefix, options_.continuing_subword_prefix) == 0 ? b.substr(prefix) : b);
-            const auto im = vocab_.find(merged);
-            check<FormatError>(im != vocab_.end(), "[tokenizer.json model.merges] merge ", r, " gives '", merged,
+            const auto ia = token_to_id(a), ib = token_to_id(b);
+            check<FormatError>(ia && ib, "[tokenizer.json model.merges] merge ", r, " ('", a, "' '", b,
+                               "') uses a token that is not in the vocabulary");
+            // The merged token is a + b without b's continuing-subword prefix.
+            const std::string_view bv = b;
+            merged.assign(a).append(bv.substr(0, prefix.size()) == prefix ? bv.substr(prefix.size()) : bv);
+            const auto im = token_to_id(merged);
+            check<FormatError>(im.has_value(), "[tokenizer.json model.merges] merge ", r, " gives '", merged,
                                "', which is not in the vocabulary");
-            merges_.insert(ia->second, ib->second, {static_cast<std::int32_t>(r), im->second});
+            merges_.insert(*ia, *ib, {static_cast<std::int32_t>(r), *im});
         }
-        if (options_.unk_token) {
-            const auto it = vocab_.find(*options_.unk_token);
-            if (it != vocab_.end()) unk_id_ = it->second;
-        }
+        if (options_.unk_token) unk_id_ = token_to_id(*options_.unk_token).value_or(-1);
         if (options_.byte_fallback) {
             for (int b = 0; b < 256; ++b) {
                 static const char* hex = "0123456789ABCDEF";
                 const std::string name = std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">";
-                const auto it = vocab_.find(name);
-                byte_tokens_[b] = it == vocab_.end() ? -1 : it->second;
+                byte_tokens_[b] = token_to_id(name).value_or(-1);
             }
         }
-    }
-
-    /// Switches to byte mode: words are raw bytes and each vocabulary entry made only of
-    /// byte-level characters (ByteLevel's 256-character alphabet) is matched by its bytes.
-    /// `byte_of` maps a byte-level character to its byte (or -1).
-    template <class ByteOf>
-    void use_byte_keys(ByteOf&& byte_of) {
-        byte_keys_.clear();
-        byte_keys_.reserve(vocab_.size());
-        for (const auto& [tok, id] : vocab_) {
-            std::string raw;
-            std::size_t pos = 0;
-            bool ok = true;
-            while (pos < tok.size() && ok) {
-                const int b = byte_of(decode_utf8(tok, pos));
-                ok = b >= 0;
-                raw.push_back(static_cast<char>(b));
-            }
-            if (ok) byte_keys_.emplace(std::move(raw), id);
-        }
-        byte_mode_ = true;
     }
 
     bool byte_mode() const noexcept { return byte_mode_; }
-    std::size_t vocab_size() const noexcept { return vocab_.size(); }
+    std::size_t vocab_size() const noexcept { return keys_.size() + other_.size(); }
     /// One more than the largest id in the vocabulary.
     std::size_t id_bound() const noexcept { return id_to_token_.size(); }
     std::size_t merge_count() const noexcept { return merges_.size(); }
 
     std::optional<TokenId> token_to_id(std::string_view token) const {
-        const auto it = vocab_.find(token);
-        if (it == vocab_.end()) return std::nullopt;
-        return it->second;
+        if (byte_mode_) {
+            thread_local std::string key;
+            if (to_bytes(token, byte_of_, key)) {
+                const auto it = keys_.find(key);
+                return it == keys_.end() ? std::nullopt : std::optional<TokenId>(it->second);
+            }
+            const auto it = other_.find(token);
+            return it == other_.end() ? std::nullopt : std::optional<TokenId>(it->second);
+        }
+        const auto it = keys_.find(token);
+        return it == keys_.end() ? std::nullopt : std::optional<TokenId>(it->second);
     }
     const std::string* id_to_token(TokenId id) const noexcept {
         if (id < 0 || static_cast<std::size_t>(id) >= id_to_token_.size() || !has_id_[static_cast<std::size_t>(id)]) return nullptr;
@@ -206,7 +207,7 @@ public:
     /// Tokenizes one word (a pre-tokenized split) and appends its tokens to out.
     void tokenize(std::string_view word, std::vector<WordToken>& out) const {
         if (word.empty()) return;
-        const detail::StringIdMap& keys = byte_mode_ ? byte_keys_ : vocab_;
+        const detail::StringIdMap& keys = keys_;
         if (whole_word(word, keys, out)) return;
         {
             std::unique_lock lock(cache_->mutex, std::try_to_lock);
@@ -231,7 +232,7 @@ public:
     /// lowest rank, leftmost first, in O(n^2) per word. For tests.
     void tokenize_reference(std::string_view word, std::vector<WordToken>& out) const {
         if (word.empty()) return;
-        const detail::StringIdMap& keys = byte_mode_ ? byte_keys_ : vocab_;
+        const detail::StringIdMap& keys = keys_;
         if (whole_word(word, keys, out)) return;
         std::vector<Symbol> syms;
         initial_symbols(word, keys, syms);
@@ -379,8 +380,23 @@ private:
         emit(syms, out);
     }
 
-    detail::StringIdMap vocab_;
-    detail::StringIdMap byte_keys_;
+    /// Spells a byte-level token as the bytes it stands for; false if a character is not in
+    /// the byte-level alphabet.
+    template <class ByteOf>
+    static bool to_bytes(std::string_view token, const ByteOf& byte_of, std::string& out) {
+        out.clear();
+        std::size_t pos = 0;
+        while (pos < token.size()) {
+            const int b = byte_of(decode_utf8(token, pos));
+            if (b < 0) return false;
+            out.push_back(static_cast<char>(b));
+        }
+        return true;
+    }
+
+    detail::StringIdMap keys_;   // token (raw bytes in byte mode) -> id
+    detail::StringIdMap other_;  // byte mode: tokens that are not byte-level text
+    std::function<int(char32_t)> byte_of_;
     std::vector<std::string> id_to_token_;
     std::vector<bool> has_id_;
     detail::PairTable merges_;

@@ -30,6 +30,7 @@ struct Encoding {
 /// two share at least one character), in increasing order. Empty spans overlap nothing.
 inline std::vector<std::size_t> span_to_positions(const Encoding& enc, CharSpan span) {
     std::vector<std::size_t> out;
+    if (span.begin >= span.end) return out;
     for (std::size_t i = 0; i < enc.offsets.size(); ++i) {
         const CharSpan& t = enc.offsets[i];
         if (t.begin < span.end && span.begin < t.end) out.push_back(i);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>   // std::array
+#include <cstdint>  // std::int16_t
 #include <string>  // std::string
 #include <vector>  // std::vector
 
@@ -19,21 +20,19 @@ namespace hylens::text {
 /// to U+0100.. in byte order, so every byte string becomes printable text.
 struct ByteLevelAlphabet {
     std::array<char32_t, 256> to_char{};
+    std::array<std::int16_t, 256 + 68> from_char{};  // character -> byte, -1 if not in the alphabet
     ByteLevelAlphabet() {
+        from_char.fill(-1);
         char32_t next = 256;
         for (int b = 0; b < 256; ++b) {
             const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-            to_char[static_cast<std::size_t>(b)] = printable ? static_cast<char32_t>(b) : next++;
+            const char32_t c = printable ? static_cast<char32_t>(b) : next++;
+            to_char[static_cast<std::size_t>(b)] = c;
+            from_char[c] = static_cast<std::int16_t>(b);
         }
     }
     /// The byte a character stands for, or -1 if it is not in the alphabet.
-    int byte_of(char32_t c) const noexcept {
-        if (c < 256) return to_char[c] == c ? static_cast<int>(c) : -1;
-        if (c >= 256 + 68) return -1;
-        for (int b = 0; b < 256; ++b)
-            if (to_char[static_cast<std::size_t>(b)] == c) return b;
-        return -1;
-    }
+    int byte_of(char32_t c) const noexcept { return c < from_char.size() ? from_char[c] : -1; }
 };
 
 inline const ByteLevelAlphabet& byte_level_alphabet() {

@@ -48,9 +48,14 @@ public:
 
     /// Reads a tokenizer.json file. Throws FormatError (malformed file) or UnsupportedError.
     static Tokenizer from_file(const std::string& path) {
-        std::ifstream in(path, std::ios::binary);
+        std::ifstream in(path, std::ios::binary | std::ios::ate);
         check<FormatError>(in.good(), "[tokenizer] cannot open '", path, "'");
-        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const auto size = static_cast<std::streamoff>(in.tellg());
+        check<FormatError>(size >= 0, "[tokenizer] cannot read '", path, "'");
+        std::string text(static_cast<std::size_t>(size), '\0');
+        in.seekg(0);
+        in.read(text.data(), size);
+        check<FormatError>(in.good() || in.eof(), "[tokenizer] cannot read '", path, "'");
         try {
             return from_string(text);
         } catch (const Error& e) {
@@ -60,19 +65,18 @@ public:
 
     /// Parses tokenizer.json text.
     static Tokenizer from_string(std::string_view json_text) {
-        text::detail::Json j;
         try {
-            j = text::detail::Json::parse(json_text.begin(), json_text.end());
+            const auto parsed = text::detail::parse_tokenizer_json(json_text);
+            return Tokenizer(parsed.rest, &parsed);
         } catch (const text::detail::Json::exception& e) {
             fail<FormatError>("[tokenizer.json] not valid JSON: ", e.what());
         }
-        return from_json(j);
     }
 
     /// Builds the tokenizer from a parsed tokenizer.json.
     static Tokenizer from_json(const text::detail::Json& j) {
         try {
-            return Tokenizer(j);
+            return Tokenizer(j, nullptr);
         } catch (const text::detail::Json::exception& e) {
             fail<FormatError>("[tokenizer.json] unexpected content: ", e.what());
         }
@@ -167,7 +171,10 @@ public:
     /// The id of `word` if it encodes to exactly one token (with a space before it when
     /// leading_space is set), without special tokens.
     std::optional<TokenId> single_token_id(std::string_view word, bool leading_space) const {
-        const std::string s = leading_space ? " " + std::string(word) : std::string(word);
+        std::string s;
+        s.reserve(word.size() + 1);
+        if (leading_space) s.push_back(' ');
+        s.append(word);
         const auto ids = encode_ids(s);
         if (ids.size() != 1) return std::nullopt;
         return ids[0];
@@ -184,17 +191,14 @@ public:
     const text::Bpe& model() const noexcept { return model_; }
 
 private:
-    explicit Tokenizer(const text::detail::Json& j)
+    /// parsed, when given, holds model.vocab and model.merges (absent from j).
+    Tokenizer(const text::detail::Json& j, const text::detail::ParsedTokenizerJson* parsed)
         : normalizer_(text::Normalizer::from_json(j.value("normalizer", text::detail::Json()))),
           pre_tokenizer_(text::PreTokenizer::from_json(j.value("pre_tokenizer", text::detail::Json()))),
           post_processor_(text::PostProcessor::from_json(j.value("post_processor", text::detail::Json()))),
           decoder_(text::Decoder::from_json(j.value("decoder", text::detail::Json()))),
-          model_(read_model(text::detail::require(j, "model", "root"))) {
+          model_(read_model(text::detail::require(j, "model", "root"), parsed, pre_tokenizer_.ends_with_byte_level())) {
         check<FormatError>(j.is_object(), "[tokenizer.json] expected an object at the top level");
-        if (pre_tokenizer_.ends_with_byte_level()) {
-            const auto& table = text::byte_level_alphabet();
-            model_.use_byte_keys([&](char32_t c) { return table.byte_of(c); });
-        }
         needs_token_strings_ = post_processor_.reads_token_strings();
         // Added tokens: the id is the model's id for the same content when it has one (the
         // reference re-derives it that way), otherwise the file's id.
@@ -230,40 +234,33 @@ private:
         vocab_size_ = size;
     }
 
-    static text::Bpe read_model(const text::detail::Json& m) {
+    static text::Bpe read_model(const text::detail::Json& m, const text::detail::ParsedTokenizerJson* parsed, bool byte_level) {
         const std::string type = text::detail::get_string(m, "type", "model");
         check<UnsupportedError>(type == "BPE", "[tokenizer.json model] unsupported model type '", type, "' (supported: BPE)");
         const auto dropout = m.find("dropout");
         check<UnsupportedError>(dropout == m.end() || dropout->is_null() || (dropout->is_number() && dropout->get<double>() == 0.0),
                                 "[tokenizer.json model.dropout] BPE dropout is not supported (it makes encoding random)");
-        const auto& vocab_json = text::detail::require(m, "vocab", "model");
-        check<FormatError>(vocab_json.is_object(), "[tokenizer.json model.vocab] expected an object, got ", vocab_json.type_name());
-        text::detail::StringIdMap vocab;
-        vocab.reserve(vocab_json.size());
-        for (auto it = vocab_json.begin(); it != vocab_json.end(); ++it) {
-            check<FormatError>(it.value().is_number_integer(), "[tokenizer.json model.vocab] token '", it.key(),
-                               "' has a non-integer id (", it.value().type_name(), ")");
-            const auto id = it.value().get<std::int64_t>();
-            check<FormatError>(id >= 0 && id < (1 << 28), "[tokenizer.json model.vocab] token '", it.key(), "' has id ", id,
-                               ", expected 0 <= id < 2^28");
-            vocab[it.key()] = static_cast<TokenId>(id);
-        }
-        const auto& merges_json = text::detail::require(m, "merges", "model");
-        check<FormatError>(merges_json.is_array(), "[tokenizer.json model.merges] expected an array, got ", merges_json.type_name());
-        std::vector<std::pair<std::string, std::string>> merges;
-        merges.reserve(merges_json.size());
-        for (const auto& mj : merges_json) {
-            if (mj.is_string()) {  // older format: "a b"
-                const std::string s = mj.get<std::string>();
-                const auto sp = s.find(' ');
-                check<FormatError>(sp != std::string::npos && s.find(' ', sp + 1) == std::string::npos,
-                                   "[tokenizer.json model.merges] merge '", s, "' is not two tokens separated by one space");
-                merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
-            } else {
-                check<FormatError>(mj.is_array() && mj.size() == 2 && mj[0].is_string() && mj[1].is_string(),
-                                   "[tokenizer.json model.merges] expected \"a b\" or [\"a\", \"b\"], got ", mj.dump());
-                merges.emplace_back(mj[0].get<std::string>(), mj[1].get<std::string>());
+        text::detail::ParsedTokenizerJson from_dom;
+        if (parsed == nullptr || !parsed->has_vocab || !parsed->has_merges) {
+            const auto& vocab_json = text::detail::require(m, "vocab", "model");
+            check<FormatError>(vocab_json.is_object(), "[tokenizer.json model.vocab] expected an object, got ", vocab_json.type_name());
+            for (auto it = vocab_json.begin(); it != vocab_json.end(); ++it) {
+                check<FormatError>(it.value().is_number_integer(), "[tokenizer.json model.vocab] token '", it.key(),
+                                   "' has a non-integer id (", it.value().type_name(), ")");
+                from_dom.vocab.emplace_back(it.key(), it.value().get<std::int64_t>());
             }
+            const auto& merges_json = text::detail::require(m, "merges", "model");
+            check<FormatError>(merges_json.is_array(), "[tokenizer.json model.merges] expected an array, got ", merges_json.type_name());
+            for (const auto& mj : merges_json) {
+                if (mj.is_string()) {
+                    from_dom.merges.push_back(text::detail::split_merge(mj.get<std::string>()));
+                } else {
+                    check<FormatError>(mj.is_array() && mj.size() == 2 && mj[0].is_string() && mj[1].is_string(),
+                                       "[tokenizer.json model.merges] expected \"a b\" or [\"a\", \"b\"], got ", mj.dump());
+                    from_dom.merges.emplace_back(mj[0].get<std::string>(), mj[1].get<std::string>());
+                }
+            }
+            parsed = &from_dom;
         }
         text::BpeOptions o;
         const std::string unk = text::detail::get_string_or(m, "unk_token", "model", "\x01none");
@@ -273,7 +270,10 @@ private:
         o.fuse_unk = text::detail::get_bool_or(m, "fuse_unk", "model", false);
         o.byte_fallback = text::detail::get_bool_or(m, "byte_fallback", "model", false);
         o.ignore_merges = text::detail::get_bool_or(m, "ignore_merges", "model", false);
-        return text::Bpe(std::move(vocab), merges, std::move(o));
+        if (byte_level)
+            return text::Bpe(parsed->vocab, parsed->merges, std::move(o),
+                             [](char32_t c) { return text::byte_level_alphabet().byte_of(c); });
+        return text::Bpe(parsed->vocab, parsed->merges, std::move(o));
     }
 
     const std::string* id_to_token_ptr(TokenId id) const noexcept {

@@ -6,6 +6,8 @@
 #include <cstdint>      // std::int64_t
 #include <string>       // std::string
 #include <string_view>  // std::string_view
+#include <utility>      // std::pair
+#include <vector>       // std::vector
 
 #include <nlohmann/json.hpp>  // nlohmann::json
 
@@ -74,6 +76,162 @@ inline std::string get_char(const Json& obj, std::string_view key, std::string_v
     for (const char c : s) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
     check<FormatError>(chars == 1, "[tokenizer.json ", where, ".", key, "] expected one character, got '", s, "'");
     return s;
+}
+
+/// A tokenizer.json parsed in one pass: the vocabulary and merges of "model" are read straight
+/// into their final containers (they are 99% of the file; building them as a DOM first doubled
+/// the load time), everything else into a DOM.
+struct ParsedTokenizerJson {
+    Json rest;
+    bool has_vocab = false, has_merges = false;
+    std::vector<std::pair<std::string, std::int64_t>> vocab;
+    std::vector<std::pair<std::string, std::string>> merges;
+};
+
+/// Splits "a b" into its two tokens (the older merges format).
+inline std::pair<std::string, std::string> split_merge(const std::string& s) {
+    const auto sp = s.find(' ');
+    check<FormatError>(sp != std::string::npos && s.find(' ', sp + 1) == std::string::npos,
+                       "[tokenizer.json model.merges] merge '", s, "' is not two tokens separated by one space");
+    return {s.substr(0, sp), s.substr(sp + 1)};
+}
+
+class TokenizerJsonSax {
+public:
+    explicit TokenizerJsonSax(ParsedTokenizerJson& out) : out_(out) {}
+
+    bool null() { return value(Json(nullptr)); }
+    bool boolean(bool v) { return value(Json(v)); }
+    bool number_integer(Json::number_integer_t v) { return mode_ == Mode::vocab ? vocab_id(v) : value(Json(v)); }
+    bool number_unsigned(Json::number_unsigned_t v) {
+        return mode_ == Mode::vocab ? vocab_id(v > 0x7FFFFFFFFFFFFFFFull ? -1 : static_cast<std::int64_t>(v)) : value(Json(v));
+    }
+    bool number_float(Json::number_float_t v, const std::string&) {
+        check<FormatError>(mode_ == Mode::dom, "[tokenizer.json model.", mode_ == Mode::vocab ? "vocab" : "merges",
+                           "] unexpected number ", v);
+        return value(Json(v));
+    }
+    bool string(std::string& v) {
+        if (mode_ == Mode::vocab) fail<FormatError>("[tokenizer.json model.vocab] token '", key_, "' has a non-integer id (string)");
+        if (mode_ == Mode::merges) {
+            if (inner_ == 0) out_.merges.push_back(split_merge(v));
+            else pair_.push_back(std::move(v));
+            return true;
+        }
+        return value(Json(std::move(v)));
+    }
+    bool binary(Json::binary_t&) { fail<FormatError>("[tokenizer.json] unexpected binary value"); }
+
+    bool start_object(std::size_t) {
+        check<FormatError>(mode_ == Mode::dom, "[tokenizer.json model.", mode_ == Mode::vocab ? "vocab" : "merges",
+                           "] unexpected object");
+        if (stack_.size() == 2 && path_model() && key_ == "vocab") {
+            mode_ = Mode::vocab;
+            out_.has_vocab = true;
+            return true;
+        }
+        return open(Json::object());
+    }
+    bool key(std::string& k) {
+        key_ = k;
+        return true;
+    }
+    bool end_object() {
+        if (mode_ == Mode::vocab) {
+            mode_ = Mode::dom;
+            return true;
+        }
+        return close();
+    }
+    bool start_array(std::size_t) {
+        if (mode_ == Mode::vocab) fail<FormatError>("[tokenizer.json model.vocab] token '", key_, "' has a non-integer id (array)");
+        if (mode_ == Mode::merges) {
+            check<FormatError>(inner_ == 0, "[tokenizer.json model.merges] expected \"a b\" or [\"a\", \"b\"]");
+            inner_ = 1;
+            pair_.clear();
+            return true;
+        }
+        if (stack_.size() == 2 && path_model() && key_ == "merges") {
+            mode_ = Mode::merges;
+            out_.has_merges = true;
+            inner_ = 0;
+            return true;
+        }
+        return open(Json::array());
+    }
+    bool end_array() {
+        if (mode_ == Mode::merges) {
+            if (inner_ == 0) {
+                mode_ = Mode::dom;
+                return true;
+            }
+            check<FormatError>(pair_.size() == 2, "[tokenizer.json model.merges] merge ", out_.merges.size(),
+                               " has ", pair_.size(), " tokens, expected 2");
+            out_.merges.emplace_back(std::move(pair_[0]), std::move(pair_[1]));
+            inner_ = 0;
+            return true;
+        }
+        return close();
+    }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+        fail<FormatError>("[tokenizer.json] not valid JSON: ", e.what());
+    }
+
+private:
+    enum class Mode { dom, vocab, merges };
+
+    bool path_model() const { return stack_[0]->is_object() && stack_key_.size() >= 2 && stack_key_[1] == "model"; }
+
+    bool vocab_id(std::int64_t v) {
+        out_.vocab.emplace_back(key_, v);
+        return true;
+    }
+    bool value(Json v) {
+        if (mode_ == Mode::merges) fail<FormatError>("[tokenizer.json model.merges] merge ", out_.merges.size(), " is not made of strings");
+        if (stack_.empty()) {
+            out_.rest = std::move(v);
+            return true;
+        }
+        Json& top = *stack_.back();
+        if (top.is_object()) top[key_] = std::move(v);
+        else top.push_back(std::move(v));
+        return true;
+    }
+    bool open(Json v) {
+        if (stack_.empty()) {
+            out_.rest = std::move(v);
+            stack_.push_back(&out_.rest);
+        } else {
+            Json& top = *stack_.back();
+            Json* child = nullptr;
+            if (top.is_object()) child = &(top[key_] = std::move(v));
+            else top.push_back(std::move(v)), child = &top.back();
+            stack_.push_back(child);
+        }
+        stack_key_.push_back(key_);
+        return true;
+    }
+    bool close() {
+        stack_.pop_back();
+        stack_key_.pop_back();
+        return true;
+    }
+
+    ParsedTokenizerJson& out_;
+    Mode mode_ = Mode::dom;
+    std::vector<Json*> stack_;           // open containers of the DOM
+    std::vector<std::string> stack_key_;  // the key under which each open container sits
+    std::string key_;
+    int inner_ = 0;  // merges: 1 inside a ["a", "b"] pair
+    std::vector<std::string> pair_;
+};
+
+/// Parses tokenizer.json text with TokenizerJsonSax.
+inline ParsedTokenizerJson parse_tokenizer_json(std::string_view text) {
+    ParsedTokenizerJson out;
+    TokenizerJsonSax sax(out);
+    Json::sax_parse(text.begin(), text.end(), &sax);
+    return out;
 }
 
 }  // namespace hylens::text::detail

@@ -1,0 +1,44 @@
+// Chat wrapping: the exact formats and the spans of the user message and the prefill.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "hylens/text/chat.hpp"
+#include "fixtures.hpp"
+
+using namespace hylens;
+
+TEST_SUITE("text/chat") {
+    TEST_CASE("Qwen3.5 wrapper of experiments.md A.4.2") {
+        const auto p = wrap_chat(ChatFamily::qwen35, "Dictionary: apple=red.", "The value of apple is **");
+        CHECK(p.text ==
+              "<|im_start|>user\nDictionary: apple=red.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+              "The value of apple is **");
+        CHECK(p.user == CharSpan{17, 39});
+        CHECK(p.prefill.end == text::count_chars(p.text));
+    }
+
+    TEST_CASE("Granite 4.0 writes its default system prompt; Falcon-H1 its BOS unless suppressed") {
+        const auto g = wrap_chat(ChatFamily::granite4, "hi");
+        CHECK(g.text ==
+              "<|start_of_role|>system<|end_of_role|>You are a helpful assistant. Please ensure responses are "
+              "professional, accurate, and safe.<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>hi<|end_of_text|>\n"
+              "<|start_of_role|>assistant<|end_of_role|>");
+        const auto f = wrap_chat(ChatFamily::falcon_h1, "hi");
+        CHECK(f.text == "<|begin_of_text|><|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+        const auto nf = wrap_chat(ChatFamily::falcon_h1, "hi", "", {.add_bos = false});
+        CHECK(nf.text == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+        CHECK(nf.user == CharSpan{17, 19});
+    }
+
+    TEST_CASE("encoded chat prompt: special tokens, and the user span maps to its tokens") {
+        const auto& tok = hylens::test::fixture_tokenizer("qwen3");
+        const auto p = wrap_chat(ChatFamily::qwen35, "Привет, apple=red", "**");
+        const auto enc = encode_chat(tok, p);
+        CHECK(enc.ids.front() == 151644);  // <|im_start|>
+        CHECK(tok.decode(enc.ids) == p.text);
+        std::vector<std::int32_t> user_ids;
+        for (const auto i : span_to_positions(enc, p.user)) user_ids.push_back(enc.ids[i]);
+        CHECK(tok.decode(user_ids) == "Привет, apple=red");
+    }
+}
