@@ -33,6 +33,20 @@ inline void check_attention_shape(const AttentionShape& s, std::size_t ld_q, std
                       " smaller than Hq*hd = ", s.Hq * s.hd);
 }
 
+/// Softmax over the first `visible` entries of a row of n; the rest (future keys) set to 0.
+inline void softmax_row(float* row, std::size_t visible, std::size_t n) noexcept {
+    float m = -std::numeric_limits<float>::infinity();
+    for (std::size_t k = 0; k < visible; ++k) m = std::max(m, row[k]);
+    float sum = 0.0f;
+    for (std::size_t k = 0; k < visible; ++k) {
+        row[k] = std::exp(row[k] - m);
+        sum += row[k];
+    }
+    const float inv = 1.0f / sum;
+    for (std::size_t k = 0; k < visible; ++k) row[k] *= inv;
+    for (std::size_t k = visible; k < n; ++k) row[k] = 0.0f;
+}
+
 /// q: token t head h at q + t*ld_q + h*hd. K, V: KV head j, key τ at K + j*ld_head + τ*hd.
 /// out: token t head h at out + t*ld_o + h*hd. probs: nullptr or [Hq, Tq, Tk] (zeros above the diagonal).
 inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q, const float* K, const float* V,
@@ -41,6 +55,25 @@ inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q,
     if (s.Tq == 0) return;
     const std::size_t rep = s.Hq / s.Hkv;
     const std::size_t offset = s.Tk - s.Tq;  // cached keys before the first query
+    if (s.Tq == 1) {
+        // Decode: the rep query heads of a KV group form one [rep, hd] block, so K_j and V_j are
+        // read once per group (the step is bound by reading the cache).
+        parallel_for(s.Hkv, [&](std::size_t j0, std::size_t j1) {
+            thread_local std::vector<float> scores;
+            scores.resize(rep * s.Tk);
+            for (std::size_t j = j0; j < j1; ++j) {
+                const float* Kj = K + j * ld_head;
+                const float* Vj = V + j * ld_head;
+                blas::gemm_serial(false, true, rep, s.Tk, s.hd, scale, q + j * rep * s.hd, s.hd, Kj, s.hd, 0.0f,
+                                  scores.data(), s.Tk);
+                for (std::size_t r = 0; r < rep; ++r) softmax_row(scores.data() + r * s.Tk, s.Tk, s.Tk);
+                blas::gemm_serial(false, false, rep, s.hd, s.Tk, 1.0f, scores.data(), s.Tk, Vj, s.hd, 0.0f,
+                                  out + j * rep * s.hd, s.hd);
+                if (probs) std::copy(scores.begin(), scores.end(), probs + j * rep * s.Tk);
+            }
+        });
+        return;
+    }
     parallel_for(s.Hq, [&](std::size_t h0, std::size_t h1) {
         thread_local std::vector<float> scores;
         scores.resize(s.Tq * s.Tk);
@@ -51,20 +84,7 @@ inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q,
             // scores[Tq, Tk] = scale * Q_h [Tq, hd] . K_j^T [hd, Tk]
             blas::gemm_serial(false, true, s.Tq, s.Tk, s.hd, scale, q + h * s.hd, ld_q, Kj, s.hd, 0.0f, scores.data(),
                               s.Tk);
-            for (std::size_t t = 0; t < s.Tq; ++t) {
-                float* row = scores.data() + t * s.Tk;
-                const std::size_t visible = offset + t + 1;
-                float m = -std::numeric_limits<float>::infinity();
-                for (std::size_t k = 0; k < visible; ++k) m = std::max(m, row[k]);
-                float sum = 0.0f;
-                for (std::size_t k = 0; k < visible; ++k) {
-                    row[k] = std::exp(row[k] - m);
-                    sum += row[k];
-                }
-                const float inv = 1.0f / sum;
-                for (std::size_t k = 0; k < visible; ++k) row[k] *= inv;
-                for (std::size_t k = visible; k < s.Tk; ++k) row[k] = 0.0f;
-            }
+            for (std::size_t t = 0; t < s.Tq; ++t) softmax_row(scores.data() + t * s.Tk, offset + t + 1, s.Tk);
             // out_h [Tq, hd] = P [Tq, Tk] . V_j [Tk, hd]
             blas::gemm_serial(false, false, s.Tq, s.hd, s.Tk, 1.0f, scores.data(), s.Tk, Vj, s.hd, 0.0f,
                               out + h * s.hd, ld_o);

@@ -1,0 +1,87 @@
+// Attention and projection kernels at real model shapes, each beside its floor measured in
+// the same binary (benchmarks/floors.hpp):
+//  * attention, Qwen3.5-0.8B full-attention layer: 8 query / 2 KV heads of 256;
+//    prefill of 512 tokens (FLOPs: 2 * 2 * Hq * hd * visible keys, causal) against the
+//    sgemm rate, and one decode step after 512 cached tokens (bytes: K and V read once)
+//    against the triad bandwidth; the plain reference twin beside it.
+//  * linear (the projections): Qwen3.5-0.8B MLP up projection [3584, 1024] in float32 and
+//    bfloat16, for one decode token (bytes of the weight against bandwidth: bf16 moves half)
+//    and for a 512-token prefill (FLOPs against sgemm).
+
+#include <hylens/kernels/attention.hpp>
+#include <hylens/kernels/linear.hpp>
+#include <hylens/kernels/reference/attention.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "floors.hpp"
+
+using namespace hylens;
+
+namespace {
+
+std::vector<float> random_vec(std::size_t n, unsigned seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd;
+    std::vector<float> v(n);
+    for (auto& x : v) x = nd(rng);
+    return v;
+}
+
+constexpr std::size_t kHq = 8, kHkv = 2, kHd = 256;
+
+void BM_attention_prefill(benchmark::State& state, bool reference) {
+    const std::size_t T = static_cast<std::size_t>(state.range(0));
+    const auto q = random_vec(T * kHq * kHd, 1), K = random_vec(kHkv * T * kHd, 2), V = random_vec(kHkv * T * kHd, 3);
+    std::vector<float> o(T * kHq * kHd);
+    const kernels::AttentionShape s{T, T, kHq, kHkv, kHd};
+    for (auto _ : state) {
+        if (reference)
+            reference::attention(s, q.data(), kHq * kHd, K.data(), V.data(), T * kHd, 0.0625f, o.data(), kHq * kHd);
+        else
+            kernels::attention(s, q.data(), kHq * kHd, K.data(), V.data(), T * kHd, 0.0625f, o.data(), kHq * kHd);
+        benchmark::DoNotOptimize(o.data());
+    }
+    const double visible = static_cast<double>(T) * (T + 1) / 2.0;  // causal pairs
+    bench::report_flops(state, 4.0 * kHq * kHd * visible);
+}
+
+void BM_attention_decode(benchmark::State& state) {
+    const std::size_t L = static_cast<std::size_t>(state.range(0));
+    const auto q = random_vec(kHq * kHd, 1), K = random_vec(kHkv * (L + 1) * kHd, 2),
+               V = random_vec(kHkv * (L + 1) * kHd, 3);
+    std::vector<float> o(kHq * kHd);
+    const kernels::AttentionShape s{1, L + 1, kHq, kHkv, kHd};
+    for (auto _ : state) {
+        kernels::attention(s, q.data(), kHq * kHd, K.data(), V.data(), (L + 1) * kHd, 0.0625f, o.data(), kHq * kHd);
+        benchmark::DoNotOptimize(o.data());
+    }
+    bench::report_bytes(state, 2.0 * 4.0 * kHkv * (L + 1) * kHd);
+}
+
+void BM_linear(benchmark::State& state, bool bf16) {
+    const std::size_t M = static_cast<std::size_t>(state.range(0)), out = 3584, in = 1024;
+    const auto wv = random_vec(out * in, 4);
+    const Weight W = bf16 ? Weight::from_floats_bf16(wv, {out, in}) : Weight::from_floats(wv, {out, in});
+    const auto x = random_vec(M * in, 5);
+    std::vector<float> y(M * out);
+    for (auto _ : state) {
+        kernels::linear(x.data(), in, M, W, nullptr, y.data(), out);
+        benchmark::DoNotOptimize(y.data());
+    }
+    if (M == 1)
+        bench::report_bytes(state, static_cast<double>(out * in) * (bf16 ? 2.0 : 4.0));
+    else
+        bench::report_flops(state, 2.0 * M * out * in);
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(BM_attention_prefill, fast, false)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_attention_prefill, reference, true)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_attention_decode)->Arg(512)->Arg(4096)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_linear, f32, false)->Arg(1)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_linear, bf16, true)->Arg(1)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
