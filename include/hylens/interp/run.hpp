@@ -1,0 +1,497 @@
+#pragma once
+// run(): one forward of a CausalLM with interventions applied and sites captured
+// (experiments.md §C.4, §C.5). The interventions are data; run() composes them into one Hook
+// for the forward, so each is applied at the moment its site is computed and everything
+// downstream is recomputed. With no intervention and no capture it is the plain forward
+// (the hook pointer is null). At a site, interventions act in list order, then captures
+// record what flows on.
+
+#include <algorithm>  // std::copy, std::fill, std::min
+#include <array>      // std::array
+#include <cmath>      // std::nan
+#include <cstddef>    // std::size_t
+#include <cstdint>    // std::int64_t
+#include <span>       // std::span
+#include <string>     // std::string
+#include <variant>    // std::get_if, std::holds_alternative
+#include <vector>     // std::vector
+
+#include "../cache/parts.hpp"
+#include "../core/error.hpp"
+#include "../core/tensor.hpp"
+#include "../layers/hooks.hpp"
+#include "../stack/causal_lm.hpp"
+#include "../stack/tokens.hpp"
+#include "interventions.hpp"
+#include "named_tensors.hpp"
+#include "sites.hpp"
+
+namespace hylens {
+
+struct RunOptions {
+    std::vector<SiteRef> capture{};             ///< tensors to return, named SiteRef::name()
+    std::span<const std::int64_t> positions{};  ///< T positions; empty = the cache's next position onwards
+    bool last_only = false;                     ///< logits of the final position only ([B, 1, V])
+    bool skip_logits = false;                   ///< no logits (empty tensor)
+};
+
+struct RunResult {
+    Tensor3 logits;              ///< [B, T, V] (or [B, 1, V] with last_only)
+    NamedTensors captures;       ///< [B, |P|, D] per captured site; attn_probs [B, Hq, |P|, Tk]
+    std::vector<double> coverage;  ///< per intervention: Surrogate / token-mean coverage, NaN for others
+};
+
+namespace detail {
+
+inline constexpr std::size_t kNumSites = static_cast<std::size_t>(Site::final_norm) + 1;
+
+/// A decoder-layer mixer with every conv tap but the last zeroed (ConvTaps); other kinds are
+/// returned unchanged.
+template <class M>
+M last_conv_tap_only(const M& m) {
+    if constexpr (requires { m.first(); m.second(); }) {
+        return M(last_conv_tap_only(m.first()), last_conv_tap_only(m.second()), m.config().mult_a,
+                 m.config().mult_b);
+    } else if constexpr (requires { m.weights().conv; m.config().conv_width; }) {
+        auto w = m.weights();
+        const std::size_t K = m.config().conv_width;
+        for (std::size_t i = 0; i < w.conv.size(); ++i)
+            if (i % K != K - 1) w.conv[i] = 0.0f;  // conv is [C, K]; tap K-1 multiplies the current token
+        return M(m.config(), std::move(w));
+    } else {
+        return m;
+    }
+}
+
+/// The hook of one run: routes each fired site to the interventions and captures that name
+/// it. Rows are addressed by run index (chunk offset + row), so chunked runs address the
+/// same positions as one call.
+class RunHook {
+public:
+    RunHook(const std::vector<Intervention>& iv, const std::vector<SiteRef>& caps, const TokenBatch& ids,
+            std::size_t num_layers, std::vector<std::size_t> head_widths)
+        : iv_(iv), caps_(caps), ids_(ids), L_(num_layers), T_(ids.T()), B_(ids.batch),
+          head_w_(std::move(head_widths)), table_((num_layers + 1) * kNumSites), saved_pre_(num_layers),
+          cap_buf_(caps.size()), cap_D_(caps.size(), 0), cap_H_(caps.size(), 0), hits_(iv.size(), 0),
+          total_(iv.size(), 0) {
+        for (std::size_t i = 0; i < iv_.size(); ++i) {
+            const Intervention& v = iv_[i];
+            iv_slots_.push_back(slots(v.positions));
+            iv_rows_.push_back(v.positions.resolve(T_).size());
+            for (std::size_t j = 0; j < v.layers.size(); ++j) {
+                const int l = v.layers[j];
+                if (std::holds_alternative<ConvTaps>(v.action) || std::holds_alternative<StateResetEvery>(v.action))
+                    continue;  // applied by run() to the model or the chunking, not at a site
+                if (std::holds_alternative<Truncate>(v.action)) {
+                    cut_ = std::min<int>(cut_ < 0 ? l : cut_, l);
+                    continue;
+                }
+                if (std::holds_alternative<SkipLayer>(v.action)) {
+                    need_pre(l);
+                    entry(Site::resid_post, l).push_back({Entry::intervene, i, j});
+                    continue;
+                }
+                if (v.write) need_pre(l);
+                entry(v.site, l).push_back({Entry::intervene, i, j});
+            }
+        }
+        if (cut_ >= 0) {
+            entry(Site::resid_post, cut_).push_back({Entry::save_cut, 0, 0});
+            for (std::size_t l = static_cast<std::size_t>(cut_) + 1; l < L_; ++l)
+                entry(Site::resid_post, static_cast<int>(l)).push_back({Entry::restore_cut, 0, 0});
+        }
+        for (std::size_t c = 0; c < caps_.size(); ++c) {
+            cap_slots_.push_back(slots(caps_[c].positions));
+            cap_rows_.push_back(caps_[c].positions.resolve(T_).size());
+            if (caps_[c].write) need_pre(caps_[c].layer);
+            entry(caps_[c].site, caps_[c].layer).push_back({Entry::capture, c, 0});
+        }
+        // Saving resid_pre runs after any intervention at resid_pre, so it is what the layer saw.
+        for (std::size_t l = 0; l < L_; ++l)
+            if (pre_needed_.size() > l && pre_needed_[l])
+                entry(Site::resid_pre, static_cast<int>(l)).push_back({Entry::save_pre, l, 0});
+    }
+
+    /// Row offset of the chunk about to run, and its length.
+    void set_chunk(std::size_t offset, std::size_t len) noexcept {
+        offset_ = offset;
+        chunk_ = len;
+    }
+
+    bool wants(Site s, int layer) const {
+        const std::size_t k = key(s, layer);
+        return k < table_.size() && !table_[k].empty();
+    }
+
+    void fire(Site s, int layer, const ActivationView& v) {
+        for (const Entry& e : table_[key(s, layer)]) {
+            switch (e.kind) {
+                case Entry::intervene: apply(e.index, e.slot, s, layer, v); break;
+                case Entry::capture: record(e.index, s, layer, v); break;
+                case Entry::save_pre: save(saved_pre_[e.index], v); break;
+                case Entry::save_cut: save(saved_cut_, v); break;
+                case Entry::restore_cut: restore_all(saved_cut_, v); break;
+            }
+        }
+    }
+
+    /// Moves the captures into `out`.
+    void collect(NamedTensors& out) {
+        for (std::size_t c = 0; c < caps_.size(); ++c) {
+            check<ShapeError>(cap_D_[c] != 0, "[run] capture ", caps_[c].name(),
+                              ": the site never fired (wrong layer or a site this layer kind does not have)");
+            if (caps_[c].site == Site::attn_probs)
+                out.put(caps_[c].name(), {B_, cap_H_[c], cap_rows_[c], cap_D_[c]}, std::move(cap_buf_[c]));
+            else
+                out.put(caps_[c].name(), {B_, cap_rows_[c], cap_D_[c]}, std::move(cap_buf_[c]));
+        }
+    }
+
+    std::vector<double> coverage() const {
+        std::vector<double> c(iv_.size(), std::nan(""));
+        for (std::size_t i = 0; i < iv_.size(); ++i)
+            if (total_[i] > 0) c[i] = static_cast<double>(hits_[i]) / static_cast<double>(total_[i]);
+        return c;
+    }
+
+private:
+    struct Entry {
+        enum Kind { intervene, capture, save_pre, save_cut, restore_cut } kind;
+        std::size_t index, slot;
+    };
+
+    std::size_t key(Site s, int layer) const noexcept {
+        return static_cast<std::size_t>(layer + 1) * kNumSites + static_cast<std::size_t>(s);
+    }
+    std::vector<Entry>& entry(Site s, int layer) {
+        check<ShapeError>(layer >= -1 && layer < static_cast<int>(L_), "[run] layer ", layer, " out of ", L_);
+        return table_[key(s, layer)];
+    }
+    void need_pre(int l) {
+        check<ShapeError>(l >= 0 && l < static_cast<int>(L_), "[run] layer ", l, " out of ", L_);
+        pre_needed_.resize(L_, false);
+        pre_needed_[static_cast<std::size_t>(l)] = true;
+    }
+    /// slot[r] = index of run row r in the position list, or -1.
+    std::vector<long> slots(const Positions& p) const {
+        std::vector<long> s(T_, -1);
+        const auto rows = p.resolve(T_);
+        for (std::size_t i = 0; i < rows.size(); ++i) s[rows[i]] = static_cast<long>(i);
+        return s;
+    }
+
+    static void save(std::vector<float>& dst, const ActivationView& v) {
+        dst.resize(v.B * v.T * v.D);
+        for (std::size_t b = 0; b < v.B; ++b)
+            for (std::size_t t = 0; t < v.T; ++t) std::copy(v.row(b, t), v.row(b, t) + v.D, dst.data() + (b * v.T + t) * v.D);
+    }
+    static void restore_all(const std::vector<float>& src, const ActivationView& v) {
+        for (std::size_t b = 0; b < v.B; ++b)
+            for (std::size_t t = 0; t < v.T; ++t) {
+                const float* s = src.data() + (b * v.T + t) * v.D;
+                std::copy(s, s + v.D, v.row(b, t));
+            }
+    }
+
+    /// Donor values for (batch b, slot) from [B or 1, n, D] rows.
+    const float* donor_row(const std::vector<float>& rows, std::size_t i, std::size_t b, std::size_t slot,
+                           std::size_t D) const {
+        const std::size_t n = iv_rows_[i];
+        check<ShapeError>(rows.size() == n * D || rows.size() == B_ * n * D, "[run] ", iv_[i].describe(), ": ",
+                          rows.size(), " donor values, expected [", B_, " or 1, ", n, ", ", D, "]");
+        const std::size_t bb = rows.size() == n * D ? 0 : b;
+        return rows.data() + (bb * n + slot) * D;
+    }
+    template <class Vec>
+    static const Vec& per_layer(const std::vector<Vec>& v, std::size_t j, const std::string& what) {
+        check<ShapeError>(!v.empty(), "[run] ", what, ": no values given");
+        return v.size() == 1 ? v[0] : v.at(j);
+    }
+    const std::vector<float>& token_row(std::size_t i, const Surrogate& sg, std::size_t j, std::size_t b,
+                                        std::size_t r) {
+        const auto& table = per_layer(sg.tables, j, iv_[i].describe());
+        ++total_[i];
+        auto it = table.find(ids_.at(b, r));
+        if (it != table.end()) {
+            ++hits_[i];
+            return it->second;
+        }
+        return per_layer(sg.fallback, j, iv_[i].describe() + " fallback");
+    }
+
+    void apply(std::size_t i, std::size_t j, Site s, int layer, const ActivationView& v) {
+        const Intervention& iv = iv_[i];
+        const std::size_t D = v.D;
+        const std::vector<long>& slot = iv_slots_[i];
+        const std::size_t lw = layer >= 0 ? static_cast<std::size_t>(layer) : 0;
+        for (std::size_t b = 0; b < v.B; ++b)
+            for (std::size_t t = 0; t < v.T; ++t) {
+                const std::size_t r = offset_ + t;
+                if (r >= T_ || slot[r] < 0) continue;
+                const std::size_t sl = static_cast<std::size_t>(slot[r]);
+                float* row = v.row(b, t);
+                if (const Set* a = std::get_if<Set>(&iv.action)) {
+                    const float* d = donor_row(per_layer(a->rows, j, iv.describe()), i, b, sl, D);
+                    if (iv.write) {
+                        const float* pre = saved_pre_[lw].data() + (b * v.T + t) * D;
+                        for (std::size_t c = 0; c < D; ++c) row[c] = pre[c] + d[c];
+                    } else {
+                        std::copy(d, d + D, row);
+                    }
+                } else if (std::holds_alternative<Zero>(iv.action)) {
+                    std::fill(row, row + D, 0.0f);
+                } else if (const Mean* a = std::get_if<Mean>(&iv.action)) {
+                    const auto& mu = per_layer(a->mu, j, iv.describe());
+                    check<ShapeError>(mu.size() == D, "[run] ", iv.describe(), ": mean of ", mu.size(), " values for ",
+                                      D, " channels");
+                    std::copy(mu.begin(), mu.end(), row);
+                } else if (const Surrogate* a = std::get_if<Surrogate>(&iv.action)) {
+                    const auto& src = token_row(i, *a, j, b, r);
+                    check<ShapeError>(src.size() == D, "[run] ", iv.describe(), ": table row of ", src.size(),
+                                      " values for ", D, " channels");
+                    std::copy(src.begin(), src.end(), row);
+                } else if (const ChannelMask* a = std::get_if<ChannelMask>(&iv.action)) {
+                    const std::vector<float>* fill = nullptr;
+                    if (a->fill == MaskFill::mean) fill = &per_layer(a->mean.mu, j, iv.describe());
+                    if (a->fill == MaskFill::token_mean) fill = &token_row(i, a->table, j, b, r);
+                    check<ShapeError>(!fill || fill->size() == D, "[run] ", iv.describe(), ": fill of ",
+                                      fill ? fill->size() : 0, " values for ", D, " channels");
+                    for (std::size_t c : a->channels) {
+                        check<ShapeError>(c < D, "[run] ", iv.describe(), ": channel ", c, " of ", D);
+                        row[c] = fill ? (*fill)[c] : 0.0f;
+                    }
+                } else if (const HeadZero* a = std::get_if<HeadZero>(&iv.action)) {
+                    const std::size_t w = head_w_[i * (L_ + 1) + lw];
+                    for (std::size_t h : a->heads) {
+                        check<ShapeError>((h + 1) * w <= D, "[run] ", iv.describe(), ": head ", h, " x ", w,
+                                          " does not fit ", D, " channels");
+                        std::fill(row + h * w, row + (h + 1) * w, 0.0f);
+                    }
+                } else if (const ProjPatch* a = std::get_if<ProjPatch>(&iv.action)) {
+                    const float* d = donor_row(per_layer(a->rows, j, iv.describe()), i, b, sl, D);
+                    const std::size_t w = head_w_[i * (L_ + 1) + lw];
+                    if (a->heads.empty()) std::copy(d, d + D, row);
+                    for (std::size_t h : a->heads) {
+                        check<ShapeError>((h + 1) * w <= D, "[run] ", iv.describe(), ": head ", h, " x ", w,
+                                          " does not fit ", D, " channels");
+                        std::copy(d + h * w, d + (h + 1) * w, row + h * w);
+                    }
+                } else if (std::holds_alternative<SkipLayer>(iv.action)) {
+                    const float* pre = saved_pre_[lw].data() + (b * v.T + t) * D;
+                    std::copy(pre, pre + D, row);
+                }
+            }
+        (void)s;
+    }
+
+    void record(std::size_t c, Site s, int layer, const ActivationView& v) {
+        const SiteRef& ref = caps_[c];
+        const std::vector<long>& slot = cap_slots_[c];
+        const std::size_t n = cap_rows_[c];
+        std::vector<float>& buf = cap_buf_[c];
+        if (s == Site::attn_probs) {
+            // Rows are (head, query); D = keys so far. Keys of the whole run: the keys before
+            // this chunk plus every token of the run.
+            const std::size_t Hq = v.T / chunk_, before = v.D - chunk_;
+            if (cap_D_[c] == 0) {
+                cap_H_[c] = Hq;
+                cap_D_[c] = before - offset_ + T_;
+                buf.assign(B_ * Hq * n * cap_D_[c], 0.0f);
+            }
+            const std::size_t Tk = cap_D_[c];
+            for (std::size_t b = 0; b < v.B; ++b)
+                for (std::size_t h = 0; h < Hq; ++h)
+                    for (std::size_t t = 0; t < chunk_; ++t) {
+                        const std::size_t r = offset_ + t;
+                        if (r >= T_ || slot[r] < 0) continue;
+                        const float* src = v.row(b, h * chunk_ + t);
+                        std::copy(src, src + std::min(v.D, Tk),
+                                  buf.data() + ((b * Hq + h) * n + static_cast<std::size_t>(slot[r])) * Tk);
+                    }
+            return;
+        }
+        if (cap_D_[c] == 0) {
+            cap_D_[c] = v.D;
+            buf.assign(B_ * n * v.D, 0.0f);
+        }
+        const std::size_t lw = layer >= 0 ? static_cast<std::size_t>(layer) : 0;
+        for (std::size_t b = 0; b < v.B; ++b)
+            for (std::size_t t = 0; t < v.T; ++t) {
+                const std::size_t r = offset_ + t;
+                if (r >= T_ || slot[r] < 0) continue;
+                float* dst = buf.data() + (b * n + static_cast<std::size_t>(slot[r])) * v.D;
+                const float* src = v.row(b, t);
+                if (ref.write) {
+                    const float* pre = saved_pre_[lw].data() + (b * v.T + t) * v.D;
+                    for (std::size_t d = 0; d < v.D; ++d) dst[d] = src[d] - pre[d];
+                } else {
+                    std::copy(src, src + v.D, dst);
+                }
+            }
+    }
+
+    const std::vector<Intervention>& iv_;
+    const std::vector<SiteRef>& caps_;
+    const TokenBatch& ids_;
+    std::size_t L_, T_, B_;
+    std::vector<std::size_t> head_w_;  // [intervention][layer]: head width at its site
+    std::vector<std::vector<Entry>> table_;
+    std::vector<bool> pre_needed_;
+    std::vector<std::vector<float>> saved_pre_;
+    std::vector<float> saved_cut_;
+    int cut_ = -1;
+    std::vector<std::vector<long>> iv_slots_, cap_slots_;
+    std::vector<std::size_t> iv_rows_, cap_rows_;
+    std::vector<std::vector<float>> cap_buf_;
+    std::vector<std::size_t> cap_D_, cap_H_;
+    std::vector<std::size_t> hits_, total_;
+    std::size_t offset_ = 0, chunk_ = 0;
+};
+
+/// Entry checks: layer ranges, sites an action can act on, recurrent-only actions.
+template <class Stack>
+void validate_interventions(const Stack& stack, const std::vector<Intervention>& iv) {
+    const int L = static_cast<int>(stack.size());
+    for (const Intervention& v : iv) {
+        const std::string what = "[run] " + v.describe();
+        check<ShapeError>(!v.layers.empty(), what, ": no layers given");
+        const bool global = v.site == Site::embed || v.site == Site::final_norm;
+        for (int l : v.layers)
+            check<ShapeError>(global ? l == -1 : (l >= 0 && l < L), what, ": layer ", l,
+                              global ? " (embed and final_norm take layer -1)" : " is outside the model's ", L,
+                              global ? "" : " layers");
+        check<UnsupportedError>(v.site != Site::attn_probs && v.site != Site::gate_dt, what, ": ", site_name(v.site),
+                                " is observed after its use, so changing it would change nothing; capture it instead");
+        check<ShapeError>(!v.write || v.site == Site::resid_post, what, ": layer_write is a resid_post site");
+        if (std::holds_alternative<HeadZero>(v.action))
+            check<ShapeError>(v.site == Site::head_out || v.site == Site::lin_head_out, what,
+                              ": HeadZero acts on head_out or lin_head_out");
+        if (std::holds_alternative<ProjPatch>(v.action))
+            check<ShapeError>(v.site == Site::q || v.site == Site::k || v.site == Site::v, what,
+                              ": ProjPatch acts on q, k or v");
+        if (const Set* s = std::get_if<Set>(&v.action))
+            check<ShapeError>(s->rows.size() == v.layers.size(), what, ": ", s->rows.size(), " donor row sets for ",
+                              v.layers.size(), " layers");
+        if (const ProjPatch* s = std::get_if<ProjPatch>(&v.action))
+            check<ShapeError>(s->rows.size() == v.layers.size(), what, ": ", s->rows.size(), " donor row sets for ",
+                              v.layers.size(), " layers");
+        if (std::holds_alternative<ConvTaps>(v.action) || std::holds_alternative<StateResetEvery>(v.action))
+            for (int l : v.layers)
+                check<ShapeError>(find_mixer_site(stack, l, MixerChannel::recurrent).has_value(), what, ": layer ", l,
+                                  " has no recurrent mixer");
+        if (const StateResetEvery* s = std::get_if<StateResetEvery>(&v.action))
+            check<ShapeError>(s->every >= 1, what, ": chunk length 0");
+    }
+}
+
+}  // namespace detail
+
+/// Runs ids on top of `cache` (updated in place) with the interventions applied and the
+/// requested sites captured. Positions in interventions and captures index the run's tokens.
+template <class Model>
+RunResult run(const Model& model, typename Model::cache_type& cache, const TokenBatch& ids,
+              const std::vector<Intervention>& interventions, const RunOptions& opt = {}) {
+    RunResult res;
+    const std::size_t T = ids.T(), B = ids.batch, L = model.num_layers();
+    if (interventions.empty() && opt.capture.empty()) {  // the plain forward, no hook at all
+        res.logits = model.forward(ids, cache, {opt.positions, nullptr, opt.last_only, opt.skip_logits});
+        return res;
+    }
+    check<ShapeError>(T >= 1 && ids.ids.size() == B * T, "[run] need B >= 1 sequences of T >= 1 tokens");
+    check<ShapeError>(opt.positions.empty() || opt.positions.size() == T, "[run] ", opt.positions.size(),
+                      " positions for ", T, " tokens");
+    detail::validate_interventions(model.stack(), interventions);
+
+    // Head widths per (intervention, layer) for HeadZero / ProjPatch.
+    std::vector<std::size_t> hw(interventions.size() * (L + 1), 0);
+    std::size_t every = 0;
+    bool conv_taps = false;
+    for (std::size_t i = 0; i < interventions.size(); ++i) {
+        const Intervention& v = interventions[i];
+        if (std::holds_alternative<HeadZero>(v.action) || std::holds_alternative<ProjPatch>(v.action))
+            for (int l : v.layers) hw[i * (L + 1) + static_cast<std::size_t>(l)] = head_width(model.stack(), l, v.site);
+        if (const StateResetEvery* s = std::get_if<StateResetEvery>(&v.action)) {
+            check<UnsupportedError>(every == 0 || every == s->every, "[run] StateResetEvery with different chunk "
+                                    "lengths (", every, " and ", s->every, ") in one run");
+            every = s->every;
+        }
+        conv_taps = conv_taps || std::holds_alternative<ConvTaps>(v.action);
+    }
+
+    // ConvTaps changes weights: run a copy of the model (matrices are shared, not copied).
+    const Model* m = &model;
+    Model modified;
+    if (conv_taps) {
+        modified = model;
+        for (const Intervention& v : interventions)
+            if (std::holds_alternative<ConvTaps>(v.action))
+                for (int l : v.layers)
+                    modified.stack().visit(static_cast<std::size_t>(l), [](auto& layer) {
+                        layer.mixer() = detail::last_conv_tap_only(layer.mixer());
+                    });
+        m = &modified;
+    }
+
+    detail::RunHook rh(interventions, opt.capture, ids, L, std::move(hw));
+    Hook hook;
+    hook.wants = [&rh](Site s, int layer) { return rh.wants(s, layer); };
+    hook.fn = [&rh](Site s, int layer, const ActivationView& v, const std::int64_t*) { rh.fire(s, layer, v); };
+
+    const std::size_t chunk = every == 0 ? T : every;
+    const std::size_t V = model.config().vocab;
+    if (!opt.skip_logits) res.logits = Tensor3::from_shape({B, opt.last_only ? std::size_t{1} : T, V});
+    for (std::size_t off = 0; off < T; off += chunk) {
+        const std::size_t n = std::min(chunk, T - off);
+        TokenBatch part;
+        part.batch = B;
+        for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t t = off; t < off + n; ++t) part.ids.push_back(ids.at(b, t));
+        ForwardOptions fo;
+        fo.hook = &hook;
+        if (!opt.positions.empty()) fo.positions = opt.positions.subspan(off, n);
+        const bool final_chunk = off + n == T;
+        fo.last_only = opt.last_only;
+        fo.skip_logits = opt.skip_logits || (opt.last_only && !final_chunk);
+        rh.set_chunk(off, n);
+        Tensor3 lg = m->forward(part, cache, fo);
+        if (!fo.skip_logits) {
+            const std::size_t rows = opt.last_only ? 1 : n, dst0 = opt.last_only ? 0 : off;
+            for (std::size_t b = 0; b < B; ++b)
+                std::copy(lg.data() + b * rows * V, lg.data() + (b + 1) * rows * V,
+                          res.logits.data() + (b * res.logits.shape()[1] + dst0) * V);
+        }
+        if (every != 0 && !final_chunk)
+            for (const Intervention& v : interventions)
+                if (std::holds_alternative<StateResetEvery>(v.action))
+                    for (int l : v.layers)
+                        cache.visit(static_cast<std::size_t>(l), [](auto& c) {
+                            if (auto* r = recurrent_part(c)) r->zero_state();
+                        });
+    }
+    rh.collect(res.captures);
+    res.coverage = rh.coverage();
+    return res;
+}
+
+/// As above on a fresh cache (a run with no history).
+template <class Model>
+RunResult run(const Model& model, const TokenBatch& ids, const std::vector<Intervention>& interventions = {},
+              const RunOptions& opt = {}) {
+    auto cache = model.new_cache(ids.batch);
+    return run(model, cache, ids, interventions, opt);
+}
+
+/// One forward on a fresh cache; returns clones of the listed sites ([B, |P|, D] each, named
+/// SiteRef::name()). The logits are not computed.
+template <class Model>
+NamedTensors capture(const Model& model, const TokenBatch& ids, const std::vector<SiteRef>& sites,
+                     const std::vector<Intervention>& interventions = {}) {
+    RunOptions o;
+    o.capture = sites;
+    bool head_site = false;  // final_norm fires inside the head, so the head must run
+    for (const SiteRef& s : sites) head_site = head_site || s.site == Site::final_norm;
+    o.skip_logits = !head_site;
+    return run(model, ids, interventions, o).captures;
+}
+
+}  // namespace hylens

@@ -1,0 +1,204 @@
+#pragma once
+// Site descriptors (experiments.md §C.4): which activation, at which decoder layer, at which
+// positions of a run. A SiteRef names one tensor of one forward; Positions says which rows.
+//
+//   site::mixer_out(13)                          every position of layer 13's mixer output
+//   site::mixer_out(13, Positions::last())       its final row only
+//   site::layer_write(4)                         resid_post(4) - resid_pre(4)
+
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::int64_t
+#include <optional>     // std::optional
+#include <string>       // std::string, std::to_string
+#include <type_traits>  // std::remove_cvref_t
+#include <utility>      // std::move
+#include <vector>       // std::vector
+
+#include "../core/error.hpp"
+#include "../layers/hooks.hpp"
+
+namespace hylens {
+
+/// A set of positions of one run, as indices into the run's tokens: 0 is the first token the
+/// run feeds, -1 its last (negative indices count from the end). Positions are resolved
+/// against the run's length T when the run starts; an index outside [-T, T) is a ShapeError.
+class Positions {
+public:
+    /// Every position [0, T).
+    static Positions all() { return Positions(true, {}); }
+    /// The final position {T-1}.
+    static Positions last() { return Positions(false, {-1}); }
+    /// The listed positions (negative = from the end), in the given order.
+    static Positions at(std::vector<std::int64_t> idx) { return Positions(false, std::move(idx)); }
+    /// The half-open range [a, b) (negative ends count from T).
+    static Positions range(std::int64_t a, std::int64_t b) {
+        Positions p(false, {});
+        p.range_ = true;
+        p.idx_ = {a, b};
+        return p;
+    }
+
+    bool is_all() const noexcept { return all_; }
+
+    /// The row indices in [0, T), in order; throws ShapeError when an index is out of range.
+    std::vector<std::size_t> resolve(std::size_t T) const {
+        std::vector<std::size_t> out;
+        const auto fix = [T](std::int64_t i, bool end) {
+            const std::int64_t t = static_cast<std::int64_t>(T);
+            const std::int64_t r = i < 0 ? i + t : i;
+            check<ShapeError>(r >= 0 && (end ? r <= t : r < t), "[Positions] index ", i, " is outside a run of ", T,
+                              " tokens");
+            return static_cast<std::size_t>(r);
+        };
+        if (all_) {
+            for (std::size_t t = 0; t < T; ++t) out.push_back(t);
+        } else if (range_) {
+            const std::size_t a = fix(idx_[0], true), b = fix(idx_[1], true);
+            check<ShapeError>(a <= b, "[Positions] empty range [", idx_[0], ", ", idx_[1], ") in a run of ", T);
+            for (std::size_t t = a; t < b; ++t) out.push_back(t);
+        } else {
+            for (std::int64_t i : idx_) out.push_back(fix(i, false));
+        }
+        return out;
+    }
+
+    std::string describe() const {
+        if (all_) return "all";
+        std::string s = range_ ? "[" : "{";
+        for (std::size_t i = 0; i < idx_.size(); ++i) s += (i ? "," : "") + std::to_string(idx_[i]);
+        return s + (range_ ? ")" : "}");
+    }
+
+private:
+    Positions(bool all, std::vector<std::int64_t> idx) : all_(all), idx_(std::move(idx)) {}
+    bool all_ = false;
+    bool range_ = false;
+    std::vector<std::int64_t> idx_;
+};
+
+/// One tensor of one forward: a hook site at a layer (-1 for embed and final_norm), over a
+/// set of positions. `write` marks the derived site layer_write = resid_post - resid_pre
+/// (then `site` is Site::resid_post).
+struct SiteRef {
+    Site site = Site::resid_post;
+    int layer = -1;
+    Positions positions = Positions::all();
+    bool write = false;
+
+    /// "mixer_out.13", "layer_write.4", "embed": the name used in capture files.
+    std::string name() const {
+        std::string n = write ? "layer_write" : std::string(site_name(site));
+        return layer >= 0 ? n + "." + std::to_string(layer) : n;
+    }
+};
+
+/// Site descriptors, one per row of experiments.md §C.4.
+namespace site {
+// Token embedding after the family's embedding multiplier (Granite / Falcon-H1 scale it).
+inline SiteRef embed(Positions p = Positions::all()) { return {Site::embed, -1, std::move(p), false}; }
+inline SiteRef resid_pre(int l, Positions p = Positions::all()) { return {Site::resid_pre, l, std::move(p), false}; }
+inline SiteRef resid_post(int l, Positions p = Positions::all()) { return {Site::resid_post, l, std::move(p), false}; }
+inline SiteRef mixer_in(int l, Positions p = Positions::all()) { return {Site::mixer_in, l, std::move(p), false}; }
+/// Token-mixer output before any residual multiplier (parallel layers: the scaled sum).
+inline SiteRef mixer_out(int l, Positions p = Positions::all()) { return {Site::mixer_out, l, std::move(p), false}; }
+/// Parallel layers: the attention half before attention_out_multiplier.
+inline SiteRef attn_out(int l, Positions p = Positions::all()) { return {Site::attn_out, l, std::move(p), false}; }
+/// Parallel layers: the Mamba half before ssm_out_multiplier.
+inline SiteRef ssm_out(int l, Positions p = Positions::all()) { return {Site::ssm_out, l, std::move(p), false}; }
+inline SiteRef mlp_out(int l, Positions p = Positions::all()) { return {Site::mlp_out, l, std::move(p), false}; }
+/// resid_post(l) - resid_pre(l): the whole layer's write (mixer plus MLP).
+inline SiteRef layer_write(int l, Positions p = Positions::all()) { return {Site::resid_post, l, std::move(p), true}; }
+/// Projections before q/k norm and RoPE, [.., heads*head_dim]; q without the gate half.
+inline SiteRef q(int l, Positions p = Positions::all()) { return {Site::q, l, std::move(p), false}; }
+inline SiteRef k(int l, Positions p = Positions::all()) { return {Site::k, l, std::move(p), false}; }
+inline SiteRef v(int l, Positions p = Positions::all()) { return {Site::v, l, std::move(p), false}; }
+/// Softmax probabilities; captured as [B, Hq, |P|, Tk] (P = query positions).
+inline SiteRef attn_probs(int l, Positions p = Positions::all()) { return {Site::attn_probs, l, std::move(p), false}; }
+/// o_proj input (after Qwen's output gate); head h is columns [h*hd, (h+1)*hd).
+inline SiteRef head_out(int l, Positions p = Positions::all()) { return {Site::head_out, l, std::move(p), false}; }
+/// out_proj input of a DeltaNet / Mamba-2 mixer (after its gated norm); head h is columns
+/// [h*dv, (h+1)*dv) (DeltaNet value heads) or [h*P, (h+1)*P) (Mamba-2 heads).
+inline SiteRef lin_head_out(int l, Positions p = Positions::all()) {
+    return {Site::lin_head_out, l, std::move(p), false};
+}
+/// DeltaNet log decay g_t and write strength beta_t per value head; Mamba-2 clamped dt.
+inline SiteRef gate_g(int l, Positions p = Positions::all()) { return {Site::gate_g, l, std::move(p), false}; }
+inline SiteRef gate_beta(int l, Positions p = Positions::all()) { return {Site::gate_beta, l, std::move(p), false}; }
+inline SiteRef gate_dt(int l, Positions p = Positions::all()) { return {Site::gate_dt, l, std::move(p), false}; }
+inline SiteRef final_norm(Positions p = Positions::all()) { return {Site::final_norm, -1, std::move(p), false}; }
+}  // namespace site
+
+/// What a decoder layer's token mixer is, for choosing sites generically.
+enum class MixerChannel {
+    recurrent,  ///< the DeltaNet / Mamba-2 mixer (or half of a parallel layer)
+    attention,  ///< the softmax-attention mixer (or half)
+};
+
+namespace detail {
+/// Calls f(mixer) for each token mixer of a decoder layer (both halves of a parallel layer).
+template <class Kind, class F>
+void for_each_mixer(const Kind& k, F&& f) {
+    if constexpr (requires { k.first(); k.second(); }) {
+        f(k.first());
+        f(k.second());
+    } else {
+        f(k);
+    }
+}
+}  // namespace detail
+
+/// The site holding layer l's mixer output for one channel: mixer_out on single-mixer layers,
+/// ssm_out / attn_out on parallel layers (Falcon-H1); nullopt when layer l has no mixer of
+/// that channel. `Stack` is a HybridStack.
+template <class Stack>
+std::optional<Site> find_mixer_site(const Stack& stack, int l, MixerChannel ch) {
+    check<ShapeError>(l >= 0 && static_cast<std::size_t>(l) < stack.size(), "[mixer_site] layer ", l, " out of ",
+                      stack.size());
+    std::optional<Site> out;
+    stack.visit(static_cast<std::size_t>(l), [&](const auto& layer) {
+        using K = typename std::remove_cvref_t<decltype(layer)>::kind_type;
+        const Site want = ch == MixerChannel::attention ? Site::attn_out : Site::ssm_out;
+        if constexpr (requires { typename K::first_kind; typename K::second_kind; }) {
+            // Parallel layer: each half fires its own out_site before its multiplier.
+            if (K::first_kind::out_site == want || K::second_kind::out_site == want) out = want;
+        } else if constexpr (requires { K::out_site; }) {
+            if (K::out_site == want) out = Site::mixer_out;
+        }
+    });
+    return out;
+}
+
+/// As find_mixer_site, but a ShapeError names the layer when it has no such mixer.
+template <class Stack>
+Site mixer_site(const Stack& stack, int l, MixerChannel ch) {
+    const std::optional<Site> s = find_mixer_site(stack, l, ch);
+    check<ShapeError>(s.has_value(), "[mixer_site] layer ", l, " has no ",
+                      ch == MixerChannel::attention ? "attention" : "recurrent", " mixer");
+    return *s;
+}
+
+/// Width of one head at a head-structured site of layer l: q, k, v and head_out use the
+/// attention head_dim; lin_head_out uses DeltaNet's dv or Mamba-2's head dim P. Throws
+/// ShapeError when layer l has no mixer with that site.
+template <class Stack>
+std::size_t head_width(const Stack& stack, int l, Site s) {
+    check<ShapeError>(l >= 0 && static_cast<std::size_t>(l) < stack.size(), "[head_width] layer ", l, " out of ",
+                      stack.size());
+    std::size_t w = 0;
+    stack.visit(static_cast<std::size_t>(l), [&](const auto& layer) {
+        detail::for_each_mixer(layer.mixer(), [&](const auto& m) {
+            const auto& c = m.config();
+            if constexpr (requires { c.head_dim; c.Hkv; }) {
+                if (s == Site::q || s == Site::k || s == Site::v || s == Site::head_out) w = c.head_dim;
+            } else if constexpr (requires { c.dv; c.Hv; }) {
+                if (s == Site::lin_head_out) w = c.dv;
+            } else if constexpr (requires { c.P; c.N; }) {
+                if (s == Site::lin_head_out) w = c.P;
+            }
+        });
+    });
+    check<ShapeError>(w > 0, "[head_width] layer ", l, " has no head-structured site ", site_name(s));
+    return w;
+}
+
+}  // namespace hylens

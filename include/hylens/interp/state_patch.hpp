@@ -1,0 +1,62 @@
+#pragma once
+// Recurrent-state patching between caches of one model (experiments.md §A.9 B, §A.13, §C.4
+// state_after): copy the SSM state (and optionally the conv window) of chosen recurrent layers
+// from a donor cache into a host cache, and the state after a prefix of a prompt. The K/V of
+// the host is never touched.
+
+#include <algorithm>  // std::copy
+#include <cstddef>    // std::size_t
+#include <cstdint>    // std::int64_t
+#include <vector>     // std::vector
+
+#include "../cache/parts.hpp"
+#include "../core/error.hpp"
+#include "../stack/tokens.hpp"
+
+namespace hylens {
+
+/// Copies the recurrent part of `layers` from `donor` into `host` (both caches of the same
+/// stack type): the SSM state, and the conv window too when include_conv. Layers without a
+/// recurrent part are a ShapeError; so are caches of different batch or shape.
+template <class Cache>
+void copy_recurrent(Cache& host, const Cache& donor, const std::vector<int>& layers, bool include_conv = true) {
+    check<ShapeError>(host.order() == donor.order() && host.batch() == donor.batch(),
+                      "[copy_recurrent] the caches belong to different layer layouts or batch sizes");
+    for (int l : layers) {
+        check<ShapeError>(l >= 0 && static_cast<std::size_t>(l) < host.num_layers(), "[copy_recurrent] layer ", l,
+                          " out of ", host.num_layers());
+        const std::size_t i = static_cast<std::size_t>(l);
+        host.visit(i, [&](auto& hc) {
+            donor.visit(i, [&](const auto& dc) {
+                RecurrentCache* h = recurrent_part(hc);
+                const RecurrentCache* d = recurrent_part(dc);
+                {
+                    check<ShapeError>(h != nullptr && d != nullptr, "[copy_recurrent] layer ", l,
+                                      " has no recurrent state");
+                    check<ShapeError>(h->state_size() == d->state_size() && h->conv_channels() == d->conv_channels() &&
+                                          h->conv_width() == d->conv_width(),
+                                      "[copy_recurrent] layer ", l, ": state shapes differ");
+                    for (std::size_t b = 0; b < h->batch(); ++b) {
+                        std::copy(d->state(b), d->state(b) + d->state_size(), h->state(b));
+                        if (include_conv)
+                            std::copy(d->conv(b), d->conv(b) + d->conv_channels() * d->conv_width(), h->conv(b));
+                    }
+                }
+            });
+        });
+    }
+}
+
+/// The cache after consuming ids[0..t] (inclusive) of a fresh run: state_after(l, t) of
+/// §C.4 is recurrent_part of layer l of the result.
+template <class Model>
+typename Model::cache_type state_after(const Model& model, const TokenBatch& ids, std::size_t t) {
+    check<ShapeError>(t < ids.T(), "[state_after] position ", t, " is outside a prompt of ", ids.T(), " tokens");
+    TokenBatch prefix;
+    prefix.batch = ids.batch;
+    for (std::size_t b = 0; b < ids.batch; ++b)
+        for (std::size_t i = 0; i <= t; ++i) prefix.ids.push_back(ids.at(b, i));
+    return model.prefill(prefix);
+}
+
+}  // namespace hylens

@@ -1,0 +1,350 @@
+// run() and capture(): sites, each intervention's exact effect, and the acceptance tests T2
+// (patching a run with itself is a bitwise no-op) and T9 (ProjPatch q on a gated model leaves
+// the gate half alone), on random Qwen-, Granite- and Falcon-like stacks.
+
+#include <hylens/interp/run.hpp>
+#include <hylens/interp/state_patch.hpp>
+
+#include "../support/random_model.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace hylens;
+
+namespace {
+
+const TokenBatch kPrompt({3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7});
+const TokenBatch kOther({2, 7, 1, 8, 2, 8, 1, 8, 2, 8, 4, 5, 9, 0});
+
+float max_diff(const Tensor3& a, const Tensor3& b) {
+    REQUIRE(a.size() == b.size());
+    return max_abs_diff(a, b);
+}
+float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    REQUIRE(a.size() == b.size());
+    float m = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+    return m;
+}
+
+/// Every site a layer of this model fires, at every layer (attn_probs / gate_dt excluded: they
+/// are observed after their use).
+template <class Model>
+std::vector<SiteRef> patchable_sites(const Model& m) {
+    std::vector<SiteRef> s{site::embed(), site::final_norm()};
+    const Site per_layer[] = {Site::resid_pre, Site::mixer_in, Site::mixer_out, Site::attn_out, Site::ssm_out,
+                              Site::mlp_out, Site::resid_post, Site::q, Site::k, Site::v, Site::head_out,
+                              Site::lin_head_out, Site::gate_g, Site::gate_beta};
+    for (std::size_t l = 0; l < m.num_layers(); ++l)
+        for (Site st : per_layer) {
+            // Keep the sites this layer actually fires (a probe run tells).
+            RunOptions o;
+            o.capture = {SiteRef{st, static_cast<int>(l)}};
+            try {
+                (void)run(m, TokenBatch({1, 2}), {}, o);
+                s.push_back(o.capture[0]);
+            } catch (const ShapeError&) {
+            }
+        }
+    for (std::size_t l = 0; l < m.num_layers(); ++l) s.push_back(site::layer_write(static_cast<int>(l)));
+    return s;
+}
+
+template <class Model>
+void check_self_patch_is_exact(const Model& m) {
+    const auto sites = patchable_sites(m);
+    REQUIRE(sites.size() > 3 * m.num_layers());
+    auto c0 = m.new_cache(1);
+    const Tensor3 plain = m.forward(kPrompt, c0);
+    RunOptions o;
+    o.capture = sites;
+    const RunResult donor = run(m, kPrompt, {}, o);
+    CHECK(max_diff(donor.logits, plain) == 0.0f);  // capturing changes nothing
+    for (const SiteRef& s : sites) {
+        INFO("site " << s.name());
+        const RunResult r = run(m, kPrompt, {patch(s, donor.captures)});
+        // layer_write is derived: resid_pre + (resid_post - resid_pre) rounds in float32, so
+        // its self-patch is exact only to rounding; every other site is bitwise.
+        if (s.write)
+            CHECK(max_diff(r.logits, plain) <= 1e-5f);
+        else
+            CHECK(max_diff(r.logits, plain) == 0.0f);
+    }
+    // All at once, at the final position only (positions select rows of the capture).
+    std::vector<Intervention> all;
+    RunOptions last;
+    for (const SiteRef& s : sites)
+        if (!s.write) last.capture.push_back({s.site, s.layer, Positions::last(), false});
+    const RunResult d2 = run(m, kPrompt, {}, last);
+    for (const SiteRef& s : last.capture) all.push_back(patch(s, d2.captures));
+    auto c1 = m.new_cache(1);
+    const RunResult r = run(m, c1, kPrompt, all);
+    CHECK(max_diff(r.logits, plain) == 0.0f);
+    CHECK(c1 == c0);  // and the caches are bitwise the same
+}
+
+}  // namespace
+
+TEST_SUITE("interp/run") {
+
+TEST_CASE("T2: patching every site with its own value is a bitwise no-op (layer_write: to rounding)") {
+    SUBCASE("qwen-like") { check_self_patch_is_exact(test::random_qwen({})); }
+    SUBCASE("granite-like") { check_self_patch_is_exact(test::random_granite({})); }
+    SUBCASE("falcon-like") { check_self_patch_is_exact(test::random_falcon({})); }
+}
+
+TEST_CASE("run: no interventions is the plain forward; captures have [B, |P|, D] rows") {
+    const auto m = test::random_granite({});
+    auto c = m.new_cache(1);
+    const Tensor3 plain = m.forward(kPrompt, c);
+    CHECK(max_diff(run(m, kPrompt).logits, plain) == 0.0f);
+    const std::size_t T = kPrompt.T(), H = m.config().hidden;
+    const NamedTensors all = capture(m, kPrompt, {site::mixer_out(2), site::resid_post(1), site::attn_probs(1)});
+    const NamedTensors last =
+        capture(m, kPrompt, {site::mixer_out(2, Positions::last()), site::resid_post(1, Positions::at({0, -2}))});
+    CHECK(all.at("mixer_out.2").shape == std::vector<std::size_t>{1, T, H});
+    CHECK(last.at("mixer_out.2").shape == std::vector<std::size_t>{1, 1, H});
+    const auto& a = all.at("mixer_out.2").values;
+    CHECK(max_diff(last.at("mixer_out.2").values, std::vector<float>(a.end() - H, a.end())) == 0.0f);
+    const auto& r = all.at("resid_post.1").values;
+    std::vector<float> want(r.begin(), r.begin() + H);
+    want.insert(want.end(), r.end() - 2 * H, r.end() - H);
+    CHECK(max_diff(last.at("resid_post.1").values, want) == 0.0f);
+    // attention probabilities: [B, Hq, T, T], causal rows summing to 1
+    const NamedTensor& p = all.at("attn_probs.1");
+    REQUIRE(p.shape == std::vector<std::size_t>{1, 4, T, T});
+    for (std::size_t h = 0; h < 4; ++h)
+        for (std::size_t t = 0; t < T; ++t) {
+            double s = 0;
+            for (std::size_t k = 0; k < T; ++k) {
+                const float v = p.values[(h * T + t) * T + k];
+                if (k > t) CHECK(v == 0.0f);
+                s += v;
+            }
+            CHECK(s == doctest::Approx(1.0).epsilon(1e-5));
+        }
+    // embed and final_norm take layer -1; a site a layer lacks is an error that names it
+    CHECK_THROWS_AS(capture(m, kPrompt, {site::ssm_out(0)}), ShapeError);
+    CHECK(capture(m, kPrompt, {site::final_norm(Positions::last())}).at("final_norm").shape[1] == 1);
+}
+
+TEST_CASE("run: a mixer-output patch from another run equals rebuilding the residual by hand") {
+    const auto m = test::random_qwen({});
+    const NamedTensors donor = capture(m, kOther, {site::mixer_out(1, Positions::last())});
+    const RunResult r = run(m, kPrompt, {patch(site::mixer_out(1, Positions::last()), donor)},
+                            {{site::resid_pre(1), site::mixer_out(1), site::resid_post(1)}});
+    const std::size_t T = kPrompt.T(), H = m.config().hidden;
+    // rows before the last are the host's own; the last row holds the donor's
+    const NamedTensors host = capture(m, kPrompt, {site::mixer_out(1)});
+    const auto& got = r.captures.at("mixer_out.1").values;
+    CHECK(max_diff(std::vector<float>(got.begin(), got.end() - H),
+                   std::vector<float>(host.at("mixer_out.1").values.begin(), host.at("mixer_out.1").values.end() - H)) == 0.0f);
+    CHECK(max_diff(std::vector<float>(got.end() - H, got.end()), donor.at("mixer_out.1").values) == 0.0f);
+    // everything downstream moved, the earlier positions' logits did not
+    auto c = m.new_cache(1);
+    const Tensor3 plain = m.forward(kPrompt, c);
+    const std::size_t V = m.config().vocab;
+    float early = 0, final = 0;
+    for (std::size_t i = 0; i < (T - 1) * V; ++i) early = std::max(early, std::fabs(plain.data()[i] - r.logits.data()[i]));
+    for (std::size_t i = (T - 1) * V; i < T * V; ++i) final = std::max(final, std::fabs(plain.data()[i] - r.logits.data()[i]));
+    CHECK(early == 0.0f);
+    CHECK(final > 1e-3f);
+}
+
+TEST_CASE("T9: ProjPatch of q on a gated model changes the query, never the gate half") {
+    const auto m = test::random_qwen({});  // layer 2 is gated attention
+    REQUIRE(m.stack().kind_of(2) == 1);
+    const std::size_t Qd = 4 * 8;
+    // One token: softmax over one key is 1 whatever q is, so head_out = v * sigmoid(gate) can
+    // only move if the gate were touched.
+    const TokenBatch one({7});
+    const NamedTensors base = capture(m, one, {site::q(2), site::head_out(2)});
+    REQUIRE(base.at("q.2").values.size() == Qd);  // the query half only
+    std::vector<float> donor(Qd);
+    for (std::size_t i = 0; i < Qd; ++i) donor[i] = 3.0f * std::sin(0.7f * static_cast<float>(i) + 1.0f);
+    const RunResult r = run(m, one, {proj_patch(2, Site::q, Positions::all(), donor)},
+                            {{site::q(2), site::head_out(2)}});
+    CHECK(max_diff(r.captures.at("q.2").values, donor) == 0.0f);                         // the patch took
+    CHECK(max_diff(r.captures.at("head_out.2").values, base.at("head_out.2").values) == 0.0f);  // gate untouched
+    // With a history the same patch does change the attention output (it is not inert).
+    const RunResult r2 = run(m, kPrompt, {proj_patch(2, Site::q, Positions::last(), donor)}, {{site::head_out(2)}});
+    const NamedTensors b2 = capture(m, kPrompt, {site::head_out(2)});
+    CHECK(max_diff(r2.captures.at("head_out.2").values, b2.at("head_out.2").values) > 1e-4f);
+    // Per-head patch: only head 1's columns of q change.
+    const RunResult r3 = run(m, one, {proj_patch(2, Site::q, Positions::all(), donor, {1})}, {{site::q(2)}});
+    const auto& q3 = r3.captures.at("q.2").values;
+    for (std::size_t i = 0; i < Qd; ++i)
+        CHECK(q3[i] == (i / 8 == 1 ? donor[i] : base.at("q.2").values[i]));
+}
+
+TEST_CASE("run: HeadZero equals zeroing the projection's input columns in the weights") {
+    test::RandomWeights r({});
+    test::QwenLikeStack a, b;
+    auto attn = r.attention(true);
+    auto gdn = r.deltanet();
+    // The same layers with columns of head 1 of o_proj / value head 2 of out_proj zeroed.
+    auto zero_cols = [](const Weight& w, std::size_t c0, std::size_t n) {
+        std::vector<float> v = w.to_vector();
+        for (std::size_t row = 0; row < w.rows(); ++row)
+            for (std::size_t c = c0; c < c0 + n; ++c) v[row * w.cols() + c] = 0.0f;
+        return Weight::from_floats(std::move(v), w.shape());
+    };
+    AttentionWeights aw = attn.weights();
+    aw.o_proj = zero_cols(aw.o_proj, 8, 8);
+    DeltaNetWeights dw = gdn.weights();
+    dw.out_proj = zero_cols(dw.out_proj, 2 * 6, 6);
+    // Same norms, FFNs, embedding and head; only the mixers differ.
+    auto d0 = r.decoder(gdn, false, true);
+    auto d1 = r.decoder(attn, false, true);
+    auto e0 = d0;
+    auto e1 = d1;
+    e0.mixer() = DeltaNetLayer<>(gdn.config(), dw);
+    e1.mixer() = AttentionLayer<>(attn.config(), aw);
+    a.push_back(d0);
+    a.push_back(d1);
+    b.push_back(e0);
+    b.push_back(e1);
+    const auto ma = r.model(std::move(a));
+    auto mb = ma;
+    mb.stack() = std::move(b);
+    const RunResult z = run(ma, kPrompt, {head_zero(1, {1}), head_zero(0, {2}, Site::lin_head_out)});
+    auto cb = mb.new_cache(1);
+    const Tensor3 want = mb.forward(kPrompt, cb);
+    CHECK(max_diff(z.logits, want) <= 1e-5f);
+    CHECK(max_diff(run(ma, kPrompt).logits, want) > 1e-3f);
+}
+
+TEST_CASE("run: SkipLayer, Truncate, Zero, Mean and layer_write do what §C.5 says") {
+    const auto m = test::random_granite({});
+    const std::size_t T = kPrompt.T(), H = m.config().hidden;
+    const NamedTensors c = capture(m, kPrompt, {site::resid_pre(1), site::resid_post(1), site::resid_post(2),
+                                               site::mixer_out(2), site::final_norm()});
+    SUBCASE("SkipLayer: the layer outputs its input") {
+        const RunResult r = run(m, kPrompt, {skip_layers({1})}, {{site::resid_post(1)}});
+        CHECK(max_diff(r.captures.at("resid_post.1").values, c.at("resid_pre.1").values) == 0.0f);
+    }
+    SUBCASE("Truncate: the residual after the cut goes to the final norm and the head") {
+        const RunResult r = run(m, kPrompt, {truncate_after(1)});
+        const Tensor3 want = m.head(c.at("resid_post.1").values.data(), 1, T);
+        CHECK(max_diff(r.logits, want) == 0.0f);
+    }
+    SUBCASE("Zero and Mean overwrite only the chosen rows") {
+        const std::vector<float> mu(H, 0.25f);
+        const RunResult r = run(m, kPrompt, {zero(Site::mixer_out, {2}, Positions::at({0})),
+                                             mean_ablate(Site::mixer_out, {2}, {mu}, Positions::at({-1}))},
+                                {{site::mixer_out(2)}});
+        const auto& got = r.captures.at("mixer_out.2").values;
+        const auto& was = c.at("mixer_out.2").values;
+        for (std::size_t d = 0; d < H; ++d) {
+            CHECK(got[d] == 0.0f);
+            CHECK(got[(T - 1) * H + d] == 0.25f);
+            CHECK(got[H + d] == was[H + d]);
+        }
+    }
+    SUBCASE("layer_write: resid_post := resid_pre(host) + donor write") {
+        const NamedTensors d = capture(m, kOther, {site::layer_write(2, Positions::last())});
+        const RunResult r = run(m, kPrompt, {patch(site::layer_write(2, Positions::last()), d)},
+                                {{site::resid_pre(2), site::resid_post(2)}});
+        const auto& pre = r.captures.at("resid_pre.2").values;
+        const auto& post = r.captures.at("resid_post.2").values;
+        const auto& w = d.at("layer_write.2").values;
+        for (std::size_t k = 0; k < H; ++k) CHECK(post[(T - 1) * H + k] == pre[(T - 1) * H + k] + w[k]);
+    }
+}
+
+TEST_CASE("run: Surrogate reports its coverage; ChannelMask touches only its channels") {
+    const auto m = test::random_qwen({});
+    const std::size_t H = m.config().hidden, T = kPrompt.T();
+    Surrogate s;
+    s.tables.resize(1);
+    s.tables[0][5] = std::vector<float>(H, 1.0f);  // token 5 occurs 3 times in kPrompt
+    s.fallback = {std::vector<float>(H, -1.0f)};
+    Intervention iv{Site::mixer_out, {0}, Positions::all(), s, false};
+    const RunResult r = run(m, kPrompt, {iv}, {{site::mixer_out(0)}});
+    REQUIRE(r.coverage.size() == 1);
+    CHECK(r.coverage[0] == doctest::Approx(3.0 / static_cast<double>(T)));
+    const auto& got = r.captures.at("mixer_out.0").values;
+    for (std::size_t t = 0; t < T; ++t) CHECK(got[t * H] == (kPrompt.at(0, t) == 5 ? 1.0f : -1.0f));
+
+    ChannelMask cm;
+    cm.channels = {0, 3};
+    const NamedTensors base = capture(m, kPrompt, {site::mixer_out(0)});
+    const RunResult r2 = run(m, kPrompt, {{Site::mixer_out, {0}, Positions::all(), cm, false}}, {{site::mixer_out(0)}});
+    const auto& g2 = r2.captures.at("mixer_out.0").values;
+    for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t d = 0; d < H; ++d)
+            CHECK(g2[t * H + d] == (d == 0 || d == 3 ? 0.0f : base.at("mixer_out.0").values[t * H + d]));
+    CHECK(std::isnan(r2.coverage[0]));
+}
+
+TEST_CASE("run: StateResetEvery runs in chunks and zeroes only the SSM state; ConvTaps leaves the model intact") {
+    const auto m = test::random_qwen({});
+    // every = T is one chunk: nothing to reset
+    auto c0 = m.new_cache(1);
+    const Tensor3 plain = m.forward(kPrompt, c0);
+    CHECK(max_diff(run(m, kPrompt, {state_reset_every({0, 3}, kPrompt.T())}).logits, plain) == 0.0f);
+    // every = 4 equals feeding chunks by hand and zeroing the states in between
+    auto c = m.new_cache(1);
+    std::vector<float> want;
+    for (std::size_t off = 0; off < kPrompt.T(); off += 4) {
+        std::vector<std::int64_t> part;
+        for (std::size_t t = off; t < std::min(off + 4, kPrompt.T()); ++t) part.push_back(kPrompt.at(0, t));
+        const Tensor3 lg = m.forward(TokenBatch(part), c);
+        want.insert(want.end(), lg.begin(), lg.end());
+        for (int l : {0, 3}) c.visit(static_cast<std::size_t>(l), [](auto& x) { recurrent_part(x)->zero_state(); });
+    }
+    auto cr = m.new_cache(1);
+    const RunResult r = run(m, cr, kPrompt, {state_reset_every({0, 3}, 4)}, {{site::mixer_out(0)}});
+    CHECK(max_diff(std::vector<float>(r.logits.begin(), r.logits.end()), want) == 0.0f);
+    CHECK(r.captures.at("mixer_out.0").shape[1] == kPrompt.T());
+    CHECK(max_diff(r.logits, plain) > 1e-4f);
+
+    const RunResult ct = run(m, kPrompt, {conv_taps({0})});
+    CHECK(max_diff(ct.logits, plain) > 1e-4f);
+    auto c2 = m.new_cache(1);
+    CHECK(max_diff(m.forward(kPrompt, c2), plain) == 0.0f);  // the model itself was not changed
+    CHECK_THROWS_AS(run(m, kPrompt, {conv_taps({2})}), ShapeError);  // layer 2 is attention
+}
+
+TEST_CASE("run: bad interventions fail with messages that name them") {
+    const auto m = test::random_falcon({});
+    CHECK_THROWS_AS(run(m, kPrompt, {zero(Site::mixer_out, {7})}), ShapeError);
+    CHECK_THROWS_AS(run(m, kPrompt, {zero(Site::attn_probs, {0})}), UnsupportedError);
+    CHECK_THROWS_AS(run(m, kPrompt, {patch(site::mixer_out(0, Positions::last()), std::vector<float>(3))}), ShapeError);
+    CHECK_THROWS_AS(run(m, kPrompt, {zero(Site::mixer_out, {0}, Positions::at({99}))}), ShapeError);
+    CHECK_THROWS_AS(run(m, kPrompt, {head_zero(0, {9})}), ShapeError);
+    try {
+        (void)run(m, kPrompt, {zero(Site::mixer_out, {7})});
+    } catch (const Error& e) {
+        CHECK(std::string(e.what()).find("Zero(mixer_out, layers {7}") != std::string::npos);
+    }
+}
+
+TEST_CASE("state patch: copy_recurrent moves state and (optionally) conv window, nothing else") {
+    const auto m = test::random_falcon({});
+    const auto a = m.prefill(kPrompt);
+    const auto b = m.prefill(kOther);
+    auto h = a;
+    copy_recurrent(h, b, {1}, false);
+    h.visit(1, [&](auto& hc) {
+        b.visit(1, [&](const auto& bc) {
+            a.visit(1, [&](const auto& ac) {
+                const auto* hr = recurrent_part(hc);
+                CHECK(std::vector<float>(hr->state(0), hr->state(0) + hr->state_size()) ==
+                      std::vector<float>(recurrent_part(bc)->state(0), recurrent_part(bc)->state(0) + hr->state_size()));
+                CHECK(std::vector<float>(hr->conv(0), hr->conv(0) + 4) ==
+                      std::vector<float>(recurrent_part(ac)->conv(0), recurrent_part(ac)->conv(0) + 4));
+                CHECK(*kv_part(hc) == *kv_part(ac));
+            });
+        });
+    });
+    auto h2 = a;
+    copy_recurrent(h2, a, {0, 1, 2});
+    CHECK(h2 == a);
+}
+
+}  // TEST_SUITE
