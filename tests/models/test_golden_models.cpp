@@ -89,3 +89,30 @@ TEST_CASE("cli: hylens dump reproduces the golden tensors of a bf16 checkpoint")
     CHECK(std::system((std::string(HYLENS_CLI) + " dump --help >/dev/null").c_str()) == 0);
 }
 #endif
+
+TEST_CASE("golden models: shorter prompts (1, 2, 31, 63, 64, 65 tokens) reproduce the golden rows (causality)") {
+    // The model is causal, so the logits of a prefix of the golden prompt are the first rows of
+    // the golden logits: this runs every model at other prompt lengths, around the chunk
+    // boundaries and below the conv width, with the same tolerance.
+    for (const auto& dir : golden_models()) {
+        const io::SafetensorsFile golden = io::SafetensorsFile::open(dir / "golden.safetensors");
+        const nlohmann::json manifest = io::Config::from_file(dir / "manifest.json").raw();
+        const double atol = manifest["files"]["golden.safetensors"]["tensors"]["logits"]["atol"].get<double>();
+        const std::vector<std::int64_t> prompt = golden.read_i64("input_ids");
+        const std::vector<float> ref = golden.read_f32("logits");
+        AnyModel model = load(dir / "model-bf16");
+        const std::size_t V = model.config().vocab;
+        for (std::size_t T : {1u, 2u, 31u, 63u, 64u, 65u}) {
+            if (T > prompt.size()) continue;
+            const std::vector<std::int64_t> ids(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(T));
+            const Tensor3 logits = model.visit([&](const auto& m) {
+                auto cache = m.new_cache(1);
+                return m.forward(TokenBatch(ids), cache);
+            });
+            double worst = 0;
+            for (std::size_t i = 0; i < T * V; ++i) worst = std::max(worst, std::fabs(double(logits.data()[i]) - ref[i]));
+            INFO(dir.filename().string() << " T = " << T);
+            CHECK(worst <= atol);
+        }
+    }
+}
