@@ -1,2 +1,5 @@
 hylens_add_test_suite(test_cache
-  ${CMAKE_CURRENT_LIST_DIR}/test_golden_surgery.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/test_golden_surgery.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_surgery_ops.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_acceptance.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_cache_io.cpp)

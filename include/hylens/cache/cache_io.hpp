@@ -130,6 +130,12 @@ std::size_t load_cache(const io::SafetensorsFile& file, Cache& cache, const std:
                 kv->commit(L);
             }
         });
+    if (!opt.allow_missing) {  // a file of a deeper model (more layers) is not this cache
+        std::size_t in_file = 0;
+        for (const auto& name : file.names()) in_file += name.rfind(prefix, 0) == 0 ? 1 : 0;
+        check<FormatError>(in_file == read, "[load_cache] ", file.path().string(), ": ", in_file,
+                           " tensors under '", prefix, "' but the cache has ", read, " parts (another model?)");
+    }
     const auto& meta = file.metadata();
     if (auto it = meta.find("hylens.tokens_seen"); it != meta.end()) {
         std::size_t seen = 0;

@@ -1,0 +1,119 @@
+// Cache save / load through safetensors (names cache.N.{conv,state,k,v} as in the golden
+// files): exact round trips with batch 1 and 2, the reference caches of the surgery files
+// read back into our caches, and clear errors for missing or mis-shaped tensors.
+
+#include <hylens/cache/cache_io.hpp>
+#include <hylens/cache/surgery.hpp>
+#include <hylens/models/load.hpp>
+
+#include "../support/random_model.hpp"
+#include "golden_surgery.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include <unistd.h>  // getpid
+
+using namespace hylens;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path temp_file(const std::string& name) {
+    return fs::temp_directory_path() / ("hylens_test_cache_io_" + std::to_string(::getpid()) + "_" + name);
+}
+
+template <class Model>
+void check_round_trip(const Model& m, std::size_t B, const std::string& label) {
+    INFO(label);
+    std::vector<std::vector<std::int64_t>> seqs(B);
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::int64_t t = 0; t < 7; ++t) seqs[b].push_back((t * 7 + static_cast<std::int64_t>(b) * 3) % 50);
+    const auto cache = m.prefill(TokenBatch(seqs));
+    const fs::path p = temp_file(label + ".safetensors");
+    save_cache(cache, p);
+    const auto back = load_cache(p, m.new_cache(B));
+    CHECK(back == cache);
+    CHECK(diff(back, cache).max() == 0.0);
+    // A surgered cache (empty KV, zeroed parts) round-trips too.
+    const auto edited = keep_only<channel::recurrent>(cache);
+    save_cache(edited, p);
+    CHECK(load_cache(p, m.new_cache(B)) == edited);
+    fs::remove(p);
+}
+
+}  // namespace
+
+TEST_CASE("cache io: save / load round trips exactly (every stack kind, batch 1 and 2)") {
+    for (std::size_t B : {1u, 2u}) {
+        check_round_trip(test::random_qwen({}), B, "qwen_B" + std::to_string(B));
+        check_round_trip(test::random_granite({}), B, "granite_B" + std::to_string(B));
+        check_round_trip(test::random_falcon({}), B, "falcon_B" + std::to_string(B));
+    }
+}
+
+TEST_CASE("cache io: tokens_seen of a stack without attention survives the round trip") {
+    test::RandomWeights r({});
+    HybridStack<Mamba2Layer<>> st;
+    st.push_back(r.decoder(r.mamba2()));
+    const auto m = r.model(std::move(st));
+    const auto c = m.prefill(TokenBatch({1, 2, 3, 4}));
+    const fs::path p = temp_file("mamba.safetensors");
+    save_cache(c, p);
+    const auto back = load_cache(p, m.new_cache(1));
+    CHECK(back.next_position() == 4);
+    CHECK(back == c);
+    fs::remove(p);
+}
+
+TEST_CASE("cache io: the reference caches of the surgery files load into our caches and match our prefill") {
+    for (const auto& dir : test::surgery_folders()) {
+        SUBCASE(dir.filename().string().c_str()) {
+            const test::SurgeryReference ref(dir);
+            const AnyModel model = load(test::surgery_model_dir(dir, false));
+            model.visit([&](const auto& m) {
+                const auto ours = m.prefill(TokenBatch(ref.file.read_i64("ctx_a.ids")));
+                auto theirs = m.new_cache(1);
+                // The file holds only the recurrent parts (ctx_a.cache.N.{conv,state}).
+                const std::size_t n = load_cache(ref.file, theirs, "ctx_a.cache.", LoadCacheOptions{.allow_missing = true});
+                CHECK(n == 2 * layers_with<channel::recurrent>(theirs).size());
+                for (std::size_t i : layers_with<channel::recurrent>(ours)) {
+                    const CacheDiff d = diff(ours, theirs, LayerSet({i}));
+                    const std::string p = "ctx_a.cache." + std::to_string(i) + ".";
+                    CHECK_MESSAGE(d.conv <= ref.atol(p + "conv"), dir.filename().string() << " layer " << i);
+                    CHECK_MESSAGE(d.state <= ref.atol(p + "state"), dir.filename().string() << " layer " << i);
+                }
+                // Without allow_missing the absent K/V is an error naming the tensor.
+                auto strict = m.new_cache(1);
+                CHECK_THROWS_AS((void)load_cache(ref.file, strict, "ctx_a.cache."), FormatError);
+            });
+        }
+    }
+}
+
+TEST_CASE("cache io: mis-shaped tensors are ShapeErrors naming the tensor") {
+    const auto q = test::random_qwen({});
+    const fs::path p = temp_file("qwen.safetensors");
+    save_cache(q.prefill(TokenBatch({1, 2, 3})), p);
+    test::RandomWeights r({});
+    test::QwenLikeStack st;  // same kinds, layer 0 narrower
+    st.push_back(r.decoder(r.deltanet(2, 2, 8, 6), false, true));
+    const auto other = r.model(std::move(st));
+    try {
+        (void)load_cache(p, other.new_cache(1));
+        FAIL("expected a ShapeError");
+    } catch (const ShapeError& e) {
+        CHECK(std::string(e.what()).find("cache.0.conv") != std::string::npos);
+    }
+    CHECK_THROWS_AS((void)load_cache(p, q.new_cache(2)), ShapeError);  // batch 2 needs a batch axis
+    CHECK_THROWS_AS((void)load_cache(p, q.new_cache(1), "other."), FormatError);
+    test::QwenLikeStack shallow;  // the first layers of q only: the file holds more
+    {
+        test::RandomWeights r2({});
+        shallow.push_back(r2.decoder(r2.deltanet(), false, true));
+    }
+    CHECK_THROWS_AS((void)load_cache(p, r.model(std::move(shallow)).new_cache(1)), FormatError);
+    fs::remove(p);
+}
