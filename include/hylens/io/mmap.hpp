@@ -31,6 +31,7 @@ enum class Advice {
     sequential,  ///< read once front to back: aggressive readahead, pages dropped early
     random,      ///< no readahead (sparse lookups, e.g. a few rows of an embedding)
     willneed,    ///< start reading the range now, asynchronously (a tensor about to be used)
+    populate,    ///< read the range now and map it (MADV_POPULATE_READ, Linux >= 5.14): no page faults later
 };
 
 /// A read-only mapping of a whole regular file. Movable, not copyable; normally held through
@@ -105,6 +106,13 @@ public:
             case Advice::sequential: flag = MADV_SEQUENTIAL; break;
             case Advice::random: flag = MADV_RANDOM; break;
             case Advice::willneed: flag = MADV_WILLNEED; break;
+            case Advice::populate:
+#ifdef MADV_POPULATE_READ
+                flag = MADV_POPULATE_READ;
+#else
+                flag = MADV_WILLNEED;
+#endif
+                break;
         }
         // madvise wants a page-aligned start; the mapping itself starts on a page boundary.
         (void)::madvise(reinterpret_cast<void*>(begin), end - begin, flag);
