@@ -15,29 +15,23 @@
 #include <hylens/stack/split_prefill.hpp>
 
 #include "../support/random_model.hpp"
+#include "random_ids.hpp"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <random>
 #include <string>
 #include <vector>
 
 using namespace hylens;
+using test::random_ids;
 namespace fs = std::filesystem;
 
 namespace {
 
 constexpr std::size_t kCtx = 29, kQuery = 6, kGen = 4;
-
-std::vector<std::int64_t> random_ids(std::size_t n, std::size_t vocab, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::vector<std::int64_t> v(n);
-    for (auto& id : v) id = static_cast<std::int64_t>(rng() % vocab);
-    return v;
-}
 
 std::vector<std::int64_t> concat(std::vector<std::int64_t> a, const std::vector<std::int64_t>& b) {
     a.insert(a.end(), b.begin(), b.end());

@@ -5,24 +5,16 @@
 #include <hylens/cache/surgery.hpp>
 
 #include "../support/random_model.hpp"
+#include "random_ids.hpp"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <random>
 #include <vector>
 
 using namespace hylens;
 
 namespace {
-
-TokenBatch random_tokens(std::size_t B, std::size_t T, std::size_t vocab, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::vector<std::vector<std::int64_t>> seqs(B, std::vector<std::int64_t>(T));
-    for (auto& s : seqs)
-        for (auto& id : s) id = static_cast<std::int64_t>(rng() % vocab);
-    return TokenBatch(seqs);
-}
 
 bool all_zero(const float* p, std::size_t n) {
     return std::all_of(p, p + n, [](float x) { return x == 0.0f; });
@@ -58,7 +50,7 @@ template <class Model>
 void check_channel_ops(const Model& m, const std::string& label) {
     INFO(label);
     constexpr std::size_t n = 9;
-    const auto a = m.prefill(random_tokens(2, n, m.config().vocab, 1));
+    const auto a = m.prefill(test::random_batch(2, n, m.config().vocab, 1));
     const auto a_copy = a;
     const std::size_t L = a.num_layers();
     const LayerSet some = LayerSet({1, 2});
@@ -129,7 +121,7 @@ void check_channel_ops(const Model& m, const std::string& label) {
         CHECK(diff(d, a).conv == 0.0);
     }
     SUBCASE("state_swap: KV from one cache, recurrent part from the other, per layer set") {
-        const auto b = m.prefill(random_tokens(2, n + 4, m.config().vocab, 2));
+        const auto b = m.prefill(test::random_batch(2, n + 4, m.config().vocab, 2));
         CHECK(state_swap(a, a) == a);  // one source: that source
         CHECK(state_swap(b, b) == b);
         const auto ab = state_swap(a, b);
@@ -159,7 +151,7 @@ void check_channel_ops(const Model& m, const std::string& label) {
         CHECK(a == a_copy);  // inputs untouched
     }
     SUBCASE("patch_state copies states of the listed layers only; host -> host is the identity") {
-        const auto d = m.prefill(random_tokens(2, n, m.config().vocab, 3));
+        const auto d = m.prefill(test::random_batch(2, n, m.config().vocab, 3));
         CHECK(patch_state(a, a, LayerSet::all()) == a);
         const auto p = patch_state(a, d, some);
         const auto p_noconv = patch_state(a, d, some, false);
@@ -207,7 +199,7 @@ void check_channel_ops(const Model& m, const std::string& label) {
         CHECK_THROWS_AS((void)mask_state<channel::ssm>(a, LayerSet::all(), {1000}), ShapeError);
         CHECK_THROWS_AS((void)mask_state<channel::kv>(a, LayerSet::all(), {1000}), ShapeError);
         // patch_heads: every head from the donor == patch_state of the states.
-        const auto d = m.prefill(random_tokens(2, n, m.config().vocab, 4));
+        const auto d = m.prefill(test::random_batch(2, n, m.config().vocab, 4));
         for (std::size_t i : layers_with<channel::recurrent>(a)) {
             std::vector<std::size_t> heads;
             a.visit(i, [&](const auto& lc) {
@@ -220,7 +212,7 @@ void check_channel_ops(const Model& m, const std::string& label) {
         CHECK(patch_heads<channel::kv>(a, a, LayerSet::all(), {0}) == a);
     }
     SUBCASE("runtime mismatches are ShapeErrors and leave the inputs untouched") {
-        const auto one = m.prefill(random_tokens(1, n, m.config().vocab, 5));
+        const auto one = m.prefill(test::random_batch(1, n, m.config().vocab, 5));
         CHECK_THROWS_AS((void)state_swap(a, one), ShapeError);
         CHECK_THROWS_AS((void)patch_state(a, one, LayerSet::all()), ShapeError);
         CHECK_THROWS_AS((void)drop<channel::recurrent>(a, LayerSet({L})), ShapeError);
