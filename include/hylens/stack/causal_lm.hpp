@@ -61,6 +61,9 @@ public:
     bool tied_embeddings() const noexcept { return tied_; }
     const Weight& embedding() const noexcept { return embed_; }
     const Weight& lm_head() const noexcept { return head_; }
+    /// Weight of the final norm ([hidden]); with embedding(), lm_head() and config() it rebuilds
+    /// the model around another stack (block stitching, interp/stitch.hpp).
+    const std::vector<float>& final_norm() const noexcept { return norm_; }
 
     /// A fresh cache for `batch` sequences (every state zero, no K/V).
     cache_type new_cache(std::size_t batch = 1) const { return stack_.new_cache(batch); }
