@@ -137,3 +137,20 @@ TEST_CASE("from_file") {
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("config: Python's non-finite literals (Infinity, -Infinity, NaN) outside strings") {
+    const hylens::io::Config c = hylens::io::Config::parse(
+        R"({"time_step_limit": [0.0, Infinity], "lo": -Infinity, "x": NaN, "s": "Infinity and NaN stay text", "e": "a\"Infinity"})",
+        "inf.json");
+    const std::vector<double> lim = c.get_double_list("time_step_limit");
+    REQUIRE(lim.size() == 2);
+    CHECK(lim[0] == 0.0);
+    CHECK(std::isinf(lim[1]));
+    CHECK(lim[1] > 0);
+    CHECK(std::isinf(c.get_double("lo")));
+    CHECK(c.get_double("lo") < 0);
+    CHECK(std::isnan(c.get_double("x")));
+    CHECK(c.get_string("s") == "Infinity and NaN stay text");
+    CHECK(c.get_string("e") == "a\"Infinity");
+    CHECK_THROWS_AS(hylens::io::Config::parse(R"({"a": Infinit})", "bad.json"), hylens::FormatError);
+}

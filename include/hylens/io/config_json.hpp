@@ -48,7 +48,8 @@ public:
     static Config parse(std::string_view text, std::string origin = "<string>") {
         auto root = std::make_shared<json>();
         try {
-            *root = json::parse(text.begin(), text.end());
+            const std::string cleaned = replace_nonfinite(text);
+            *root = json::parse(cleaned.begin(), cleaned.end());
         } catch (const json::parse_error& e) {
             // e.byte is 1-based and points just past the offending character.
             const std::size_t at = e.byte == 0 ? 0 : std::min<std::size_t>(e.byte - 1, text.size());
@@ -185,8 +186,58 @@ private:
         wrong_at(where, "an integer", v);
     }
     double as_double(const json& v, const std::string& where) const {
+        if (v.is_string()) {  // the non-finite literals of Python's json (see replace_nonfinite)
+            const std::string& s = v.get_ref<const std::string&>();
+            if (s == kPosInf) return std::numeric_limits<double>::infinity();
+            if (s == kNegInf) return -std::numeric_limits<double>::infinity();
+            if (s == kNaN) return std::numeric_limits<double>::quiet_NaN();
+        }
         if (!v.is_number()) wrong_at(where, "a number", v);
         return v.get<double>();
+    }
+
+    // Python's json module (and so transformers' save_pretrained) writes float("inf") as the
+    // bare literal Infinity, e.g. "time_step_limit": [0.0, Infinity]. Strict JSON parsers
+    // reject it; outside strings we rewrite Infinity, -Infinity and NaN into marker strings
+    // that as_double() reads back as the non-finite values.
+    static constexpr const char* kPosInf = "\x01hylens:+Infinity";
+    static constexpr const char* kNegInf = "\x01hylens:-Infinity";
+    static constexpr const char* kNaN = "\x01hylens:NaN";
+    static std::string replace_nonfinite(std::string_view text) {
+        std::string out;
+        out.reserve(text.size());
+        bool in_string = false;
+        for (std::size_t i = 0; i < text.size(); ++i) {
+            const char c = text[i];
+            if (in_string) {
+                out += c;
+                if (c == '\\' && i + 1 < text.size()) {
+                    out += text[++i];
+                } else if (c == '"') {
+                    in_string = false;
+                }
+                continue;
+            }
+            if (c == '"') {
+                in_string = true;
+                out += c;
+                continue;
+            }
+            auto word = [&](std::string_view w) { return text.substr(i, w.size()) == w; };
+            if (word("-Infinity")) {
+                out += std::string("\"") + "\\u0001hylens:-Infinity\"";
+                i += 8;
+            } else if (word("Infinity")) {
+                out += std::string("\"") + "\\u0001hylens:+Infinity\"";
+                i += 7;
+            } else if (word("NaN")) {
+                out += std::string("\"") + "\\u0001hylens:NaN\"";
+                i += 2;
+            } else {
+                out += c;
+            }
+        }
+        return out;
     }
     std::string as_string(const json& v, const std::string& where) const {
         if (!v.is_string()) wrong_at(where, "a string", v);
