@@ -30,6 +30,8 @@ constexpr const char* kHelp =
     "commands:\n"
     "  info        print what a model folder holds\n"
     "  dump        prefill + decode, write logits, residual streams and caches (golden format)\n"
+    "  surgery     cache surgery conditions (KV-only, REC-only, state swaps ...) from a surgery input file\n"
+    "  patch       mixer-output and recurrent-state patches from a surgery input file\n"
     "  tokenize    text lines from stdin -> token ids (tokenizer.json)\n"
     "  detokenize  token-id lines from stdin -> text\n";
 
