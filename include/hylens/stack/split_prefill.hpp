@@ -56,15 +56,17 @@ EditedCache<Cache> apply_split_mode(const Cache& prefilled, SplitMode mode, cons
     Cache& c = out.cache;
     const bool drop_kv = mode == SplitMode::REC_ONLY || mode == SplitMode::NONE;
     const bool reset_rec = mode == SplitMode::KV_ONLY || mode == SplitMode::NONE;
+    layers.check_against(c.num_layers(), "split_prefill");
     if constexpr (stack_has_channel<Cache, channel::recurrent>) {
         if (reset_rec) drop_in_place<channel::recurrent>(c, layers, DropOptions{.ssm_only = !conv_with_state});
     }
+    bool any_kv = false;
     if constexpr (stack_has_channel<Cache, channel::kv>) {
         if (drop_kv) drop_in_place<channel::kv>(c, layers);
-    } else {
-        layers.check_against(c.num_layers(), "split_prefill");
-        if (drop_kv) c.set_tokens_seen(0);  // no KV to carry the position: start at 0 as the table says
+        any_kv = !layers_with<channel::kv>(c).empty();  // the type may allow attention that the model lacks
     }
+    // No KV to carry the position (e.g. an all-Mamba Granite): restart at 0 as the table says.
+    if (drop_kv && !any_kv) c.set_tokens_seen(0);
     out.position = static_cast<std::int64_t>(c.next_position());
     return out;
 }
