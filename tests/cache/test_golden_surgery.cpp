@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::size_t kGen = 4;
+constexpr std::size_t kGoldenGen = 4;
 
 template <class Model>
 void check_conditions(const Model& m, const test::SurgeryReference& ref, const std::string& label) {
@@ -58,13 +58,13 @@ void check_conditions(const Model& m, const test::SurgeryReference& ref, const s
         EditedCache<Cache> e = build.at(c)();
         CHECK(e.position == it.value()["pos0"].get<std::int64_t>());
         GenerateOptions g;
-        g.max_new = kGen;
+        g.max_new = kGoldenGen;
         g.feed_last = true;
         g.start_position = e.position;
         const GenerateResult r = generate(m, e.cache, query, g);
         ref.check_close(c + ".logits", r.prompt_logits.data(), mq * V, label);
         CHECK(r.ids[0] == f.read_i64(c + ".gen.ids"));
-        REQUIRE(r.step_logits.size() == kGen);
+        REQUIRE(r.step_logits.size() == kGoldenGen);
         std::vector<float> steps;
         for (const auto& s : r.step_logits) steps.insert(steps.end(), s.data(), s.data() + V);
         ref.check_close(c + ".gen.logits", steps.data(), steps.size(), label);

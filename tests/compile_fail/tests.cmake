@@ -1,3 +1,4 @@
+if(HYLENS_COMPILE_CHECKS)
 # Compile-fail tests: each file must NOT compile, and the compiler must say why in the
 # static_assert sentence we wrote (PASS_REGULAR_EXPRESSION on its output). A control file
 # with the valid counterparts must compile with the same command line.
@@ -22,3 +23,4 @@ hylens_compile_fail(mask_whole_recurrent "channel::recurrent is both, name one o
 add_test(NAME compile_fail.control_compiles
          COMMAND ${HYLENS_COMPILE_FAIL_CMD} ${HYLENS_COMPILE_FAIL_DIR}/control_compiles.cpp)
 set_tests_properties(compile_fail.control_compiles PROPERTIES TIMEOUT 120)
+endif()

@@ -1,3 +1,4 @@
+if(HYLENS_COMPILE_CHECKS)
 # Every public header compiles on its own (include what you use): one ctest per header,
 # each a syntax-only compile of a TU that includes just that header, with the project's
 # warnings as errors.
@@ -10,3 +11,4 @@ foreach(header ${HYLENS_PUBLIC_HEADERS})
     COMMAND sh -c "echo '#include <${header}>' | ${CMAKE_CXX_COMPILER} -std=c++20 -fsyntax-only -x c++ -Wall -Wextra -Werror -Wno-maybe-uninitialized -Wno-array-bounds -Wno-restrict -DXTENSOR_USE_XSIMD -march=native -I${PROJECT_SOURCE_DIR}/include -")
   set_tests_properties(headers.${test_name} PROPERTIES TIMEOUT 120)
 endforeach()
+endif()

@@ -9,6 +9,7 @@ if(TARGET hylens_cli)
   add_dependencies(test_interp hylens_cli)
   target_compile_definitions(test_interp PRIVATE HYLENS_CLI="$<TARGET_FILE:hylens_cli>")
 endif()
+if(HYLENS_COMPILE_CHECKS)
 # Compile-fail: stitching a block of another model type without an adapter between hidden
 # sizes must stop at our static_assert (and the same file with LinearAdapter must compile).
 set(_hylens_stitch_cf ${CMAKE_CURRENT_LIST_DIR}/compile_fail/stitch_without_adapter.cpp)
@@ -20,3 +21,4 @@ set_tests_properties(interp.compile_fail.stitch_without_adapter PROPERTIES TIMEO
 add_test(NAME interp.compile_fail.stitch_with_adapter_control
   COMMAND ${_hylens_cf_cmd} -DHYLENS_COMPILE_FAIL_CONTROL ${_hylens_stitch_cf})
 set_tests_properties(interp.compile_fail.stitch_with_adapter_control PROPERTIES TIMEOUT 300)
+endif()

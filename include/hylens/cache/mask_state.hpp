@@ -54,7 +54,11 @@ std::size_t units_of(const LayerCache& c) {
 /// the donor's matching run, or nullptr when there is no donor.
 template <class Part, class LayerCache, class F>
 void for_unit(LayerCache& c, const LayerCache* donor, std::size_t u, F&& f) {
-    if constexpr (std::is_same_v<Part, channel::kv>) {
+    if constexpr (std::is_same_v<Part, channel::kv> && !LayerCache::channels::template has<channel::kv>) {
+        return;  // no K/V in this kind of layer (callers skip it; this keeps null pointers out of the code)
+    } else if constexpr (!std::is_same_v<Part, channel::kv> && !LayerCache::channels::template has<channel::recurrent>) {
+        return;
+    } else if constexpr (std::is_same_v<Part, channel::kv>) {
         KVCache& kv = *kv_part(c);
         const KVCache* dk = donor ? kv_part(*donor) : nullptr;
         const std::size_t n = kv.length() * kv.head_dim();  // (L, hd)
