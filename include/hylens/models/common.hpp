@@ -163,5 +163,65 @@ inline std::vector<bool> attention_pattern(const io::Config& c, std::string_view
     return attn;
 }
 
+/// The attention projections at prefix p + "self_attn." for a config (q_proj holds 2 x Hq x hd
+/// rows when gated), with biases when the model has them.
+inline AttentionWeights attention_weights(const TensorSource& src, const std::string& p, const AttentionConfig& ac,
+                                          bool with_bias) {
+    const std::size_t H = ac.hidden, Qd = ac.Hq * ac.head_dim, KVd = ac.Hkv * ac.head_dim;
+    const std::size_t Qrows = ac.gated ? 2 * Qd : Qd;
+    const std::string a = p + "self_attn.";
+    AttentionWeights w;
+    w.q_proj = src.matrix(a + "q_proj.weight", {Qrows, H});
+    w.k_proj = src.matrix(a + "k_proj.weight", {KVd, H});
+    w.v_proj = src.matrix(a + "v_proj.weight", {KVd, H});
+    w.o_proj = src.matrix(a + "o_proj.weight", {H, Qd});
+    if (with_bias) {
+        w.q_bias = src.vec(a + "q_proj.bias", {Qrows});
+        w.k_bias = src.vec(a + "k_proj.bias", {KVd});
+        w.v_bias = src.vec(a + "v_proj.bias", {KVd});
+        w.o_bias = src.vec(a + "o_proj.bias", {H});
+    }
+    if (ac.qk_norm) {
+        w.q_norm = src.vec(a + "q_norm.weight", {ac.head_dim});
+        w.k_norm = src.vec(a + "k_norm.weight", {ac.head_dim});
+    }
+    return w;
+}
+
+/// Which optional Mamba-2 tensors a checkpoint has.
+struct Mamba2Options {
+    bool in_proj_bias = false, conv_bias = true, norm = true, out_proj_bias = false;
+};
+
+/// The Mamba-2 mixer tensors at prefix m ("layers.i.mamba."), shapes from the config.
+inline Mamba2Weights mamba2_weights(const TensorSource& src, const std::string& m, const Mamba2Config& mc,
+                                    const Mamba2Options& o) {
+    const std::size_t Z = mc.proj_rows(), Cm = mc.conv_channels(), Di = mc.d_inner(), H = mc.hidden;
+    Mamba2Weights w;
+    w.in_proj = src.matrix(m + "in_proj.weight", {Z, H});
+    if (o.in_proj_bias) w.in_proj_bias = src.vec(m + "in_proj.bias", {Z});
+    w.conv = src.vec(m + "conv1d.weight", {Cm, 1, mc.conv_width});
+    if (o.conv_bias) w.conv_bias = src.vec(m + "conv1d.bias", {Cm});
+    w.dt_bias = src.vec(m + "dt_bias", {mc.H});
+    w.A_log = src.vec(m + "A_log", {mc.H});
+    w.D = src.vec(m + "D", {mc.H});
+    if (o.norm) w.norm = src.vec(m + "norm.weight", {Di});
+    w.out_proj = src.matrix(m + "out_proj.weight", {H, Di});
+    if (o.out_proj_bias) w.out_proj_bias = src.vec(m + "out_proj.bias", {H});
+    return w;
+}
+
+/// Embedding, final norm and LM head (lm_head.weight unless tied) around a finished stack.
+template <class Stack>
+CausalLM<Stack> assemble(const TensorSource& src, LMConfig lc, Stack stack, const std::string& final_norm_key,
+                         bool tied) {
+    const std::size_t V = lc.vocab, H = lc.hidden;
+    Weight embed = src.matrix("embed_tokens.weight", {V, H});
+    Weight head;
+    if (!tied) head = src.global_matrix("lm_head.weight", {V, H});
+    std::vector<float> norm = src.vec(final_norm_key, {H});
+    return CausalLM<Stack>(std::move(lc), std::move(embed), std::move(stack), std::move(norm), std::move(head));
+}
+
 }  // namespace models
 }  // namespace hylens

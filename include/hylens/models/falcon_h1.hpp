@@ -59,11 +59,7 @@ inline FalconH1Model load_falcon_h1(const io::Checkpoint& ckpt, const io::Config
         ac.rope = kernels::Rope{hd, static_cast<float>(rp.theta)};
         ac.in_multiplier = static_cast<float>(c.get_double("attention_in_multiplier", 1.0));
         ac.key_multiplier = static_cast<float>(c.get_double("key_multiplier", 1.0));
-        AttentionWeights aw;  // the HF config class forces attention_bias = false
-        aw.q_proj = src.matrix(p + "self_attn.q_proj.weight", {Hq * hd, H});
-        aw.k_proj = src.matrix(p + "self_attn.k_proj.weight", {Hkv * hd, H});
-        aw.v_proj = src.matrix(p + "self_attn.v_proj.weight", {Hkv * hd, H});
-        aw.o_proj = src.matrix(p + "self_attn.o_proj.weight", {H, Hq * hd});
+        AttentionWeights aw = attention_weights(src, p, ac, false);  // the HF config class forces attention_bias = false
 
         Mamba2Config mc;
         mc.hidden = H;
@@ -83,19 +79,9 @@ inline FalconH1Model load_falcon_h1(const io::Checkpoint& ckpt, const io::Config
         mc.in_multiplier = static_cast<float>(c.get_double("ssm_in_multiplier", 1.0));
         for (std::size_t s = 0; s < 5; ++s) mc.mup[s] = static_cast<float>(ssm_mult[s]);
         std::tie(mc.dt_min, mc.dt_max) = read_time_step_limit(c);
-        const std::size_t Z = mc.proj_rows(), Cm = mc.conv_channels();
-        Mamba2Weights w;
-        const std::string m = p + "mamba.";
-        w.in_proj = src.matrix(m + "in_proj.weight", {Z, H});
-        if (c.get_bool("mamba_proj_bias", false)) w.in_proj_bias = src.vec(m + "in_proj.bias", {Z});
-        w.conv = src.vec(m + "conv1d.weight", {Cm, 1, mc.conv_width});
-        if (c.get_bool("mamba_conv_bias", true)) w.conv_bias = src.vec(m + "conv1d.bias", {Cm});
-        w.dt_bias = src.vec(m + "dt_bias", {mc.H});
-        w.A_log = src.vec(m + "A_log", {mc.H});
-        w.D = src.vec(m + "D", {mc.H});
-        if (mamba_norm) w.norm = src.vec(m + "norm.weight", {Ds});
-        w.out_proj = src.matrix(m + "out_proj.weight", {H, Ds});
-        if (c.get_bool("projectors_bias", false)) w.out_proj_bias = src.vec(m + "out_proj.bias", {H});
+        Mamba2Weights w = mamba2_weights(src, p + "mamba.", mc,
+                                         {c.get_bool("mamba_proj_bias", false), c.get_bool("mamba_conv_bias", true),
+                                          mamba_norm, c.get_bool("projectors_bias", false)});
 
         FeedForward ffn;  // the HF config class forces mlp_bias = false
         ffn.hidden = H;
@@ -118,10 +104,8 @@ inline FalconH1Model load_falcon_h1(const io::Checkpoint& ckpt, const io::Config
     lc.eps = eps;
     lc.embed_multiplier = static_cast<float>(c.get_double("embedding_multiplier", 1.0));
     lc.logits_multiplier = static_cast<float>(c.get_double("lm_head_multiplier", 1.0));
-    Weight head;
-    if (!c.get_bool("tie_word_embeddings", false)) head = src.global_matrix("lm_head.weight", {V, H});
-    return FalconH1Model(lc, src.matrix("embed_tokens.weight", {V, H}), std::move(stack),
-                         src.vec("final_layernorm.weight", {H}), std::move(head));
+    return assemble(src, std::move(lc), std::move(stack), "final_layernorm.weight",
+                    c.get_bool("tie_word_embeddings", false));
 }
 
 }  // namespace hylens::models

@@ -87,17 +87,7 @@ inline GraniteModel load_granite4h(const io::Checkpoint& ckpt, const io::Config&
             ac.head_dim = hd;
             ac.scale = static_cast<float>(c.get_double("attention_multiplier", 1.0));
             if (rope) ac.rope = kernels::Rope{hd, static_cast<float>(rp.theta)};
-            AttentionWeights aw;
-            aw.q_proj = src.matrix(p + "self_attn.q_proj.weight", {Hq * hd, H});
-            aw.k_proj = src.matrix(p + "self_attn.k_proj.weight", {Hkv * hd, H});
-            aw.v_proj = src.matrix(p + "self_attn.v_proj.weight", {Hkv * hd, H});
-            aw.o_proj = src.matrix(p + "self_attn.o_proj.weight", {H, Hq * hd});
-            if (c.get_bool("attention_bias", false)) {
-                aw.q_bias = src.vec(p + "self_attn.q_proj.bias", {Hq * hd});
-                aw.k_bias = src.vec(p + "self_attn.k_proj.bias", {Hkv * hd});
-                aw.v_bias = src.vec(p + "self_attn.v_proj.bias", {Hkv * hd});
-                aw.o_bias = src.vec(p + "self_attn.o_proj.bias", {H});
-            }
+            AttentionWeights aw = attention_weights(src, p, ac, c.get_bool("attention_bias", false));
             stack.push_back(DecoderLayer<AttentionLayer<>>(dc, std::move(in_norm), AttentionLayer<>(ac, std::move(aw)),
                                                            std::move(post_norm), std::move(ffn)));
         } else {
@@ -113,20 +103,9 @@ inline GraniteModel load_granite4h(const io::Checkpoint& ckpt, const io::Config&
             mc.norm = MambaNorm::gate_before_norm;
             mc.norm_group = mc.d_inner();  // HF Granite normalises over all of d_inner, ignoring groups
             std::tie(mc.dt_min, mc.dt_max) = read_time_step_limit(c);
-            const std::size_t Z = mc.proj_rows(), Cm = mc.conv_channels(), Dm = mc.d_inner();
-            Mamba2Weights w;
-            const std::string m = p + "mamba.";
-            w.in_proj = src.matrix(m + "in_proj.weight", {Z, H});
             const bool proj_bias = c.get_bool("mamba_proj_bias", false);
-            if (proj_bias) w.in_proj_bias = src.vec(m + "in_proj.bias", {Z});
-            w.conv = src.vec(m + "conv1d.weight", {Cm, 1, mc.conv_width});
-            if (c.get_bool("mamba_conv_bias", true)) w.conv_bias = src.vec(m + "conv1d.bias", {Cm});
-            w.dt_bias = src.vec(m + "dt_bias", {mc.H});
-            w.A_log = src.vec(m + "A_log", {mc.H});
-            w.D = src.vec(m + "D", {mc.H});
-            w.norm = src.vec(m + "norm.weight", {Dm});
-            w.out_proj = src.matrix(m + "out_proj.weight", {H, Dm});
-            if (proj_bias) w.out_proj_bias = src.vec(m + "out_proj.bias", {H});
+            Mamba2Weights w = mamba2_weights(src, p + "mamba.", mc,
+                                             {proj_bias, c.get_bool("mamba_conv_bias", true), true, proj_bias});
             stack.push_back(DecoderLayer<Mamba2Layer<>>(dc, std::move(in_norm), Mamba2Layer<>(mc, std::move(w)),
                                                         std::move(post_norm), std::move(ffn)));
         }
@@ -139,11 +118,7 @@ inline GraniteModel load_granite4h(const io::Checkpoint& ckpt, const io::Config&
     lc.eps = eps;
     lc.embed_multiplier = static_cast<float>(c.get_double("embedding_multiplier", 1.0));
     lc.logits_multiplier = static_cast<float>(1.0 / c.get_double("logits_scaling", 1.0));
-    const bool tied = c.get_bool("tie_word_embeddings", false);
-    Weight head;
-    if (!tied) head = src.global_matrix("lm_head.weight", {V, H});
-    return GraniteModel(lc, src.matrix("embed_tokens.weight", {V, H}), std::move(stack), src.vec("norm.weight", {H}),
-                        std::move(head));
+    return assemble(src, std::move(lc), std::move(stack), "norm.weight", c.get_bool("tie_word_embeddings", false));
 }
 
 }  // namespace hylens::models

@@ -106,19 +106,7 @@ inline Qwen35Model load_qwen3_5(const io::Checkpoint& ckpt, const io::Config& ro
             ac.eps = eps;
             ac.rope = kernels::Rope{static_cast<std::size_t>(std::floor(hd * rope.partial_rotary_factor)),
                                     static_cast<float>(rope.theta)};
-            AttentionWeights aw;
-            aw.q_proj = src.matrix(p + "self_attn.q_proj.weight", {2 * Hq * hd, H});
-            aw.k_proj = src.matrix(p + "self_attn.k_proj.weight", {Hkv * hd, H});
-            aw.v_proj = src.matrix(p + "self_attn.v_proj.weight", {Hkv * hd, H});
-            aw.o_proj = src.matrix(p + "self_attn.o_proj.weight", {H, Hq * hd});
-            if (c.get_bool("attention_bias", false)) {
-                aw.q_bias = src.vec(p + "self_attn.q_proj.bias", {2 * Hq * hd});
-                aw.k_bias = src.vec(p + "self_attn.k_proj.bias", {Hkv * hd});
-                aw.v_bias = src.vec(p + "self_attn.v_proj.bias", {Hkv * hd});
-                aw.o_bias = src.vec(p + "self_attn.o_proj.bias", {H});
-            }
-            aw.q_norm = src.vec(p + "self_attn.q_norm.weight", {hd});
-            aw.k_norm = src.vec(p + "self_attn.k_norm.weight", {hd});
+            AttentionWeights aw = attention_weights(src, p, ac, c.get_bool("attention_bias", false));
             stack.push_back(DecoderLayer<AttentionLayer<>>(dc, std::move(in_norm), AttentionLayer<>(ac, std::move(aw)),
                                                            std::move(post_norm), std::move(ffn)));
         } else {
@@ -161,10 +149,7 @@ inline Qwen35Model load_qwen3_5(const io::Checkpoint& ckpt, const io::Config& ro
     lc.hidden = H;
     lc.eps = eps;
     lc.norm_one_plus = true;
-    Weight embed = src.matrix("embed_tokens.weight", {V, H});
-    Weight head;
-    if (!tied) head = src.global_matrix("lm_head.weight", {V, H});
-    return Qwen35Model(lc, std::move(embed), std::move(stack), src.vec("norm.weight", {H}), std::move(head));
+    return assemble(src, std::move(lc), std::move(stack), "norm.weight", tied);
 }
 
 }  // namespace hylens::models
