@@ -203,7 +203,8 @@ void check_channel_ops(const Model& m, const std::string& label) {
         for (std::size_t i : layers_with<channel::recurrent>(a)) {
             std::vector<std::size_t> heads;
             a.visit(i, [&](const auto& lc) {
-                for (std::size_t h = 0; h < recurrent_part(lc)->state_shape()[0]; ++h) heads.push_back(h);
+                if (const auto* r = recurrent_part(lc))
+                    for (std::size_t h = 0; h < r->state_shape()[0]; ++h) heads.push_back(h);
             });
             const auto ph = patch_heads<channel::ssm>(a, d, LayerSet({i}), heads);
             CHECK(ph == patch_state(a, d, LayerSet({i}), false));

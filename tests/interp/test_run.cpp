@@ -295,7 +295,9 @@ TEST_CASE("run: StateResetEvery runs in chunks and zeroes only the SSM state; Co
         for (std::size_t t = off; t < std::min(off + 4, kPrompt.T()); ++t) part.push_back(kPrompt.at(0, t));
         const Tensor3 lg = m.forward(TokenBatch(part), c);
         want.insert(want.end(), lg.begin(), lg.end());
-        for (int l : {0, 3}) c.visit(static_cast<std::size_t>(l), [](auto& x) { recurrent_part(x)->zero_state(); });
+        for (int l : {0, 3}) c.visit(static_cast<std::size_t>(l), [](auto& x) {
+            if (auto* r = recurrent_part(x)) r->zero_state();
+        });
     }
     auto cr = m.new_cache(1);
     const RunResult r = run(m, cr, kPrompt, {state_reset_every({0, 3}, 4)}, {{site::mixer_out(0)}});

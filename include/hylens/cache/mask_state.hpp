@@ -134,7 +134,8 @@ Cache patch_heads(const Cache& host, const Other& donor, const LayerSet& layers,
         detail::check_units<Part>(donor, layers, units, "patch_heads");
         detail::for_each_layer_pair(out, donor, [&](std::size_t i, auto& c, const auto& d) {
             if (!layers.contains(i) || detail::units_of<Part>(std::as_const(c)) == 0) return;
-            if constexpr (std::is_same_v<Part, channel::kv>) {
+            if constexpr (std::is_same_v<Part, channel::kv> &&
+                          std::remove_cvref_t<decltype(c)>::channels::template has<channel::kv>) {
                 check<ShapeError>(kv_part(d)->length() == kv_part(std::as_const(c))->length(), "[patch_heads] layer ", i,
                                   ": host holds ", kv_part(std::as_const(c))->length(), " positions, donor ",
                                   kv_part(d)->length());
