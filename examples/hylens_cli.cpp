@@ -11,14 +11,8 @@
 
 #include "cli/dump.hpp"
 #include "cli/info.hpp"
-#if __has_include("cli/surgery.hpp")
-#include "cli/surgery.hpp"
-#define HYLENS_CLI_SURGERY 1
-#endif
-#if __has_include("cli/patch.hpp")
 #include "cli/patch.hpp"
-#define HYLENS_CLI_PATCH 1
-#endif
+#include "cli/surgery.hpp"
 
 namespace {
 
@@ -46,12 +40,8 @@ int main(int argc, char** argv) {
     try {
         if (cmd == "dump") return hylens::cli::run_dump(argc, argv);
         if (cmd == "info") return hylens::cli::run_info(argc, argv);
-#ifdef HYLENS_CLI_SURGERY
         if (cmd == "surgery") return hylens::cli::run_surgery(argc, argv);
-#endif
-#ifdef HYLENS_CLI_PATCH
         if (cmd == "patch") return hylens::cli::run_patch(argc, argv);
-#endif
         if (cmd == "tokenize") return hylens::run_tokenize(argc - 1, argv + 1);
         if (cmd == "detokenize") return hylens::run_detokenize(argc - 1, argv + 1);
         std::cerr << "hylens: unknown command '" << cmd << "'\n\n" << kHelp;

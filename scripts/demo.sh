@@ -4,7 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-demo -DCMAKE_BUILD_TYPE=Release -DHYLENS_BUILD_TESTS=OFF -DHYLENS_BUILD_EXAMPLES=ON > build-demo.log 2>&1 \
   || { cat build-demo.log; exit 1; }
-DEMO=quickstart
-if [ -f examples/cache_surgery_demo.cpp ]; then DEMO=cache_surgery_demo; fi
-cmake --build build-demo --target "$DEMO" hylens_cli -j "$(nproc)"
-./build-demo/examples/"$DEMO" "$@"
+cmake --build build-demo --target cache_surgery_demo hylens_cli -j "$(nproc)"
+./build-demo/examples/cache_surgery_demo "$@"

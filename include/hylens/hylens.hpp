@@ -27,11 +27,15 @@
 #include "kernels/ssd.hpp"
 #include "kernels/swiglu.hpp"
 
+#include "cache/cache_diff.hpp"
+#include "cache/cache_io.hpp"
 #include "cache/channels.hpp"
 #include "cache/kv_cache.hpp"
 #include "cache/parallel_cache.hpp"
 #include "cache/parts.hpp"
+#include "cache/mask_state.hpp"
 #include "cache/recurrent_cache.hpp"
+#include "cache/surgery.hpp"
 
 #include "layers/attention.hpp"
 #include "layers/decoder.hpp"
@@ -44,7 +48,14 @@
 #include "stack/causal_lm.hpp"
 #include "stack/generate.hpp"
 #include "stack/hybrid_stack.hpp"
+#include "stack/split_prefill.hpp"
 
 #include "interp/dump.hpp"
+#include "interp/lens.hpp"
+#include "interp/reader_search.hpp"
+#include "interp/ridge.hpp"
+#include "interp/run.hpp"
+#include "interp/stitch.hpp"
+#include "interp/transplant.hpp"
 
 #include "models/load.hpp"

@@ -15,7 +15,7 @@
 #include <hylens/stack/split_prefill.hpp>
 
 #include "../support/random_model.hpp"
-#include "random_ids.hpp"
+#include "../support/random_ids.hpp"
 
 #include <doctest/doctest.h>
 

@@ -5,7 +5,7 @@
 #include <hylens/cache/surgery.hpp>
 
 #include "../support/random_model.hpp"
-#include "random_ids.hpp"
+#include "../support/random_ids.hpp"
 
 #include <doctest/doctest.h>
 

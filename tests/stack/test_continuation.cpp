@@ -3,6 +3,7 @@
 // kind and for ParallelLayer, with batch > 1, float32 and bf16 weights. 1e-5 relative.
 
 #include "../support/random_model.hpp"
+#include "../support/random_ids.hpp"
 #include "cache_compare.hpp"
 
 #include <doctest/doctest.h>
@@ -15,14 +16,6 @@ using namespace hylens;
 namespace {
 
 constexpr std::size_t kT = 100;
-
-TokenBatch tokens(std::size_t B, std::size_t T, std::size_t vocab, unsigned seed) {
-    std::mt19937 rng(seed);
-    std::vector<std::vector<std::int64_t>> seqs(B, std::vector<std::int64_t>(T));
-    for (auto& s : seqs)
-        for (auto& id : s) id = static_cast<std::int64_t>(rng() % vocab);
-    return TokenBatch(seqs);
-}
 
 TokenBatch piece(const TokenBatch& all, std::size_t t0, std::size_t t1) {
     std::vector<std::vector<std::int64_t>> seqs(all.batch);
@@ -53,7 +46,7 @@ std::pair<std::vector<float>, typename Model::cache_type> run_split(const Model&
 template <class Model>
 void check_contract(const Model& m, std::size_t B, const std::string& label) {
     INFO(label);
-    const TokenBatch ids = tokens(B, kT, m.config().vocab, 5);
+    const TokenBatch ids = test::random_batch(B, kT, m.config().vocab, 5);
     const auto [ref_logits, ref_cache] = run_split(m, ids, {});
     double worst_logits = 0.0, worst_cache = 0.0;
     auto check_split = [&](const std::vector<std::size_t>& cuts) {
@@ -101,16 +94,13 @@ TEST_CASE("continuation: bf16 weights, batch 1") {
 
 TEST_CASE("continuation: sequences of a batch are independent") {
     const auto m = test::random_granite({});
-    const TokenBatch two = tokens(2, 40, m.config().vocab, 3);
+    const TokenBatch two = test::random_batch(2, 40, m.config().vocab, 3);
     auto c2 = m.new_cache(2);
     const Tensor3 l2 = m.forward(two, c2);
     for (std::size_t b = 0; b < 2; ++b) {
+        const auto first = two.ids.begin() + static_cast<std::ptrdiff_t>(b * 40);
         auto c1 = m.new_cache(1);
-        const Tensor3 l1 = m.forward(piece(two, 0, 40).batch == 2 ? TokenBatch(std::vector<std::vector<std::int64_t>>{
-                                                                        std::vector<std::int64_t>(two.ids.begin() + static_cast<std::ptrdiff_t>(b * 40),
-                                                                                                  two.ids.begin() + static_cast<std::ptrdiff_t>((b + 1) * 40))})
-                                                                  : two,
-                                     c1);
+        const Tensor3 l1 = m.forward(TokenBatch(std::vector<std::int64_t>(first, first + 40)), c1);
         const std::size_t n = 40 * m.config().vocab;
         CHECK(test::rel_diff(l2.data() + b * n, l1.data(), n) <= 1e-5);
     }

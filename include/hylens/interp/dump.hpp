@@ -65,7 +65,7 @@ NamedTensors dump_run(const Model& model, const std::vector<std::int64_t>& promp
     const std::size_t L = model.num_layers(), V = model.config().vocab;
     auto cache = model.new_cache(1);
 
-    auto run = [&](const std::vector<std::int64_t>& ids, const std::string& prefix, bool with_embed,
+    auto run = [&](const std::vector<std::int64_t>& ids, bool with_embed,
                    std::vector<detail::RowSink>& layers, detail::RowSink& embed, detail::RowSink& norm) {
         Hook hook;
         hook.wants = [](Site s, int) { return s == Site::resid_post || s == Site::embed || s == Site::final_norm; };
@@ -76,13 +76,12 @@ NamedTensors dump_run(const Model& model, const std::vector<std::int64_t>& promp
         };
         ForwardOptions fo;
         fo.hook = &hook;
-        (void)prefix;
         return model.forward(TokenBatch(ids), cache, fo);
     };
 
     std::vector<detail::RowSink> layers(L), dlayers(L);
     detail::RowSink embed, norm, dembed, dnorm;
-    auto logits = run(prompt, "", true, layers, embed, norm);
+    auto logits = run(prompt, true, layers, embed, norm);
     const std::size_t T = prompt.size(), H = model.config().hidden;
     out.put("logits", {T, V}, logits.data());
     out.put("hidden.embed", {T, H}, std::move(embed.values));
@@ -93,7 +92,7 @@ NamedTensors dump_run(const Model& model, const std::vector<std::int64_t>& promp
     if (!decode_ids.empty()) {
         std::vector<float> dlogits;
         for (std::int64_t id : decode_ids) {
-            auto l = run({id}, "decode.", false, dlayers, dembed, dnorm);
+            auto l = run({id}, false, dlayers, dembed, dnorm);
             dlogits.insert(dlogits.end(), l.data(), l.data() + V);
         }
         const std::size_t n = decode_ids.size();

@@ -97,13 +97,9 @@ inline FalconH1Model load_falcon_h1(const io::Checkpoint& ckpt, const io::Config
                                          src.vec(p + "pre_ff_layernorm.weight", {H}), std::move(ffn)));
     }
 
-    LMConfig lc;
-    lc.model_type = type;
-    lc.vocab = V;
-    lc.hidden = H;
-    lc.eps = eps;
-    lc.embed_multiplier = static_cast<float>(c.get_double("embedding_multiplier", 1.0));
-    lc.logits_multiplier = static_cast<float>(c.get_double("lm_head_multiplier", 1.0));
+    LMConfig lc{.model_type = type, .vocab = V, .hidden = H, .eps = eps,
+                .embed_multiplier = static_cast<float>(c.get_double("embedding_multiplier", 1.0)),
+                .logits_multiplier = static_cast<float>(c.get_double("lm_head_multiplier", 1.0))};
     return assemble(src, std::move(lc), std::move(stack), "final_layernorm.weight",
                     c.get_bool("tie_word_embeddings", false));
 }

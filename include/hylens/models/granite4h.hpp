@@ -111,13 +111,9 @@ inline GraniteModel load_granite4h(const io::Checkpoint& ckpt, const io::Config&
         }
     }
 
-    LMConfig lc;
-    lc.model_type = type;
-    lc.vocab = V;
-    lc.hidden = H;
-    lc.eps = eps;
-    lc.embed_multiplier = static_cast<float>(c.get_double("embedding_multiplier", 1.0));
-    lc.logits_multiplier = static_cast<float>(1.0 / c.get_double("logits_scaling", 1.0));
+    LMConfig lc{.model_type = type, .vocab = V, .hidden = H, .eps = eps,
+                .embed_multiplier = static_cast<float>(c.get_double("embedding_multiplier", 1.0)),
+                .logits_multiplier = static_cast<float>(1.0 / c.get_double("logits_scaling", 1.0))};
     return assemble(src, std::move(lc), std::move(stack), "norm.weight", c.get_bool("tie_word_embeddings", false));
 }
 

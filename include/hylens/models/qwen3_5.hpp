@@ -143,12 +143,7 @@ inline Qwen35Model load_qwen3_5(const io::Checkpoint& ckpt, const io::Config& ro
         }
     }
 
-    LMConfig lc;
-    lc.model_type = type;
-    lc.vocab = V;
-    lc.hidden = H;
-    lc.eps = eps;
-    lc.norm_one_plus = true;
+    LMConfig lc{.model_type = type, .vocab = V, .hidden = H, .eps = eps, .norm_one_plus = true};
     return assemble(src, std::move(lc), std::move(stack), "norm.weight", tied);
 }
 
