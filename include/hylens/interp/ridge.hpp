@@ -1,6 +1,6 @@
 #pragma once
 // Closed-form centred ridge regression with held-out lambda selection, in float64
-// (experiments.md §A.10 and §A.11; C.7 `Ridge`). Two variants, recorded in the fit:
+// (experiments.md §A.10 and §A.11; C.7 `Ridge`), on LAPACK. Two variants, recorded in the fit:
 //
 //   query_map (§A.10, exp26): validation = the first min(500, n/5) rows as given;
 //     lambda = 10^p * sigma_max^2 * 1e-6, p = -3 ... 6 step 0.5; error = ||Xv W - Tv||^2 /
@@ -8,24 +8,39 @@
 //   block_map (§A.11, exp27): rows permuted with seed 0, validation = the first
 //     min(4000, n/5) permuted rows; lambda = 10^p * lambda_max(X^T X), p = -6 ... 2 step 0.5;
 //     error = ||Xv W - Tv||^2 / ||Tv||^2 with Tv centred by the training means.
-// In both, X and T are centred by the training means (the means are the intercept), X^T X
-// (or X X^T when there are fewer training rows than features) is eigen-decomposed once, and
-// W(lambda) = Q diag(1 / (Lambda + lambda)) Q^T X^T T for every lambda of the grid.
-// R^2 = 1 - the chosen lambda's validation error. W is fitted on the training rows.
-// The permutation is Fisher-Yates over std::mt19937_64(seed) (`rng() % (i + 1)`), so it is the
-// same on every platform, but not numpy's.
+// In both, X and T are centred by the training means (the means are the intercept), and the
+// Gram matrix X^T X (primal, dx <= n_train) or X X^T (dual, fewer training rows than
+// features) is formed once (dsyrk) and eigen-decomposed once (dsyevd, divide and conquer):
+//   primal: W(lambda) = Q diag(1 / (L + lambda)) Q^T X^T T
+//   dual:   W(lambda) = X^T U diag(1 / (L + lambda)) U^T T
+// Every other product is a dgemm. R^2 = 1 - the chosen lambda's validation error. W is fitted
+// on the training rows. The permutation is Fisher-Yates over std::mt19937_64(seed)
+// (`rng() % (i + 1)`), so it is the same on every platform, but not numpy's.
+//
+// Accuracy: the Gram route squares the condition number of X, but the grid never goes below
+// lambda = 1e-9 lambda_max (query_map, p = -3), so an eigenvalue error of eps * lambda_max
+// moves a filter factor 1 / (L + lambda) by at most ~2e-7 relative; that is why dgesdd on X
+// itself is not needed. The hand-written solver this replaced is kept as a reference twin in
+// interp/ridge_reference.hpp (tests compare the two; benchmarks/bench_ridge.cpp times them).
+//
+// Threads: OpenBLAS is pinned to one thread in hylens (core/blas.hpp); a fit raises it to
+// Options::threads (default: the pool size) for its own BLAS/LAPACK calls and pins it back to
+// one before returning. Do not fit while other threads run BLAS.
 
-#include <algorithm>  // std::max, std::min, std::fill
-#include <cmath>      // std::sqrt, std::hypot, std::pow, std::fabs
+#include <lapacke.h>  // LAPACKE_dsyevd
+
+#include <algorithm>  // std::max, std::min
+#include <cmath>      // std::sqrt, std::pow
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::uint64_t
 #include <limits>     // std::numeric_limits
 #include <random>     // std::mt19937_64
-#include <string>     // std::string
-#include <utility>    // std::pair, std::swap
+#include <utility>    // std::pair, std::swap, std::move
 #include <vector>     // std::vector
 
+#include "../core/blas.hpp"
 #include "../core/error.hpp"
+#include "../core/thread_pool.hpp"
 
 namespace hylens {
 
@@ -38,206 +53,266 @@ inline const char* ridge_variant_name(RidgeVariant v) {
     return v == RidgeVariant::query_map ? "query_map (A.10)" : "block_map (A.11)";
 }
 
+/// The centred, split problem of one fit (row-major float64): training rows Xt [nt, dx],
+/// Tt [nt, dt] and held-out rows Xv [nv, dx], Tv [nv, dt], all centred by the training means.
+struct RidgeProblem {
+    RidgeVariant variant = RidgeVariant::block_map;
+    std::size_t dx = 0, dt = 0, nt = 0, nv = 0;
+    std::vector<double> Xt, Tt, Xv, Tv;
+    std::vector<double> x_mean, t_mean;  ///< the training means (the intercept)
+};
+
+/// What a ridge solver returns for a RidgeProblem.
+struct RidgeSolution {
+    std::vector<double> W;  ///< [dx, dt] at the chosen lambda
+    double lambda = 0.0, p = 0.0, err = 1.0, lmax = 0.0;
+    std::vector<std::pair<double, double>> grid;  ///< (p, held-out relative error) per lambda
+};
+
 namespace detail {
 
-/// Eigen-decomposition of a symmetric n x n matrix (row-major, float64): on return `a` holds
-/// the eigenvectors as columns and `w` the eigenvalues, ascending. Householder reduction to
-/// tridiagonal form, then the implicit QL algorithm with shifts (Golub & Van Loan §8.3).
-inline void symmetric_eigen(std::vector<double>& a, std::size_t n, std::vector<double>& w) {
+/// The lambda grid of a variant: (p, lambda) pairs, p ascending.
+inline std::vector<std::pair<double, double>> ridge_lambda_grid(RidgeVariant v, double lmax) {
+    const bool qm = v == RidgeVariant::query_map;
+    const double p0 = qm ? -3.0 : -6.0, p1 = qm ? 6.0 : 2.0, base = qm ? lmax * 1e-6 : lmax;
+    std::vector<std::pair<double, double>> g;
+    for (double p = p0; p <= p1 + 1e-9; p += 0.5) g.push_back({p, std::pow(10.0, p) * base});
+    return g;
+}
+
+/// The denominator of the relative validation error (see the variants above).
+inline double ridge_val_denominator(const RidgeProblem& pb) {
+    double denom = 0.0;
+    if (pb.variant == RidgeVariant::block_map) {
+        for (double t : pb.Tv) denom += t * t;
+    } else {
+        for (std::size_t o = 0; o < pb.dt; ++o) {
+            double m = 0.0;
+            for (std::size_t i = 0; i < pb.nv; ++i) m += pb.Tv[i * pb.dt + o];
+            m /= static_cast<double>(pb.nv);
+            for (std::size_t i = 0; i < pb.nv; ++i) denom += (pb.Tv[i * pb.dt + o] - m) * (pb.Tv[i * pb.dt + o] - m);
+        }
+    }
+    return std::max(denom, std::numeric_limits<double>::min());
+}
+
+/// Records the grid and the lambda with the lowest error (the first one on a tie).
+inline void ridge_pick(const std::vector<std::pair<double, double>>& lambdas, const std::vector<double>& errs,
+                       RidgeSolution& out) {
+    double best = std::numeric_limits<double>::infinity();
+    out.grid.clear();
+    for (std::size_t i = 0; i < lambdas.size(); ++i) {
+        out.grid.push_back({lambdas[i].first, errs[i]});
+        if (errs[i] < best) {
+            best = errs[i];
+            out.lambda = lambdas[i].second;
+            out.p = lambdas[i].first;
+        }
+    }
+    out.err = best;
+}
+
+/// Raises OpenBLAS to `n` threads for a scope and pins it back to one (core/blas.hpp's
+/// setting) at the end.
+class OpenblasThreads {
+public:
+    explicit OpenblasThreads(std::size_t n) {
+        blas::detail::pin_openblas_once();
+        openblas_set_num_threads(static_cast<int>(std::max<std::size_t>(n, 1)));
+    }
+    ~OpenblasThreads() { openblas_set_num_threads(1); }
+    OpenblasThreads(const OpenblasThreads&) = delete;
+    OpenblasThreads& operator=(const OpenblasThreads&) = delete;
+};
+
+inline int lapack_dim(std::size_t n, const char* what) {
+    check<ShapeError>(n <= static_cast<std::size_t>(std::numeric_limits<int>::max()), "[Ridge] ", what, " = ", n,
+                      " exceeds the 32-bit LAPACK/BLAS index range");
+    return static_cast<int>(n);
+}
+
+/// C [M, N] = op(A) op(B) (+ C when accumulate), row-major float64.
+inline void dgemm(bool ta, bool tb, std::size_t M, std::size_t N, std::size_t K, const double* A, std::size_t lda,
+                  const double* B, std::size_t ldb, double* C, std::size_t ldc, bool accumulate = false) {
+    if (M == 0 || N == 0) return;
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, lapack_dim(M, "M"),
+                lapack_dim(N, "N"), lapack_dim(K, "K"), 1.0, A, lapack_dim(lda, "lda"), B, lapack_dim(ldb, "ldb"),
+                accumulate ? 1.0 : 0.0, C, lapack_dim(ldc, "ldc"));
+}
+
+/// Eigen-decomposition of the symmetric n x n matrix whose upper triangle (row-major) `a`
+/// holds, by LAPACK dsyevd: on return row k of `a` is the k-th eigenvector and `w` the
+/// eigenvalues, ascending.
+inline void syevd_rows(std::vector<double>& a, std::size_t n, std::vector<double>& w) {
     check<ShapeError>(a.size() == n * n, "[symmetric_eigen] ", a.size(), " values for a ", n, " x ", n, " matrix");
     w.assign(n, 0.0);
     if (n == 0) return;
-    std::vector<double> e(n, 0.0);
-    std::vector<double>& d = w;
-    auto V = [&](std::size_t i, std::size_t j) -> double& { return a[i * n + j]; };
-    // Householder tridiagonalisation; the transformations accumulate in V.
-    for (std::size_t j = 0; j < n; ++j) d[j] = V(n - 1, j);
-    for (std::size_t i = n - 1; i > 0; --i) {
-        double scale = 0.0, h = 0.0;
-        for (std::size_t k = 0; k < i; ++k) scale += std::fabs(d[k]);
-        if (scale == 0.0) {
-            e[i] = d[i - 1];
-            for (std::size_t j = 0; j < i; ++j) {
-                d[j] = V(i - 1, j);
-                V(i, j) = 0.0;
-                V(j, i) = 0.0;
-            }
-        } else {
-            for (std::size_t k = 0; k < i; ++k) {
-                d[k] /= scale;
-                h += d[k] * d[k];
-            }
-            double f = d[i - 1], g = std::sqrt(h);
-            if (f > 0) g = -g;
-            e[i] = scale * g;
-            h -= f * g;
-            d[i - 1] = f - g;
-            for (std::size_t j = 0; j < i; ++j) e[j] = 0.0;
-            for (std::size_t j = 0; j < i; ++j) {
-                f = d[j];
-                V(j, i) = f;
-                g = e[j] + V(j, j) * f;
-                for (std::size_t k = j + 1; k < i; ++k) {
-                    g += V(k, j) * d[k];
-                    e[k] += V(k, j) * f;
-                }
-                e[j] = g;
-            }
-            f = 0.0;
-            for (std::size_t j = 0; j < i; ++j) {
-                e[j] /= h;
-                f += e[j] * d[j];
-            }
-            const double hh = f / (h + h);
-            for (std::size_t j = 0; j < i; ++j) e[j] -= hh * d[j];
-            for (std::size_t j = 0; j < i; ++j) {
-                f = d[j];
-                g = e[j];
-                for (std::size_t k = j; k < i; ++k) V(k, j) -= (f * e[k] + g * d[k]);
-                d[j] = V(i - 1, j);
-                V(i, j) = 0.0;
-            }
-        }
-        d[i] = h;
-    }
-    for (std::size_t i = 0; i + 1 < n; ++i) {
-        V(n - 1, i) = V(i, i);
-        V(i, i) = 1.0;
-        const double h = d[i + 1];
-        if (h != 0.0) {
-            for (std::size_t k = 0; k <= i; ++k) d[k] = V(k, i + 1) / h;
-            for (std::size_t j = 0; j <= i; ++j) {
-                double g = 0.0;
-                for (std::size_t k = 0; k <= i; ++k) g += V(k, i + 1) * V(k, j);
-                for (std::size_t k = 0; k <= i; ++k) V(k, j) -= g * d[k];
-            }
-        }
-        for (std::size_t k = 0; k <= i; ++k) V(k, i + 1) = 0.0;
-    }
-    for (std::size_t j = 0; j < n; ++j) {
-        d[j] = V(n - 1, j);
-        V(n - 1, j) = 0.0;
-    }
-    V(n - 1, n - 1) = 1.0;
-    e[0] = 0.0;
+    // Row-major upper = column-major lower; column k of the column-major result = row k here.
+    const int info = LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', 'L', lapack_dim(n, "n"), a.data(), lapack_dim(n, "n"),
+                                    w.data());
+    check<Error>(info == 0, "[symmetric_eigen] LAPACK dsyevd failed (info ", info, ") on a ", n, " x ", n,
+                 " matrix", info < 0 ? " (bad argument)" : " (no convergence)");
+}
 
-    // Implicit QL on the tridiagonal (d, e), rotating V along.
-    for (std::size_t i = 1; i < n; ++i) e[i - 1] = e[i];
-    e[n - 1] = 0.0;
-    double f = 0.0, tst1 = 0.0;
-    const double eps = std::numeric_limits<double>::epsilon();
-    for (std::size_t l = 0; l < n; ++l) {
-        tst1 = std::max(tst1, std::fabs(d[l]) + std::fabs(e[l]));
-        std::size_t m = l;
-        while (m < n && std::fabs(e[m]) > eps * tst1) ++m;
-        if (m == n) m = n - 1;
-        if (m > l) {
-            int iter = 0;
-            do {
-                check<Error>(++iter <= 100, "[symmetric_eigen] QL iteration did not converge");
-                double g = d[l];
-                double p = (d[l + 1] - g) / (2.0 * e[l]);
-                double r = std::hypot(p, 1.0);
-                if (p < 0) r = -r;
-                d[l] = e[l] / (p + r);
-                d[l + 1] = e[l] * (p + r);
-                const double dl1 = d[l + 1];
-                double h = g - d[l];
-                for (std::size_t i = l + 2; i < n; ++i) d[i] -= h;
-                f += h;
-                p = d[m];
-                double c = 1.0, c2 = c, c3 = c, s = 0.0, s2 = 0.0;
-                const double el1 = e[l + 1];
-                for (std::size_t ii = m; ii-- > l;) {
-                    c3 = c2;
-                    c2 = c;
-                    s2 = s;
-                    g = c * e[ii];
-                    h = c * p;
-                    r = std::hypot(p, e[ii]);
-                    e[ii + 1] = s * r;
-                    s = e[ii] / r;
-                    c = p / r;
-                    p = c * d[ii] - s * g;
-                    d[ii + 1] = h + s * (c * g + s * d[ii]);
-                    for (std::size_t k = 0; k < n; ++k) {
-                        h = V(k, ii + 1);
-                        V(k, ii + 1) = s * V(k, ii) + c * h;
-                        V(k, ii) = c * V(k, ii) - s * h;
-                    }
-                }
-                p = -s * s2 * c3 * el1 * e[l] / dl1;
-                e[l] = s * p;
-                d[l] = c * p;
-            } while (std::fabs(e[l]) > eps * tst1);
-        }
-        d[l] += f;
-        e[l] = 0.0;
+/// Eigen-decomposition of a symmetric n x n matrix (row-major, float64, both triangles set):
+/// on return `a` holds the eigenvectors as columns and `w` the eigenvalues, ascending.
+inline void symmetric_eigen(std::vector<double>& a, std::size_t n, std::vector<double>& w) {
+    syevd_rows(a, n, w);
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = i + 1; j < n; ++j) std::swap(a[i * n + j], a[j * n + i]);
+}
+
+/// The LAPACK solver of a RidgeProblem (the route described at the top of this header).
+inline RidgeSolution ridge_solve_lapack(const RidgeProblem& pb) {
+    const std::size_t dx = pb.dx, dt = pb.dt, nt = pb.nt, nv = pb.nv;
+    const bool primal = dx <= nt;
+    const std::size_t r = primal ? dx : nt;
+    RidgeSolution out;
+    // Gram matrix, upper triangle: X^T X (primal) or X X^T (dual).
+    std::vector<double> E(r * r, 0.0), L;
+    cblas_dsyrk(CblasRowMajor, CblasUpper, primal ? CblasTrans : CblasNoTrans, lapack_dim(r, "r"),
+                lapack_dim(primal ? nt : dx, "k"), 1.0, pb.Xt.data(), lapack_dim(dx, "dx"), 0.0, E.data(),
+                lapack_dim(r, "r"));
+    syevd_rows(E, r, L);  // E = Q^T (or U^T): eigenvectors as rows
+    for (auto& v : L) v = std::max(v, 0.0);
+    out.lmax = L.empty() ? 0.0 : L.back();
+    check<ShapeError>(out.lmax > 0.0, "[Ridge] the training inputs are constant (X^T X = 0)");
+
+    // A = Q^T X^T T (primal) or U^T T (dual): [r, dt].
+    std::vector<double> A(r * dt);
+    if (primal) {
+        std::vector<double> XtT(dx * dt);
+        dgemm(true, false, dx, dt, nt, pb.Xt.data(), dx, pb.Tt.data(), dt, XtT.data(), dt);
+        dgemm(false, false, r, dt, r, E.data(), r, XtT.data(), dt, A.data(), dt);
+    } else {
+        dgemm(false, false, r, dt, r, E.data(), r, pb.Tt.data(), dt, A.data(), dt);
     }
-    // Ascending order, columns of V alongside.
-    for (std::size_t i = 0; i + 1 < n; ++i) {
-        std::size_t k = i;
-        for (std::size_t j = i + 1; j < n; ++j)
-            if (d[j] < d[k]) k = j;
-        if (k != i) {
-            std::swap(d[i], d[k]);
-            for (std::size_t r = 0; r < n; ++r) std::swap(V(r, i), V(r, k));
-        }
+    // Z = Xv Q (primal) or Xv X^T U (dual): [nv, r].
+    std::vector<double> Z(nv * r);
+    if (primal) {
+        dgemm(false, true, nv, r, dx, pb.Xv.data(), dx, E.data(), r, Z.data(), r);
+    } else {
+        std::vector<double> B(nv * nt);
+        dgemm(false, true, nv, nt, dx, pb.Xv.data(), dx, pb.Xt.data(), dx, B.data(), nt);
+        dgemm(false, true, nv, r, nt, B.data(), nt, E.data(), r, Z.data(), r);
     }
+    // Held-out error per lambda: ||(Z diag(1/(L+lam))) A - Tv||^2 / denom.
+    const double denom = ridge_val_denominator(pb);
+    const auto lambdas = ridge_lambda_grid(pb.variant, out.lmax);
+    std::vector<double> Zs(nv * r), pred(nv * dt), errs;
+    for (const auto& pl : lambdas) {
+        for (std::size_t i = 0; i < nv; ++i)
+            for (std::size_t k = 0; k < r; ++k) Zs[i * r + k] = Z[i * r + k] / (L[k] + pl.second);
+        dgemm(false, false, nv, dt, r, Zs.data(), r, A.data(), dt, pred.data(), dt);
+        double err = 0.0;
+        for (std::size_t i = 0; i < nv * dt; ++i) {
+            const double d = pred[i] - pb.Tv[i];
+            err += d * d;
+        }
+        errs.push_back(err / denom);
+    }
+    ridge_pick(lambdas, errs, out);
+    // W at the chosen lambda: Q S (primal) or X^T U S (dual), S = diag(1/(L+lam)) A.
+    for (std::size_t k = 0; k < r; ++k)
+        for (std::size_t o = 0; o < dt; ++o) A[k * dt + o] /= (L[k] + out.lambda);
+    out.W.assign(dx * dt, 0.0);
+    if (primal) {
+        dgemm(true, false, dx, dt, r, E.data(), r, A.data(), dt, out.W.data(), dt);
+    } else {
+        std::vector<double> US(nt * dt);
+        dgemm(true, false, nt, dt, r, E.data(), r, A.data(), dt, US.data(), dt);
+        dgemm(true, false, dx, dt, nt, pb.Xt.data(), dx, US.data(), dt, out.W.data(), dt);
+    }
+    return out;
 }
 
 }  // namespace detail
+
+/// Splits and centres X [n, dx], T [n, dt] (row-major float32 or float64) as `variant` says:
+/// the row order (Fisher-Yates over std::mt19937_64(seed) for block_map), the held-out rows,
+/// the training means.
+template <class Scalar>
+RidgeProblem ridge_problem(const std::vector<Scalar>& X, const std::vector<Scalar>& T, std::size_t n,
+                           RidgeVariant variant, std::uint64_t seed = 0) {
+    check<ShapeError>(n >= 5, "[Ridge] need at least 5 rows to hold some out, got ", n);
+    check<ShapeError>(!X.empty() && X.size() % n == 0 && !T.empty() && T.size() % n == 0, "[Ridge] X (", X.size(),
+                      " values) and T (", T.size(), " values) are not ", n, " rows each");
+    RidgeProblem pb;
+    pb.variant = variant;
+    const std::size_t dx = X.size() / n, dt = T.size() / n;
+    pb.dx = dx;
+    pb.dt = dt;
+    std::vector<std::size_t> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    if (variant == RidgeVariant::block_map) {
+        std::mt19937_64 rng(seed);
+        for (std::size_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng() % (i + 1)]);
+        pb.nv = std::min<std::size_t>(4000, n / 5);
+    } else {
+        pb.nv = std::min<std::size_t>(500, n / 5);
+    }
+    const std::size_t nv = pb.nv, nt = n - nv;
+    pb.nt = nt;
+    pb.x_mean.assign(dx, 0.0);
+    pb.t_mean.assign(dt, 0.0);
+    for (std::size_t i = nv; i < n; ++i) {
+        for (std::size_t c = 0; c < dx; ++c) pb.x_mean[c] += static_cast<double>(X[order[i] * dx + c]);
+        for (std::size_t c = 0; c < dt; ++c) pb.t_mean[c] += static_cast<double>(T[order[i] * dt + c]);
+    }
+    for (auto& v : pb.x_mean) v /= static_cast<double>(nt);
+    for (auto& v : pb.t_mean) v /= static_cast<double>(nt);
+    pb.Xt.resize(nt * dx);
+    pb.Tt.resize(nt * dt);
+    pb.Xv.resize(nv * dx);
+    pb.Tv.resize(nv * dt);
+    for (std::size_t i = 0; i < n; ++i) {
+        const bool val = i < nv;
+        const std::size_t row = val ? i : i - nv;
+        double* xd = (val ? pb.Xv.data() : pb.Xt.data()) + row * dx;
+        double* td = (val ? pb.Tv.data() : pb.Tt.data()) + row * dt;
+        for (std::size_t c = 0; c < dx; ++c) xd[c] = static_cast<double>(X[order[i] * dx + c]) - pb.x_mean[c];
+        for (std::size_t c = 0; c < dt; ++c) td[c] = static_cast<double>(T[order[i] * dt + c]) - pb.t_mean[c];
+    }
+    return pb;
+}
 
 /// A fitted centred ridge map f(x) = (x - x_mean) W + t_mean, W [dx, dt].
 class Ridge {
 public:
     struct Options {
         RidgeVariant variant = RidgeVariant::block_map;
-        std::uint64_t seed = 0;  ///< row permutation (block_map)
+        std::uint64_t seed = 0;   ///< row permutation (block_map)
+        std::size_t threads = 0;  ///< OpenBLAS threads during the fit; 0 = the pool size
     };
 
-    /// Fits T [n, dt] from X [n, dx] (row-major float32 or float64 rows).
+    /// Fits T [n, dt] from X [n, dx] (row-major float32 or float64 rows) with the LAPACK solver.
     template <class Scalar>
     static Ridge fit(const std::vector<Scalar>& X, const std::vector<Scalar>& T, std::size_t n, Options opt) {
-        check<ShapeError>(n >= 5, "[Ridge] need at least 5 rows to hold some out, got ", n);
-        check<ShapeError>(!X.empty() && X.size() % n == 0 && !T.empty() && T.size() % n == 0, "[Ridge] X (",
-                          X.size(), " values) and T (", T.size(), " values) are not ", n, " rows each");
+        return fit(X, T, n, opt, detail::ridge_solve_lapack);
+    }
+
+    /// As fit, with another solver of the centred problem (reference::ridge_solve_loops).
+    template <class Scalar, class Solver>
+    static Ridge fit(const std::vector<Scalar>& X, const std::vector<Scalar>& T, std::size_t n, Options opt,
+                     Solver&& solver) {
+        RidgeProblem pb = ridge_problem(X, T, n, opt.variant, opt.seed);
         Ridge r;
         r.variant_ = opt.variant;
-        const std::size_t dx = X.size() / n, dt = T.size() / n;
-        r.dx_ = dx;
-        r.dt_ = dt;
-        // Row order and the held-out split.
-        std::vector<std::size_t> order(n);
-        for (std::size_t i = 0; i < n; ++i) order[i] = i;
-        std::size_t nv = 0;
-        if (opt.variant == RidgeVariant::block_map) {
-            std::mt19937_64 rng(opt.seed);
-            for (std::size_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng() % (i + 1)]);
-            nv = std::min<std::size_t>(4000, n / 5);
-        } else {
-            nv = std::min<std::size_t>(500, n / 5);
+        r.dx_ = pb.dx;
+        r.dt_ = pb.dt;
+        r.x_mean_ = pb.x_mean;
+        r.t_mean_ = pb.t_mean;
+        RidgeSolution s;
+        {
+            detail::OpenblasThreads threads(opt.threads ? opt.threads : ThreadPool::instance().size());
+            s = solver(pb);
         }
-        const std::size_t nt = n - nv;
-        // Centred copies (training means).
-        r.x_mean_.assign(dx, 0.0);
-        r.t_mean_.assign(dt, 0.0);
-        for (std::size_t i = nv; i < n; ++i) {
-            for (std::size_t c = 0; c < dx; ++c) r.x_mean_[c] += static_cast<double>(X[order[i] * dx + c]);
-            for (std::size_t c = 0; c < dt; ++c) r.t_mean_[c] += static_cast<double>(T[order[i] * dt + c]);
-        }
-        for (auto& v : r.x_mean_) v /= static_cast<double>(nt);
-        for (auto& v : r.t_mean_) v /= static_cast<double>(nt);
-        std::vector<double> Xt(nt * dx), Tt(nt * dt), Xv(nv * dx), Tv(nv * dt);
-        for (std::size_t i = 0; i < n; ++i) {
-            const bool val = i < nv;
-            const std::size_t row = val ? i : i - nv;
-            double* xd = (val ? Xv.data() : Xt.data()) + row * dx;
-            double* td = (val ? Tv.data() : Tt.data()) + row * dt;
-            for (std::size_t c = 0; c < dx; ++c) xd[c] = static_cast<double>(X[order[i] * dx + c]) - r.x_mean_[c];
-            for (std::size_t c = 0; c < dt; ++c) td[c] = static_cast<double>(T[order[i] * dt + c]) - r.t_mean_[c];
-        }
-        r.solve(Xt, Tt, nt, Xv, Tv, nv);
+        r.W_ = std::move(s.W);
+        r.lambda_ = s.lambda;
+        r.p_ = s.p;
+        r.err_ = s.err;
+        r.lmax_ = s.lmax;
+        r.grid_ = std::move(s.grid);
         return r;
     }
 
@@ -278,137 +353,6 @@ public:
     const std::vector<std::pair<double, double>>& grid() const noexcept { return grid_; }
 
 private:
-    void solve(const std::vector<double>& Xt, const std::vector<double>& Tt, std::size_t nt,
-               const std::vector<double>& Xv, const std::vector<double>& Tv, std::size_t nv) {
-        const std::size_t dx = dx_, dt = dt_;
-        // Primal (dx <= nt): G = X^T X = Q L Q^T, W = Q diag(1/(L+lam)) Q^T X^T T.
-        // Dual (dx > nt): K = X X^T = U L U^T, W = X^T U diag(1/(L+lam)) U^T T.
-        const bool primal = dx <= nt;
-        const std::size_t r = primal ? dx : nt;
-        std::vector<double> G(r * r, 0.0);
-        if (primal) {
-            for (std::size_t i = 0; i < nt; ++i) {
-                const double* x = Xt.data() + i * dx;
-                for (std::size_t a = 0; a < dx; ++a) {
-                    if (x[a] == 0.0) continue;
-                    for (std::size_t b = a; b < dx; ++b) G[a * dx + b] += x[a] * x[b];
-                }
-            }
-        } else {
-            for (std::size_t i = 0; i < nt; ++i)
-                for (std::size_t j = i; j < nt; ++j) {
-                    double s = 0.0;
-                    for (std::size_t c = 0; c < dx; ++c) s += Xt[i * dx + c] * Xt[j * dx + c];
-                    G[i * nt + j] = s;
-                }
-        }
-        for (std::size_t a = 0; a < r; ++a)
-            for (std::size_t b = 0; b < a; ++b) G[a * r + b] = G[b * r + a];
-        std::vector<double> L;
-        detail::symmetric_eigen(G, r, L);  // G now holds Q (or U) column-wise
-        for (auto& v : L) v = std::max(v, 0.0);
-        const double lmax = L.empty() ? 0.0 : L.back();
-        lmax_ = lmax;
-        check<ShapeError>(lmax > 0.0, "[Ridge] the training inputs are constant (X^T X = 0)");
-
-        // A = Q^T X^T T (primal) or U^T T (dual): [r, dt].
-        std::vector<double> A(r * dt, 0.0), XtT;
-        if (primal) {
-            XtT.assign(dx * dt, 0.0);
-            for (std::size_t i = 0; i < nt; ++i)
-                for (std::size_t a = 0; a < dx; ++a) {
-                    const double x = Xt[i * dx + a];
-                    if (x == 0.0) continue;
-                    for (std::size_t o = 0; o < dt; ++o) XtT[a * dt + o] += x * Tt[i * dt + o];
-                }
-        }
-        const std::vector<double>& rhs = primal ? XtT : Tt;
-        for (std::size_t k = 0; k < r; ++k)
-            for (std::size_t a = 0; a < r; ++a) {
-                const double q = G[a * r + k];
-                for (std::size_t o = 0; o < dt; ++o) A[k * dt + o] += q * rhs[a * dt + o];
-            }
-        // Z = Xv Q (primal) or Xv X^T U (dual): [nv, r]; validation predictions Z diag A.
-        std::vector<double> B(primal ? 0 : nv * nt, 0.0);
-        if (!primal)
-            for (std::size_t i = 0; i < nv; ++i)
-                for (std::size_t j = 0; j < nt; ++j) {
-                    double s = 0.0;
-                    for (std::size_t c = 0; c < dx; ++c) s += Xv[i * dx + c] * Xt[j * dx + c];
-                    B[i * nt + j] = s;
-                }
-        const std::vector<double>& left = primal ? Xv : B;  // [nv, r]
-        std::vector<double> Z(nv * r, 0.0);
-        for (std::size_t i = 0; i < nv; ++i)
-            for (std::size_t a = 0; a < r; ++a) {
-                const double x = left[i * r + a];
-                if (x == 0.0) continue;
-                for (std::size_t k = 0; k < r; ++k) Z[i * r + k] += x * G[a * r + k];
-            }
-        // The denominator of the relative error.
-        double denom = 0.0;
-        if (variant_ == RidgeVariant::block_map) {
-            for (double t : Tv) denom += t * t;
-        } else {
-            for (std::size_t o = 0; o < dt; ++o) {
-                double m = 0.0;
-                for (std::size_t i = 0; i < nv; ++i) m += Tv[i * dt + o];
-                m /= static_cast<double>(nv);
-                for (std::size_t i = 0; i < nv; ++i) denom += (Tv[i * dt + o] - m) * (Tv[i * dt + o] - m);
-            }
-        }
-        denom = std::max(denom, std::numeric_limits<double>::min());
-
-        const bool qm = variant_ == RidgeVariant::query_map;
-        const double p0 = qm ? -3.0 : -6.0, p1 = qm ? 6.0 : 2.0, base = qm ? lmax * 1e-6 : lmax;
-        double best = std::numeric_limits<double>::infinity();
-        std::vector<double> pred(dt);
-        grid_.clear();
-        for (double p = p0; p <= p1 + 1e-9; p += 0.5) {
-            const double lam = std::pow(10.0, p) * base;
-            double err = 0.0;
-            for (std::size_t i = 0; i < nv; ++i) {
-                std::fill(pred.begin(), pred.end(), 0.0);
-                for (std::size_t k = 0; k < r; ++k) {
-                    const double z = Z[i * r + k] / (L[k] + lam);
-                    for (std::size_t o = 0; o < dt; ++o) pred[o] += z * A[k * dt + o];
-                }
-                for (std::size_t o = 0; o < dt; ++o) {
-                    const double dd = pred[o] - Tv[i * dt + o];
-                    err += dd * dd;
-                }
-            }
-            err /= denom;
-            grid_.push_back({p, err});
-            if (err < best) {
-                best = err;
-                lambda_ = lam;
-                p_ = p;
-            }
-        }
-        err_ = best;
-        // W for the chosen lambda: Q diag A (primal) or X^T U diag A (dual).
-        std::vector<double> S(r * dt);
-        for (std::size_t k = 0; k < r; ++k)
-            for (std::size_t o = 0; o < dt; ++o) S[k * dt + o] = A[k * dt + o] / (L[k] + lambda_);
-        std::vector<double> QS(r * dt, 0.0);  // Q S: [r, dt]
-        for (std::size_t a = 0; a < r; ++a)
-            for (std::size_t k = 0; k < r; ++k) {
-                const double q = G[a * r + k];
-                for (std::size_t o = 0; o < dt; ++o) QS[a * dt + o] += q * S[k * dt + o];
-            }
-        if (primal) {
-            W_ = std::move(QS);
-        } else {
-            W_.assign(dx * dt, 0.0);
-            for (std::size_t j = 0; j < nt; ++j)
-                for (std::size_t c = 0; c < dx; ++c) {
-                    const double x = Xt[j * dx + c];
-                    for (std::size_t o = 0; o < dt; ++o) W_[c * dt + o] += x * QS[j * dt + o];
-                }
-        }
-    }
-
     RidgeVariant variant_ = RidgeVariant::block_map;
     std::size_t dx_ = 0, dt_ = 0;
     std::vector<double> W_, x_mean_, t_mean_;

@@ -1,0 +1,4 @@
+# Encode-Address circuit studies (docs/circuit.md): the LAPACK ridge solver against the
+# hand-written one, the lookup-task generators and their invariants, the circuit metrics.
+hylens_add_test_suite(test_circuit
+  ${CMAKE_CURRENT_LIST_DIR}/test_ridge_lapack.cpp)
