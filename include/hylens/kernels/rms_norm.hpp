@@ -13,6 +13,7 @@
 
 #include "../core/error.hpp"
 #include "activations.hpp"
+#include "matvec.hpp"
 
 namespace hylens::kernels {
 
@@ -25,8 +26,7 @@ inline void rms_norm(const float* x, std::size_t ldx, std::size_t rows, std::siz
     for (std::size_t r = 0; r < rows; ++r) {
         const float* xr = x + r * ldx;
         float* yr = y + r * ldy;
-        float ss = 0.0f;
-        for (std::size_t i = 0; i < d; ++i) ss += xr[i] * xr[i];
+        const float ss = sum_squares(xr, d);  // dispatched SIMD reduction (kernels/matvec.hpp)
         const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + eps);
         if (one_plus) {
             for (std::size_t i = 0; i < d; ++i) yr[i] = (xr[i] * inv) * (1.0f + w[i]);

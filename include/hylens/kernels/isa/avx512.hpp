@@ -1,0 +1,105 @@
+#pragma once
+// The AVX-512 level of the dispatched kernels (core/simd.hpp), compiled with
+// __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,..."))) whatever the includer's
+// flags. Same operations and per-row arithmetic pattern as kernels/isa/baseline.hpp, on
+// 16-float vectors; tails use masked loads instead of a scalar loop. Only intrinsics that take
+// an explicit source or zero mask are used: the forms that fill with _mm*_undefined_*()
+// (_mm512_extractf64x4_pd, _mm512_castps512_ps256, _mm512_reduce_add_ps, ...) make g++ 12 at -O1 report a false
+// -Wuninitialized inside avx512fintrin.h (GCC bug 105593), fatal under -Werror.
+
+#include <cstddef>  // std::size_t
+
+#include "../../core/bf16.hpp"
+#include "../../core/simd.hpp"
+
+#if HYLENS_SIMD_X86
+#include <immintrin.h>
+
+namespace hylens::kernels::isa::avx512 {
+
+HYLENS_TARGET_AVX512 inline __m512 load(const float* p) noexcept { return _mm512_loadu_ps(p); }
+HYLENS_TARGET_AVX512 inline __m512 load(const bf16* p) noexcept {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, h), 16));
+}
+HYLENS_TARGET_AVX512 inline __m512 load_masked(const float* p, __mmask16 k) noexcept {
+    return _mm512_maskz_loadu_ps(k, p);
+}
+HYLENS_TARGET_AVX512 inline __m512 load_masked(const bf16* p, __mmask16 k) noexcept {
+    const __m256i h = _mm256_maskz_loadu_epi16(k, p);
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, h), 16));
+}
+HYLENS_TARGET_AVX512 inline float hsum(__m512 a, __m512 b) noexcept {
+    const __m512 s = _mm512_add_ps(a, b);
+    const __m256 z = _mm256_setzero_ps();  // (even _mm512_castps512_ps256 uses an undefined fill in g++ 12)
+    const __m256 h = _mm256_add_ps(_mm512_mask_extractf32x8_ps(z, 0xFF, s, 0), _mm512_mask_extractf32x8_ps(z, 0xFF, s, 1));
+    const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    const __m128 d = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    return _mm_cvtss_f32(_mm_add_ss(d, _mm_movehdup_ps(d)));
+}
+inline __mmask16 tail_mask(std::size_t r) noexcept { return static_cast<__mmask16>((1u << r) - 1u); }
+
+template <class T>
+HYLENS_TARGET_AVX512 inline float dot(const float* x, const T* w, std::size_t n) noexcept {
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    std::size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm512_fmadd_ps(load(x + i), load(w + i), a0);
+        a1 = _mm512_fmadd_ps(load(x + i + 16), load(w + i + 16), a1);
+    }
+    for (; i + 16 <= n; i += 16) a0 = _mm512_fmadd_ps(load(x + i), load(w + i), a0);
+    if (i < n) {
+        const __mmask16 k = tail_mask(n - i);
+        a1 = _mm512_fmadd_ps(load_masked(x + i, k), load_masked(w + i, k), a1);
+    }
+    return hsum(a0, a1);
+}
+
+template <class T>
+HYLENS_TARGET_AVX512 inline void dot4(const float* x, const T* w, std::size_t n, float* out) noexcept {
+    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+    const T *w0 = w, *w1 = w + n, *w2 = w + 2 * n, *w3 = w + 3 * n;
+    std::size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m512 x0 = load(x + i), x1 = load(x + i + 16);
+        a00 = _mm512_fmadd_ps(x0, load(w0 + i), a00);
+        a01 = _mm512_fmadd_ps(x1, load(w0 + i + 16), a01);
+        a10 = _mm512_fmadd_ps(x0, load(w1 + i), a10);
+        a11 = _mm512_fmadd_ps(x1, load(w1 + i + 16), a11);
+        a20 = _mm512_fmadd_ps(x0, load(w2 + i), a20);
+        a21 = _mm512_fmadd_ps(x1, load(w2 + i + 16), a21);
+        a30 = _mm512_fmadd_ps(x0, load(w3 + i), a30);
+        a31 = _mm512_fmadd_ps(x1, load(w3 + i + 16), a31);
+    }
+    for (; i + 16 <= n; i += 16) {
+        const __m512 x0 = load(x + i);
+        a00 = _mm512_fmadd_ps(x0, load(w0 + i), a00);
+        a10 = _mm512_fmadd_ps(x0, load(w1 + i), a10);
+        a20 = _mm512_fmadd_ps(x0, load(w2 + i), a20);
+        a30 = _mm512_fmadd_ps(x0, load(w3 + i), a30);
+    }
+    if (i < n) {
+        const __mmask16 k = tail_mask(n - i);
+        const __m512 x0 = load_masked(x + i, k);
+        a01 = _mm512_fmadd_ps(x0, load_masked(w0 + i, k), a01);
+        a11 = _mm512_fmadd_ps(x0, load_masked(w1 + i, k), a11);
+        a21 = _mm512_fmadd_ps(x0, load_masked(w2 + i, k), a21);
+        a31 = _mm512_fmadd_ps(x0, load_masked(w3 + i, k), a31);
+    }
+    out[0] = hsum(a00, a01);
+    out[1] = hsum(a10, a11);
+    out[2] = hsum(a20, a21);
+    out[3] = hsum(a30, a31);
+}
+
+HYLENS_TARGET_AVX512 inline void widen(const bf16* src, float* dst, std::size_t n) noexcept {
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, load(src + i));
+    if (i < n) {
+        const __mmask16 k = tail_mask(n - i);
+        _mm512_mask_storeu_ps(dst + i, k, load_masked(src + i, k));
+    }
+}
+
+}  // namespace hylens::kernels::isa::avx512
+#endif

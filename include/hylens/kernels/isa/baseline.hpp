@@ -1,0 +1,106 @@
+#pragma once
+// The baseline level of the dispatched kernels (core/simd.hpp): 4-float vectors written with
+// GCC/Clang vector extensions, which compile to SSE2 on x86-64 and NEON on aarch64 without any
+// -m flag; plain loops on other compilers. Same operations as kernels/isa/avx2.hpp and
+// avx512.hpp: a dot product with two accumulators per row, and a four-row form that does
+// exactly the same arithmetic per row (so a row's result never depends on which rows share
+// its block, i.e. on how the rows were split over threads).
+
+#include <bit>      // std::bit_cast
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint16_t, std::uint32_t
+#include <cstring>  // std::memcpy
+
+#include "../../core/bf16.hpp"
+#include "../../core/simd.hpp"
+
+namespace hylens::kernels::isa::baseline {
+
+#if HYLENS_SIMD_VECTOR_EXT
+using f32x4 = float __attribute__((vector_size(16)));
+using u32x4 = std::uint32_t __attribute__((vector_size(16)));
+using u16x4 = std::uint16_t __attribute__((vector_size(8)));
+
+inline f32x4 load(const float* p) noexcept {
+    f32x4 v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+inline f32x4 load(const bf16* p) noexcept {
+    u16x4 h;
+    std::memcpy(&h, p, sizeof h);
+    return std::bit_cast<f32x4>(__builtin_convertvector(h, u32x4) << 16);
+}
+inline float hsum(f32x4 a, f32x4 b) noexcept {
+    const f32x4 s = a + b;
+    return (s[0] + s[2]) + (s[1] + s[3]);
+}
+inline float widen1(float v) noexcept { return v; }
+inline float widen1(bf16 v) noexcept { return to_f32(v); }
+
+/// sum_i x[i] * w[i] (w float32 or bf16, widened in registers).
+template <class T>
+inline float dot(const float* x, const T* w, std::size_t n) noexcept {
+    f32x4 a0 = {}, a1 = {};
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        a0 += load(x + i) * load(w + i);
+        a1 += load(x + i + 4) * load(w + i + 4);
+    }
+    for (; i + 4 <= n; i += 4) a0 += load(x + i) * load(w + i);
+    float tail = 0.0f;
+    for (; i < n; ++i) tail += x[i] * widen1(w[i]);
+    return hsum(a0, a1) + tail;
+}
+
+/// out[j] = dot(x, w + j * n, n) for the four rows j < 4, bit-identical to four dot() calls.
+template <class T>
+inline void dot4(const float* x, const T* w, std::size_t n, float* out) noexcept {
+    f32x4 a[4][2] = {};
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const f32x4 x0 = load(x + i), x1 = load(x + i + 4);
+        for (int j = 0; j < 4; ++j) {
+            a[j][0] += x0 * load(w + j * n + i);
+            a[j][1] += x1 * load(w + j * n + i + 4);
+        }
+    }
+    for (; i + 4 <= n; i += 4) {
+        const f32x4 x0 = load(x + i);
+        for (int j = 0; j < 4; ++j) a[j][0] += x0 * load(w + j * n + i);
+    }
+    for (int j = 0; j < 4; ++j) {
+        float tail = 0.0f;
+        for (std::size_t k = i; k < n; ++k) tail += x[k] * widen1(w[j * n + k]);
+        out[j] = hsum(a[j][0], a[j][1]) + tail;
+    }
+}
+
+/// dst[i] = float(src[i]).
+inline void widen(const bf16* src, float* dst, std::size_t n) noexcept {
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const f32x4 v = load(src + i);
+        std::memcpy(dst + i, &v, sizeof v);
+    }
+    for (; i < n; ++i) dst[i] = to_f32(src[i]);
+}
+#else
+inline float widen1(float v) noexcept { return v; }
+inline float widen1(bf16 v) noexcept { return to_f32(v); }
+template <class T>
+inline float dot(const float* x, const T* w, std::size_t n) noexcept {
+    float acc = 0.0f;
+    for (std::size_t i = 0; i < n; ++i) acc += x[i] * widen1(w[i]);
+    return acc;
+}
+template <class T>
+inline void dot4(const float* x, const T* w, std::size_t n, float* out) noexcept {
+    for (int j = 0; j < 4; ++j) out[j] = dot(x, w + j * n, n);
+}
+inline void widen(const bf16* src, float* dst, std::size_t n) noexcept {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = to_f32(src[i]);
+}
+#endif
+
+}  // namespace hylens::kernels::isa::baseline

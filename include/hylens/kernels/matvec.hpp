@@ -1,0 +1,119 @@
+#pragma once
+// Dot products and matrix-vector products at the instruction-set level chosen at run time
+// (core/simd.hpp): the decode step's projections. Weights are float32 or bf16 (widened in
+// registers, never copied). Each level's code is in kernels/isa/{baseline,avx2,avx512}.hpp.
+//
+// matvec splits the weight rows over the thread pool. Every output element is computed by the
+// same instruction sequence whichever block of rows it falls in, so results are bitwise
+// identical for any number of threads (at a given level).
+
+#include <algorithm>  // std::max
+#include <cstddef>    // std::size_t
+
+#include "../core/bf16.hpp"
+#include "../core/simd.hpp"
+#include "../core/thread_pool.hpp"
+#include "isa/avx2.hpp"
+#include "isa/avx512.hpp"
+#include "isa/baseline.hpp"
+
+namespace hylens::kernels {
+
+namespace detail {
+
+// One instruction-set level's dot products, as a type (the template argument of matvec_rows).
+#define HYLENS_ISA_OPS(NAME, NS)                                                                 \
+    struct NAME {                                                                                \
+        template <class T>                                                                       \
+        static float dot(const float* x, const T* w, std::size_t n) noexcept {                   \
+            return isa::NS::dot(x, w, n);                                                        \
+        }                                                                                        \
+        template <class T>                                                                       \
+        static void dot4(const float* x, const T* w, std::size_t n, float* out) noexcept {       \
+            isa::NS::dot4(x, w, n, out);                                                         \
+        }                                                                                        \
+    };
+HYLENS_ISA_OPS(BaselineOps, baseline)
+#if HYLENS_SIMD_X86
+HYLENS_ISA_OPS(Avx2Ops, avx2)
+HYLENS_ISA_OPS(Avx512Ops, avx512)
+#endif
+#undef HYLENS_ISA_OPS
+
+// Rows [o0, o1) of W [*, in] times the M rows of x: y[m*ldy + o] = alpha * dot(x_m, W_o).
+// Four weight rows at a time, so each x vector load feeds four rows; with M > 1 the block of
+// four rows stays in L1 while the M inputs pass over it.
+template <class Ops, class T>
+inline void matvec_rows_at(const float* x, std::size_t ldx, std::size_t M, const T* W, std::size_t in,
+                           std::size_t o0, std::size_t o1, float* y, std::size_t ldy, float alpha) noexcept {
+    std::size_t o = o0;
+    float r[4];
+    for (; o + 4 <= o1; o += 4)
+        for (std::size_t m = 0; m < M; ++m) {
+            Ops::dot4(x + m * ldx, W + o * in, in, r);
+            for (int j = 0; j < 4; ++j) y[m * ldy + o + j] = alpha * r[j];
+        }
+    for (; o < o1; ++o)
+        for (std::size_t m = 0; m < M; ++m) y[m * ldy + o] = alpha * Ops::dot(x + m * ldx, W + o * in, in);
+}
+
+template <class T>
+inline void matvec_rows(simd::Level level, const float* x, std::size_t ldx, std::size_t M, const T* W,
+                        std::size_t in, std::size_t o0, std::size_t o1, float* y, std::size_t ldy, float alpha) {
+    switch (level) {
+#if HYLENS_SIMD_X86
+        case simd::Level::avx512: return matvec_rows_at<Avx512Ops>(x, ldx, M, W, in, o0, o1, y, ldy, alpha);
+        case simd::Level::avx2: return matvec_rows_at<Avx2Ops>(x, ldx, M, W, in, o0, o1, y, ldy, alpha);
+#endif
+        default: return matvec_rows_at<BaselineOps>(x, ldx, M, W, in, o0, o1, y, ldy, alpha);
+    }
+}
+
+template <class T>
+inline float dot_any(const float* x, const T* w, std::size_t n) {
+    switch (simd::active()) {
+#if HYLENS_SIMD_X86
+        case simd::Level::avx512: return isa::avx512::dot(x, w, n);
+        case simd::Level::avx2: return isa::avx2::dot(x, w, n);
+#endif
+        default: return isa::baseline::dot(x, w, n);
+    }
+}
+
+}  // namespace detail
+
+/// sum_i x[i] * w[i].
+inline float dot(const float* x, const float* w, std::size_t n) { return detail::dot_any(x, w, n); }
+/// sum_i x[i] * float(w[i]), the bf16 values widened in registers.
+inline float dot(const float* x, const bf16* w, std::size_t n) { return detail::dot_any(x, w, n); }
+/// sum_i x[i]^2 (the statistic of the RMS norms).
+inline float sum_squares(const float* x, std::size_t n) { return detail::dot_any(x, x, n); }
+
+/// dst[i] = float(src[i]) for n bf16 values.
+inline void widen_bf16(const bf16* src, float* dst, std::size_t n) {
+    switch (simd::active()) {
+#if HYLENS_SIMD_X86
+        case simd::Level::avx512: return isa::avx512::widen(src, dst, n);
+        case simd::Level::avx2: return isa::avx2::widen(src, dst, n);
+#endif
+        default: return isa::baseline::widen(src, dst, n);
+    }
+}
+
+/// y[m*ldy + o] = alpha * sum_i x[m*ldx + i] * W[o*in + i] for m < M, o < out; W is float32 or
+/// bf16. Rows of W are split over the thread pool in blocks of at least ~128 KiB of weights (a
+/// smaller block costs more in waking a thread than it saves).
+template <class T>
+inline void matvec(const float* x, std::size_t ldx, std::size_t M, const T* W, std::size_t out, std::size_t in,
+                   float* y, std::size_t ldy, float alpha = 1.0f) {
+    if (M == 0 || out == 0) return;
+    const simd::Level level = simd::active();
+    const std::size_t row_bytes = in * sizeof(T) * M;
+    const std::size_t grain = std::max<std::size_t>(4, (std::size_t{128} << 10) / std::max<std::size_t>(row_bytes, 1));
+    parallel_for(
+        out,
+        [&](std::size_t o0, std::size_t o1) { detail::matvec_rows(level, x, ldx, M, W, in, o0, o1, y, ldy, alpha); },
+        grain);
+}
+
+}  // namespace hylens::kernels

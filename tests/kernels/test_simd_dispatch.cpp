@@ -1,0 +1,154 @@
+// The run-time dispatched kernels (core/simd.hpp, kernels/matvec.hpp) at EVERY instruction-set
+// level this machine supports, forced in turn, against plain double-precision twins; and the
+// exact invariants: a row's result does not depend on how the rows are split over threads,
+// bf16 widening is exact, forcing an unknown level is an error.
+
+#include <hylens/core/simd.hpp>
+#include <hylens/kernels/linear.hpp>
+#include <hylens/kernels/matvec.hpp>
+#include <hylens/kernels/reference/linear.hpp>
+#include <hylens/kernels/rms_norm.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace hylens;
+
+namespace {
+
+std::vector<float> randn(std::size_t n, std::mt19937& rng) {
+    std::normal_distribution<float> nd;
+    std::vector<float> v(n);
+    for (auto& x : v) x = nd(rng);
+    return v;
+}
+
+double rel_err(float a, double b) { return std::fabs(double(a) - b) / (1.0 + std::fabs(b)); }
+
+}  // namespace
+
+TEST_CASE("simd: every supported level is listed, the detected one last, and can be forced") {
+    const auto levels = simd::supported_levels();
+    REQUIRE(!levels.empty());
+    CHECK(levels.front() == simd::Level::baseline);
+    CHECK(levels.back() == simd::detected());
+    for (auto l : levels) {
+        simd::ForceLevel f(l);
+        CHECK(simd::active() == l);
+    }
+    MESSAGE("detected level: " << std::string(simd::level_name(simd::detected())));
+    CHECK(simd::parse_level("avx2") == simd::Level::avx2);
+    CHECK(simd::parse_level("native") == simd::detected());
+    CHECK_THROWS_AS(simd::parse_level("sse9"), UnsupportedError);
+    if (simd::detected() != simd::Level::avx512) CHECK_THROWS_AS(simd::force(simd::Level::avx512), UnsupportedError);
+}
+
+TEST_CASE("simd: dot, sum_squares, widen and linear (M <= 4) at every level against the reference") {
+    std::mt19937 rng(7);
+    for (auto level : simd::supported_levels()) {
+        simd::ForceLevel force(level);
+        // Lengths around every vector width and unroll (4, 8, 16, 32) and their tails.
+        for (std::size_t n : {1u, 3u, 4u, 7u, 8u, 15u, 16u, 17u, 31u, 32u, 33u, 63u, 100u, 1027u}) {
+            const auto x = randn(n, rng), w = randn(n, rng);
+            std::vector<bf16> wb(n);
+            for (std::size_t i = 0; i < n; ++i) wb[i] = to_bf16(w[i]);
+            double ref = 0, refb = 0, ss = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                ref += double(x[i]) * w[i];
+                refb += double(x[i]) * to_f32(wb[i]);
+                ss += double(x[i]) * x[i];
+            }
+            INFO("level " << std::string(simd::level_name(level)) << " n " << n);
+            CHECK(rel_err(kernels::dot(x.data(), w.data(), n), ref) <= 1e-5 * std::sqrt(double(n)));
+            CHECK(rel_err(kernels::dot(x.data(), wb.data(), n), refb) <= 1e-5 * std::sqrt(double(n)));
+            CHECK(rel_err(kernels::sum_squares(x.data(), n), ss) <= 1e-6 * double(n));
+            std::vector<float> wide(n + 1, -1.0f);
+            kernels::widen_bf16(wb.data(), wide.data(), n);
+            bool exact = wide[n] == -1.0f;  // nothing written past the end
+            for (std::size_t i = 0; i < n; ++i) exact = exact && wide[i] == to_f32(wb[i]);
+            CHECK(exact);
+        }
+        for (bool bf : {false, true})
+            for (auto [M, out, in] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1}, {1, 5, 17},
+                                      {1, 130, 67}, {2, 64, 128}, {3, 9, 1027}, {4, 257, 33}, {4, 3, 16}}) {
+                const auto wv = randn(out * in, rng), x = randn(M * (in + 3), rng), bias = randn(out, rng);
+                const Weight W = bf ? Weight::from_floats_bf16(wv, {out, in}, "w") : Weight::from_floats(wv, {out, in}, "w");
+                std::vector<float> y(M * (out + 1)), r(M * (out + 1));
+                kernels::linear(x.data(), in + 3, M, W, bias.data(), y.data(), out + 1, 0.5f);
+                reference::linear(x.data(), in + 3, M, W, bias.data(), r.data(), out + 1, 0.5f);
+                double worst = 0;
+                for (std::size_t m = 0; m < M; ++m)
+                    for (std::size_t o = 0; o < out; ++o)
+                        worst = std::max(worst, rel_err(y[m * (out + 1) + o], r[m * (out + 1) + o]));
+                INFO("level " << std::string(simd::level_name(level)) << " bf16 " << bf << " M " << M << " out " << out
+                              << " in " << in);
+                CHECK(worst <= 1e-5);
+                CHECK(kernels::linear_row(x.data(), W, out - 1) == doctest::Approx(r[out - 1] * 2.0f - 2.0f * bias[out - 1]).epsilon(1e-4));
+            }
+    }
+}
+
+TEST_CASE("simd: matvec rows give bitwise the same result for any split into thread blocks") {
+    // What a pool of n threads does: cut [0, out) into n contiguous blocks, at any offset (not
+    // only multiples of the four-row block). Every split must give the same bits.
+    std::mt19937 rng(3);
+    const std::size_t out = 67, in = 301, M = 3;
+    const auto wv = randn(out * in, rng), x = randn(M * in, rng);
+    std::vector<bf16> wb(out * in);
+    for (std::size_t i = 0; i < wv.size(); ++i) wb[i] = to_bf16(wv[i]);
+    for (auto level : simd::supported_levels())
+        for (bool bf : {false, true}) {
+            auto run = [&](std::vector<std::size_t> cuts) {
+                std::vector<float> y(M * out);
+                cuts.insert(cuts.begin(), 0);
+                cuts.push_back(out);
+                for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
+                    if (bf)
+                        kernels::detail::matvec_rows(level, x.data(), in, M, wb.data(), in, cuts[c], cuts[c + 1], y.data(), out, 1.0f);
+                    else
+                        kernels::detail::matvec_rows(level, x.data(), in, M, wv.data(), in, cuts[c], cuts[c + 1], y.data(), out, 1.0f);
+                }
+                return y;
+            };
+            const auto one = run({});
+            INFO("level " << std::string(simd::level_name(level)) << " bf16 " << bf);
+            for (const auto& cuts : {std::vector<std::size_t>{34}, {1, 2, 3}, {5, 22, 39, 61}, {33, 34}}) {
+                const auto split = run(cuts);
+                CHECK(std::memcmp(one.data(), split.data(), one.size() * sizeof(float)) == 0);
+            }
+            // And the pool's own split (whatever its size) equals the single block.
+            std::vector<float> pooled(M * out);
+            simd::ForceLevel force(level);
+            if (bf)
+                kernels::matvec(x.data(), in, M, wb.data(), out, in, pooled.data(), out);
+            else
+                kernels::matvec(x.data(), in, M, wv.data(), out, in, pooled.data(), out);
+            CHECK(std::memcmp(one.data(), pooled.data(), one.size() * sizeof(float)) == 0);
+        }
+}
+
+TEST_CASE("simd: rms_norm at every level against a double-precision twin") {
+    std::mt19937 rng(11);
+    const std::size_t d = 1027, rows = 3;
+    const auto x = randn(rows * d, rng), w = randn(d, rng);
+    for (auto level : simd::supported_levels()) {
+        simd::ForceLevel force(level);
+        std::vector<float> y(rows * d);
+        kernels::rms_norm(x.data(), d, rows, d, w.data(), 1e-6f, y.data(), d, false);
+        double worst = 0;
+        for (std::size_t r = 0; r < rows; ++r) {
+            double ss = 0;
+            for (std::size_t i = 0; i < d; ++i) ss += double(x[r * d + i]) * x[r * d + i];
+            const double inv = 1.0 / std::sqrt(ss / double(d) + 1e-6);
+            for (std::size_t i = 0; i < d; ++i) worst = std::max(worst, rel_err(y[r * d + i], w[i] * x[r * d + i] * inv));
+        }
+        INFO("level " << std::string(simd::level_name(level)));
+        CHECK(worst <= 1e-5);
+    }
+}
