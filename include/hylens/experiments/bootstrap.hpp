@@ -1,0 +1,199 @@
+#pragma once
+// Statistics of the channel study: means with 95 % percentile bootstrap confidence intervals,
+// the ratio to FULL and paired differences between conditions, all from the same resamples.
+//
+// Data: for each seed (the data-generation seed), a matrix items x conditions of scores (NaN
+// where an item has no record for a condition). One resample draws, within each seed, as many
+// items as that seed has, uniformly with replacement, and pools the drawn items of all seeds;
+// a condition's resample mean is the mean of its scores over the drawn items (NaN-free ones).
+// Every condition, ratio and difference uses the same drawn items, so differences are paired.
+//
+// Interval: the (1 - level)/2 and (1 + level)/2 quantiles of the finite resample values, by
+// linear interpolation between order statistics (x[floor(h)] + frac(h) * (x[floor(h)+1] -
+// x[floor(h)]), h = p * (count - 1), "type 7"). The point estimate is the statistic on the data
+// itself. The generator is PCG32 (O'Neill, XSH-RR), integers drawn with Lemire's unbiased
+// bounded method, so a seed gives the same intervals on every machine and standard library.
+
+#include <algorithm>  // std::sort
+#include <cmath>      // std::isfinite, std::floor, std::nan
+#include <cstddef>    // std::size_t
+#include <cstdint>    // std::uint32_t, std::uint64_t
+#include <limits>     // std::numeric_limits
+#include <vector>     // std::vector
+
+#include "../core/error.hpp"
+
+namespace hylens::experiments {
+
+/// PCG32 (XSH-RR 64/32): a small, fixed, portable generator.
+class Pcg32 {
+public:
+    explicit Pcg32(std::uint64_t seed, std::uint64_t stream = 0x5851f42d4c957f2dULL) noexcept
+        : inc_((stream << 1u) | 1u) {
+        next();
+        state_ += seed;
+        next();
+    }
+    std::uint32_t next() noexcept {
+        const std::uint64_t old = state_;
+        state_ = old * 6364136223846793005ULL + inc_;
+        const auto xorshifted = static_cast<std::uint32_t>(((old >> 18u) ^ old) >> 27u);
+        const auto rot = static_cast<std::uint32_t>(old >> 59u);
+        return (xorshifted >> rot) | (xorshifted << ((0u - rot) & 31u));
+    }
+    /// Uniform in [0, n), unbiased (Lemire 2019); 0 < n < 2^32.
+    std::uint32_t below(std::uint32_t n) noexcept {
+        std::uint64_t m = static_cast<std::uint64_t>(next()) * n;
+        auto low = static_cast<std::uint32_t>(m);
+        if (low < n) {
+            const std::uint32_t threshold = (0u - n) % n;
+            while (low < threshold) {
+                m = static_cast<std::uint64_t>(next()) * n;
+                low = static_cast<std::uint32_t>(m);
+            }
+        }
+        return static_cast<std::uint32_t>(m >> 32u);
+    }
+
+private:
+    std::uint64_t state_ = 0, inc_;
+};
+
+/// Scores of one seed: items x conditions, row-major; NaN = no record.
+struct SeedScores {
+    std::size_t items = 0;
+    std::vector<double> x;
+};
+
+struct BootstrapOptions {
+    std::size_t resamples = 10000;  ///< B
+    double level = 0.95;
+    std::uint64_t seed = 20260101;
+};
+
+/// A point estimate, its percentile interval and the number of scores (or pairs) behind it.
+struct Interval {
+    double value = std::numeric_limits<double>::quiet_NaN();
+    double lo = std::numeric_limits<double>::quiet_NaN();
+    double hi = std::numeric_limits<double>::quiet_NaN();
+    std::size_t n = 0;
+};
+
+/// The type-7 quantile p of the finite values of v (NaN if there are none). Sorts v.
+inline double percentile(std::vector<double>& v, double p) {
+    std::erase_if(v, [](double x) { return !std::isfinite(x); });
+    if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+    std::sort(v.begin(), v.end());
+    const double h = p * static_cast<double>(v.size() - 1);
+    const auto i = static_cast<std::size_t>(std::floor(h));
+    if (i + 1 >= v.size()) return v.back();
+    return v[i] + (h - static_cast<double>(i)) * (v[i + 1] - v[i]);
+}
+
+/// Resample means of every condition; then means, ratios and paired differences.
+class Bootstrap {
+public:
+    Bootstrap(std::vector<SeedScores> seeds, std::size_t conditions, const BootstrapOptions& opt = {})
+        : seeds_(std::move(seeds)), C_(conditions), opt_(opt) {
+        check(opt.resamples >= 2, "[bootstrap] need at least 2 resamples, got ", opt.resamples);
+        check(opt.level > 0.0 && opt.level < 1.0, "[bootstrap] level ", opt.level, " is not in (0, 1)");
+        for (const auto& s : seeds_)
+            check(s.x.size() == s.items * C_ && s.items < (std::size_t{1} << 31), "[bootstrap] a seed holds ",
+                  s.x.size(), " scores for ", s.items, " items x ", C_, " conditions");
+        resample();
+    }
+
+    std::size_t conditions() const noexcept { return C_; }
+    const BootstrapOptions& options() const noexcept { return opt_; }
+
+    /// Mean of condition c with its interval.
+    Interval mean(std::size_t c) const {
+        Interval r = interval([&](std::size_t b) { return means_[b * C_ + c]; });
+        r.value = point_mean(c, r.n);
+        return r;
+    }
+    /// mean(c) / mean(ref) (NaN where mean(ref) is 0).
+    Interval ratio(std::size_t c, std::size_t ref) const {
+        Interval r = interval([&](std::size_t b) { return means_[b * C_ + c] / means_[b * C_ + ref]; });
+        std::size_t n = 0, nref = 0;
+        r.value = point_mean(c, n) / point_mean(ref, nref);
+        r.n = n;
+        return r;
+    }
+    /// mean(c) - mean(d), paired on the same resampled items; n counts items with both.
+    Interval difference(std::size_t c, std::size_t d) const {
+        Interval r = interval([&](std::size_t b) { return means_[b * C_ + c] - means_[b * C_ + d]; });
+        std::size_t nc = 0, nd = 0;
+        r.value = point_mean(c, nc) - point_mean(d, nd);
+        r.n = 0;
+        for (const auto& s : seeds_)
+            for (std::size_t i = 0; i < s.items; ++i)
+                r.n += std::isfinite(s.x[i * C_ + c]) && std::isfinite(s.x[i * C_ + d]);
+        return r;
+    }
+
+    /// The B resample means of condition c (NaN where no drawn item had a score).
+    std::vector<double> resample_means(std::size_t c) const {
+        std::vector<double> v(opt_.resamples);
+        for (std::size_t b = 0; b < opt_.resamples; ++b) v[b] = means_[b * C_ + c];
+        return v;
+    }
+
+private:
+    template <class F>
+    Interval interval(F&& value_of) const {
+        std::vector<double> v(opt_.resamples);
+        for (std::size_t b = 0; b < opt_.resamples; ++b) v[b] = value_of(b);
+        Interval r;
+        std::vector<double> w = v;
+        r.lo = percentile(v, (1.0 - opt_.level) / 2.0);
+        r.hi = percentile(w, (1.0 + opt_.level) / 2.0);
+        return r;
+    }
+
+    double point_mean(std::size_t c, std::size_t& n) const {
+        double sum = 0.0;
+        n = 0;
+        for (const auto& s : seeds_)
+            for (std::size_t i = 0; i < s.items; ++i)
+                if (const double x = s.x[i * C_ + c]; std::isfinite(x)) {
+                    sum += x;
+                    ++n;
+                }
+        return n ? sum / static_cast<double>(n) : std::numeric_limits<double>::quiet_NaN();
+    }
+
+    void resample() {
+        Pcg32 rng(opt_.seed);
+        means_.assign(opt_.resamples * C_, 0.0);
+        std::vector<double> sum(C_), count(C_);
+        std::vector<std::uint32_t> weight;
+        for (std::size_t b = 0; b < opt_.resamples; ++b) {
+            std::fill(sum.begin(), sum.end(), 0.0);
+            std::fill(count.begin(), count.end(), 0.0);
+            for (const auto& s : seeds_) {
+                if (s.items == 0) continue;
+                weight.assign(s.items, 0);
+                for (std::size_t k = 0; k < s.items; ++k) ++weight[rng.below(static_cast<std::uint32_t>(s.items))];
+                for (std::size_t i = 0; i < s.items; ++i) {
+                    if (weight[i] == 0) continue;
+                    const double w = weight[i];
+                    for (std::size_t c = 0; c < C_; ++c)
+                        if (const double x = s.x[i * C_ + c]; std::isfinite(x)) {
+                            sum[c] += w * x;
+                            count[c] += w;
+                        }
+                }
+            }
+            for (std::size_t c = 0; c < C_; ++c)
+                means_[b * C_ + c] = count[c] > 0 ? sum[c] / count[c] : std::numeric_limits<double>::quiet_NaN();
+        }
+    }
+
+    std::vector<SeedScores> seeds_;
+    std::size_t C_;
+    BootstrapOptions opt_;
+    std::vector<double> means_;  // [B, C]
+};
+
+}  // namespace hylens::experiments

@@ -1,0 +1,309 @@
+#pragma once
+// The channel study (split-prefill and state swap): tasks x seeds x items x conditions on one
+// model, greedy generation with the family's end-of-turn tokens as stop ids, scored by each
+// task's scorer, one record per (task, seed, item, condition) appended to items.jsonl, then
+// summaries computed from that file (experiments/summary.hpp).
+//
+// Throughput: items of a task whose context and query segments have the same token lengths
+// (and the same conditions still to run) are run as one batch: one prefill of the contexts
+// [B, n] (and of the B sources), then per condition one edited copy of that cache and one
+// generation of the queries [B, m]. Each row is computed as it would be alone; rows that hit
+// a stop id early are cut there. RunOptions::batch = 1 runs one item at a time.
+//
+// Sharding: the (task, seed, item) triples are numbered in study order (tasks as listed, seeds
+// as listed, items 0..N-1); shard I of N takes those whose number is I mod N.
+//
+// Crash safety: records are appended as whole lines and fsynced after each batch and
+// condition; resume drops a torn last line and skips the (task, seed, item, condition) keys
+// already on disk. A finished run rewrites items.jsonl in canonical order (task, seed, item,
+// condition order), atomically, and writes the summaries and run.json.
+
+#include <algorithm>    // std::find
+#include <chrono>       // std::chrono
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::int64_t, std::uint64_t
+#include <ctime>        // std::time
+#include <filesystem>   // std::filesystem
+#include <map>          // std::map
+#include <set>          // std::set
+#include <string>       // std::string
+#include <vector>       // std::vector
+
+#include <nlohmann/json.hpp>
+
+#include "../core/error.hpp"
+#include "../stack/generate.hpp"
+#include "../stack/tokens.hpp"
+#include "../tasks/task.hpp"
+#include "../text/tokenizer.hpp"
+#include "condition_cache.hpp"
+#include "conditions.hpp"
+#include "progress.hpp"
+#include "prompt.hpp"
+#include "records.hpp"
+#include "summary.hpp"
+
+namespace hylens::experiments {
+
+/// Shard I of N (0 <= I < N).
+struct Shard {
+    std::size_t index = 0, count = 1;
+    std::string text() const { return std::to_string(index) + "/" + std::to_string(count); }
+    bool takes(std::size_t n) const noexcept { return n % count == index; }
+};
+
+/// Parses "I/N".
+inline Shard parse_shard(std::string_view s) {
+    const std::size_t slash = s.find('/');
+    check(slash != std::string_view::npos && detail::all_digits(s.substr(0, slash)) && detail::all_digits(s.substr(slash + 1)),
+          "[shard] '", s, "' is not I/N (e.g. 0/4)");
+    Shard r{std::stoul(std::string(s.substr(0, slash))), std::stoul(std::string(s.substr(slash + 1)))};
+    check(r.count >= 1 && r.index < r.count, "[shard] '", s, "': need 0 <= I < N");
+    return r;
+}
+
+struct StudyOptions {
+    std::vector<const tasks::TaskSpec*> tasks;
+    std::vector<Condition> conditions;  ///< as listed (before the --layers expansion)
+    LayerSpec layers;                   ///< the layer sweeps
+    std::size_t items = 600;            ///< per task and seed
+    std::vector<std::uint64_t> seeds = {1, 2, 3};
+    std::size_t max_new = 0;            ///< tokens to generate (0: each task's default)
+    Shard shard;
+    bool resume = false;
+    std::size_t batch = 16;             ///< most items per forward
+    std::filesystem::path out;
+    tasks::Judge* judge = nullptr;
+    bool progress = true;
+    BootstrapOptions bootstrap{};
+    nlohmann::json run_info = nlohmann::json::object();  ///< merged into run.json (model, arguments, version, ...)
+};
+
+struct StudyResult {
+    std::size_t records = 0;        ///< records in items.jsonl at the end
+    std::size_t written = 0;        ///< written by this call
+    std::size_t resumed = 0;        ///< found on disk and kept
+    std::size_t skipped_items = 0;  ///< swap items whose A and B differ in token length
+    double seconds = 0.0;
+};
+
+/// The study-defining part of run.json (a resumed run must match it).
+inline nlohmann::json study_definition(const StudyOptions& o, const std::vector<Condition>& expanded) {
+    nlohmann::json tasks = nlohmann::json::array(), conds = nlohmann::json::array();
+    for (const auto* t : o.tasks) tasks.push_back(t->name);
+    for (const auto& c : expanded) conds.push_back(c.name());
+    return {{"tasks", tasks}, {"conditions", conds}, {"items", o.items},  {"seeds", o.seeds},
+            {"max_new", o.max_new}, {"shard", o.shard.text()}};
+}
+
+namespace detail {
+
+struct Work {
+    std::size_t task = 0;  // index into options.tasks
+    tasks::Item item;
+    RenderedItem ids;
+    std::vector<std::size_t> pending;  // condition indices still to run
+};
+
+inline nlohmann::json read_json_file(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    check<FormatError>(in.good(), "[experiment] cannot read ", p.string());
+    try {
+        return nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+        fail<FormatError>("[experiment] ", p.string(), " is not JSON: ", e.what());
+    }
+}
+
+inline std::string utc_now() {
+    const std::time_t t = std::time(nullptr);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+    return buf;
+}
+
+}  // namespace detail
+
+/// Runs the study of `opt` on a typed model (a CausalLM) with its tokenizer and chat family.
+template <class Model>
+StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFamily family, const StudyOptions& opt) {
+    namespace fs = std::filesystem;
+    using Cache = typename Model::cache_type;
+    check(!opt.tasks.empty(), "[experiment] no task");
+    check(!opt.conditions.empty(), "[experiment] no condition");
+    check(!opt.seeds.empty(), "[experiment] no seed");
+    check(opt.items >= 1, "[experiment] --items must be at least 1");
+    check(opt.batch >= 1, "[experiment] batch must be at least 1");
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<Condition> conds = expand_conditions(opt.conditions, opt.layers, channel_layers(model.new_cache(1)));
+    std::vector<std::string> cond_names;
+    for (const auto& c : conds) cond_names.push_back(c.name());
+    const PromptRenderer renderer(tok, family);
+
+    // Output folder, run.json, resume.
+    fs::create_directories(opt.out);
+    const fs::path items_path = opt.out / "items.jsonl", run_path = opt.out / "run.json";
+    const nlohmann::json definition = study_definition(opt, conds);
+    if (opt.resume && fs::exists(run_path)) {
+        const nlohmann::json prev = detail::read_json_file(run_path);
+        check(prev.value("study", nlohmann::json()) == definition, "[experiment] --resume: ", run_path.string(),
+              " describes another study (", prev.value("study", nlohmann::json()).dump(), "); this one is ", definition.dump());
+    } else {
+        check(!fs::exists(items_path) || fs::file_size(items_path) == 0, "[experiment] ", items_path.string(),
+              " already exists: continue it with --resume or choose another --out");
+    }
+    std::vector<nlohmann::json> existing = read_records(items_path, opt.resume);
+    std::set<RecordKey> done;
+    for (std::size_t i = 0; i < existing.size(); ++i) done.insert(record_key(existing[i], "record " + std::to_string(i)));
+
+    nlohmann::json run = opt.run_info;
+    run["study"] = definition;
+    run["chat_family"] = family_name(family);
+    run["stop_ids"] = renderer.stop_ids();
+    run["batch"] = opt.batch;
+    run["status"] = "running";
+    run["started"] = detail::utc_now();
+    if (renderer.stop_ids().empty())
+        std::fprintf(stderr, "[experiment] warning: the tokenizer has none of the %s end-of-turn tokens; every answer runs to max_new\n",
+                     std::string(family_name(family)).c_str());
+    write_file_atomic(run_path, run.dump(1) + "\n");
+
+    // The work list of this shard.
+    std::vector<detail::Work> work;
+    nlohmann::json skipped = nlohmann::json::array();
+    std::size_t number = 0, total = 0;
+    for (std::size_t t = 0; t < opt.tasks.size(); ++t) {
+        const tasks::TaskSpec& spec = *opt.tasks[t];
+        for (const std::uint64_t seed : opt.seeds)
+            for (std::size_t i = 0; i < opt.items; ++i, ++number) {
+                if (!opt.shard.takes(number)) continue;
+                detail::Work w{t, spec.make(seed, i), {}, {}};
+                check(w.item.task == spec.name && w.item.seed == seed && w.item.index == i, "[experiment] task ", spec.name,
+                      ": make(", seed, ", ", i, ") returned the item of task '", w.item.task, "', seed ", w.item.seed,
+                      ", index ", w.item.index);
+                w.ids = renderer.render(w.item, spec.swap);
+                if (spec.swap && w.ids.alt_context.size() != w.ids.context.size()) {
+                    skipped.push_back({{"task", spec.name}, {"seed", seed}, {"item", i},
+                                       {"reason", "context A has " + std::to_string(w.ids.context.size()) +
+                                                      " tokens, context B " + std::to_string(w.ids.alt_context.size())}});
+                    continue;
+                }
+                for (std::size_t c = 0; c < conds.size(); ++c) {
+                    if (conds[c].needs_b() && !spec.swap) continue;
+                    if (!done.count(RecordKey{spec.name, seed, i, cond_names[c]})) w.pending.push_back(c);
+                }
+                total += w.pending.size();
+                if (!w.pending.empty()) work.push_back(std::move(w));
+            }
+    }
+
+    // Batches: same task, token lengths and pending conditions, in work order.
+    std::map<std::tuple<std::size_t, std::size_t, std::size_t, std::vector<std::size_t>>, std::vector<std::size_t>> groups;
+    std::vector<std::tuple<std::size_t, std::size_t, std::size_t, std::vector<std::size_t>>> group_order;
+    for (std::size_t k = 0; k < work.size(); ++k) {
+        auto key = std::make_tuple(work[k].task, work[k].ids.context.size(), work[k].ids.query.size(), work[k].pending);
+        auto [it, fresh] = groups.try_emplace(key);
+        if (fresh) group_order.push_back(key);
+        it->second.push_back(k);
+    }
+
+    StudyResult result;
+    result.resumed = existing.size();
+    result.skipped_items = skipped.size();
+    Progress progress(total, "experiment " + opt.shard.text(), opt.progress);
+    LineAppender out(items_path);
+    for (const auto& key : group_order) {
+        const std::vector<std::size_t>& members = groups[key];
+        const tasks::TaskSpec& spec = *opt.tasks[std::get<0>(key)];
+        const std::size_t max_new = opt.max_new ? opt.max_new : spec.max_new;
+        for (std::size_t b0 = 0; b0 < members.size(); b0 += opt.batch) {
+            const std::size_t b1 = std::min(members.size(), b0 + opt.batch);
+            std::vector<std::vector<std::int64_t>> ctx, alt, qry;
+            for (std::size_t k = b0; k < b1; ++k) {
+                const detail::Work& w = work[members[k]];
+                ctx.push_back(w.ids.context);
+                qry.push_back(w.ids.query);
+                if (spec.swap) alt.push_back(w.ids.alt_context);
+            }
+            const std::vector<std::size_t>& pending = std::get<3>(key);
+            bool need_b = false;
+            for (std::size_t c : pending) need_b = need_b || conds[c].needs_b();
+            const Cache a = model.prefill(TokenBatch(ctx));
+            const Cache b = need_b ? model.prefill(TokenBatch(alt)) : Cache();
+            const TokenBatch query(qry);
+            for (const std::size_t c : pending) {
+                const Condition& cond = conds[c];
+                EditedCache<Cache> e = condition_cache(cond, a, need_b ? &b : nullptr);
+                GenerateOptions g;
+                g.max_new = max_new;
+                g.stop_ids = renderer.stop_ids();
+                g.start_position = e.position;
+                const GenerateResult r = generate(model, e.cache, query, g);
+                for (std::size_t k = b0; k < b1; ++k) {
+                    const detail::Work& w = work[members[k]];
+                    const auto [ids, stopped] = renderer.until_stop(r.ids[k - b0]);
+                    const std::string text = renderer.decode(ids);
+                    const tasks::Score s = spec.score(w.item, text, cond.score_context(), opt.judge);
+                    nlohmann::json rec = {{"task", spec.name},
+                                          {"seed", w.item.seed},
+                                          {"item", w.item.index},
+                                          {"condition", cond.name()},
+                                          {"context", w.item.context},
+                                          {"query", w.item.query},
+                                          {"expected", w.item.expected}};
+                    if (spec.swap) {
+                        rec["alt_context"] = w.item.alt_context;
+                        rec["alt_expected"] = w.item.alt_expected;
+                    }
+                    rec["generated"] = text;
+                    rec["generated_ids"] = ids;
+                    rec["stopped"] = stopped;
+                    rec["score"] = s.score;
+                    if (w.ids.first_a) rec["first_token"] = !r.ids[k - b0].empty() && r.ids[k - b0][0] == *w.ids.first_a;
+                    if (w.ids.first_b) rec["first_token_b"] = !r.ids[k - b0].empty() && r.ids[k - b0][0] == *w.ids.first_b;
+                    rec["context_tokens"] = w.ids.context.size();
+                    rec["query_tokens"] = w.ids.query.size();
+                    rec["query_position"] = e.position;
+                    rec["item_fields"] = w.item.fields;
+                    rec["score_fields"] = s.fields;
+                    out.add(rec.dump());
+                    existing.push_back(std::move(rec));
+                    ++result.written;
+                }
+                out.sync();
+                progress.add(b1 - b0);
+            }
+        }
+    }
+    progress.finish();
+
+    // Canonical items.jsonl, summaries, run.json.
+    sort_records(existing, cond_names);
+    std::string all;
+    for (const auto& r : existing) all += r.dump() + "\n";
+    write_file_atomic(items_path, all);
+    write_file_atomic(opt.out / "skipped.jsonl", [&] {
+        std::string s;
+        for (const auto& r : skipped) s += r.dump() + "\n";
+        return s;
+    }());
+    const auto t_gen = std::chrono::steady_clock::now();
+    write_summaries(opt.out, existing, cond_names, opt.bootstrap);
+    const auto t_end = std::chrono::steady_clock::now();
+    result.records = existing.size();
+    result.seconds = std::chrono::duration<double>(t_end - t0).count();
+    run["status"] = "complete";
+    run["finished"] = detail::utc_now();
+    run["records"] = result.records;
+    run["skipped_items"] = result.skipped_items;
+    const double gen_s = std::chrono::duration<double>(t_gen - t0).count();
+    run["timings"] = {{"seconds", result.seconds},
+                      {"generation_seconds", gen_s},
+                      {"summary_seconds", std::chrono::duration<double>(t_end - t_gen).count()},
+                      {"records_written", result.written},
+                      {"records_per_second", gen_s > 0 ? static_cast<double>(result.written) / gen_s : 0.0}};
+    write_file_atomic(run_path, run.dump(1) + "\n");
+    return result;
+}
+
+}  // namespace hylens::experiments

@@ -1,0 +1,282 @@
+#pragma once
+// summary.csv, summary.json and diffs.csv, computed from the records of items.jsonl alone, so
+// they can be recomputed (and checked) from the per-item file beside them.
+//
+// Rows: per task, group, metric and condition.
+//   group   "all", and one group per value of the item field "group" when the task sets one
+//           (e.g. the probe kinds of a recognition task), each summarised on its own items;
+//   metric  "score" (the task's primary score), "first_token" (first generated token == the
+//           expected answer's first token; tasks with expected answers), "first_token_b" (the
+//           same against source B's answer; swap tasks) and every number or boolean that the
+//           task's scorer writes into score_fields (booleans count as 0 / 1).
+// Statistics (experiments/bootstrap.hpp): mean, 95 % percentile bootstrap CI (B = 10,000,
+// items resampled within each seed, seeds pooled), rel_full = mean / mean(FULL) with its CI on
+// the same resamples, and paired differences (diffs.csv): every condition minus FULL, every
+// pair of whole-model conditions, and every layer-restricted condition minus its whole-model
+// form, each on the same resamples.
+
+#include <algorithm>  // std::sort, std::find
+#include <cmath>      // std::isfinite
+#include <cstdint>    // std::uint64_t
+#include <cstdio>     // std::snprintf
+#include <map>        // std::map
+#include <set>        // std::set
+#include <string>     // std::string
+#include <vector>     // std::vector
+
+#include <nlohmann/json.hpp>
+
+#include "bootstrap.hpp"
+#include "records.hpp"
+
+namespace hylens::experiments {
+
+/// How the intervals were computed (written into summary.json).
+inline constexpr const char* kResamplingNote =
+    "percentile bootstrap: items resampled with replacement within each seed, seeds pooled";
+
+/// Sorts records into the canonical order: task, seed, item, then the study's condition order
+/// (conditions not in `conditions` last, by name).
+inline void sort_records(std::vector<nlohmann::json>& records, const std::vector<std::string>& conditions) {
+    const auto rank = [&](const std::string& c) {
+        const auto it = std::find(conditions.begin(), conditions.end(), c);
+        return static_cast<std::size_t>(it - conditions.begin());
+    };
+    std::vector<std::pair<std::tuple<std::string, std::uint64_t, std::size_t, std::size_t, std::string>, std::size_t>> keys;
+    keys.reserve(records.size());
+    for (std::size_t i = 0; i < records.size(); ++i) {
+        const RecordKey k = record_key(records[i], "record " + std::to_string(i));
+        keys.push_back({{k.task, k.seed, k.item, rank(k.condition), k.condition}, i});
+    }
+    std::sort(keys.begin(), keys.end());
+    std::vector<nlohmann::json> out;
+    out.reserve(records.size());
+    for (const auto& k : keys) out.push_back(std::move(records[k.second]));
+    records = std::move(out);
+}
+
+/// One row of summary.csv.
+struct SummaryRow {
+    std::string task, group, metric, condition, base, layers;
+    Interval mean, rel_full;
+};
+
+/// One row of diffs.csv: condition minus other.
+struct DiffRow {
+    std::string task, group, metric, condition, minus;
+    Interval diff;
+};
+
+struct Summary {
+    std::vector<SummaryRow> rows;
+    std::vector<DiffRow> diffs;
+    BootstrapOptions options;
+};
+
+namespace detail {
+
+inline std::uint64_t name_hash(const std::string& s) {
+    std::uint64_t h = 1469598103934665603ULL;
+    for (const unsigned char c : s) h = h * 1099511628211ULL + c + 0x9e37ULL;
+    return h;
+}
+
+inline std::string base_of(const std::string& condition) { return condition.substr(0, condition.find('@')); }
+inline std::string layers_of(const std::string& condition) {
+    const std::size_t at = condition.find('@');
+    return at == std::string::npos ? "all" : condition.substr(at + 1);
+}
+
+/// The value of a metric in a record, NaN if absent.
+inline double metric_value(const nlohmann::json& r, const std::string& metric) {
+    const nlohmann::json* v = nullptr;
+    if (metric == "score" || metric == "first_token" || metric == "first_token_b") {
+        if (r.contains(metric)) v = &r[metric];
+    } else if (r.contains("score_fields") && r["score_fields"].contains(metric)) {
+        v = &r["score_fields"][metric];
+    }
+    if (v == nullptr) return std::numeric_limits<double>::quiet_NaN();
+    if (v->is_boolean()) return v->get<bool>() ? 1.0 : 0.0;
+    if (v->is_number()) return v->get<double>();
+    return std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace detail
+
+/// Computes the summary of `records` (any order); `conditions` is the study's condition order.
+inline Summary summarize(const std::vector<nlohmann::json>& records, const std::vector<std::string>& conditions,
+                         const BootstrapOptions& opt = {}) {
+    Summary out;
+    out.options = opt;
+    // task -> its records
+    std::map<std::string, std::vector<const nlohmann::json*>> by_task;
+    for (const auto& r : records) by_task[r.at("task").get<std::string>()].push_back(&r);
+    for (const auto& [task, recs] : by_task) {
+        // Conditions present, in study order.
+        std::set<std::string> present;
+        for (const auto* r : recs) present.insert(r->at("condition").get<std::string>());
+        std::vector<std::string> conds;
+        for (const auto& c : conditions)
+            if (present.count(c)) conds.push_back(c);
+        for (const auto& c : present)
+            if (std::find(conds.begin(), conds.end(), c) == conds.end()) conds.push_back(c);
+        // Metrics present.
+        std::vector<std::string> metrics = {"score"};
+        std::set<std::string> extra;
+        bool ft = false, ftb = false;
+        std::set<std::string> groups;
+        for (const auto* r : recs) {
+            ft = ft || r->contains("first_token");
+            ftb = ftb || r->contains("first_token_b");
+            if (r->contains("score_fields"))
+                for (auto it = (*r)["score_fields"].begin(); it != (*r)["score_fields"].end(); ++it)
+                    if (it->is_boolean() || it->is_number()) extra.insert(it.key());
+            if (r->contains("item_fields") && (*r)["item_fields"].contains("group") && (*r)["item_fields"]["group"].is_string())
+                groups.insert((*r)["item_fields"]["group"].get<std::string>());
+        }
+        if (ft) metrics.push_back("first_token");
+        if (ftb) metrics.push_back("first_token_b");
+        for (const auto& m : extra)
+            if (m != "score" && m != "first_token" && m != "first_token_b") metrics.push_back(m);
+        std::vector<std::string> group_list = {"all"};
+        group_list.insert(group_list.end(), groups.begin(), groups.end());
+        const std::size_t C = conds.size();
+        const auto cidx = [&](const std::string& c) {
+            return static_cast<std::size_t>(std::find(conds.begin(), conds.end(), c) - conds.begin());
+        };
+        const auto full = std::find(conds.begin(), conds.end(), "FULL");
+        for (const auto& group : group_list) {
+            // seed -> item -> its records
+            std::map<std::uint64_t, std::map<std::size_t, std::vector<const nlohmann::json*>>> cells;
+            for (const auto* r : recs) {
+                if (group != "all") {
+                    if (!r->contains("item_fields") || !(*r)["item_fields"].contains("group") ||
+                        (*r)["item_fields"]["group"] != group)
+                        continue;
+                }
+                cells[r->at("seed").get<std::uint64_t>()][r->at("item").get<std::size_t>()].push_back(r);
+            }
+            BootstrapOptions bo = opt;
+            bo.seed = opt.seed ^ detail::name_hash(task + "/" + group);
+            for (const auto& metric : metrics) {
+                std::vector<SeedScores> seeds;
+                for (const auto& [seed, items] : cells) {
+                    SeedScores s;
+                    s.items = items.size();
+                    s.x.assign(s.items * C, std::numeric_limits<double>::quiet_NaN());
+                    std::size_t i = 0;
+                    for (const auto& [item, rs] : items) {
+                        for (const auto* r : rs) s.x[i * C + cidx(r->at("condition").get<std::string>())] = detail::metric_value(*r, metric);
+                        ++i;
+                    }
+                    seeds.push_back(std::move(s));
+                }
+                const Bootstrap boot(std::move(seeds), C, bo);
+                for (std::size_t c = 0; c < C; ++c) {
+                    SummaryRow row{task, group, metric, conds[c], detail::base_of(conds[c]), detail::layers_of(conds[c]),
+                                   boot.mean(c), {}};
+                    if (row.mean.n == 0) continue;  // the metric does not apply to this condition
+                    if (full != conds.end()) row.rel_full = boot.ratio(c, cidx("FULL"));
+                    out.rows.push_back(std::move(row));
+                }
+                // Paired differences.
+                const auto add_diff = [&](std::size_t c, std::size_t d) {
+                    Interval iv = boot.difference(c, d);
+                    if (iv.n > 0) out.diffs.push_back({task, group, metric, conds[c], conds[d], iv});
+                };
+                for (std::size_t c = 0; c < C; ++c) {
+                    if (full != conds.end() && conds[c] != "FULL") add_diff(c, cidx("FULL"));
+                    const bool whole = conds[c].find('@') == std::string::npos;
+                    if (!whole) {
+                        const std::size_t b = cidx(detail::base_of(conds[c]));
+                        if (b < C && detail::base_of(conds[c]) != "FULL") add_diff(c, b);
+                        continue;
+                    }
+                    for (std::size_t d = c + 1; d < C; ++d)
+                        if (conds[d].find('@') == std::string::npos && conds[c] != "FULL" && conds[d] != "FULL")
+                            add_diff(c, d);
+                }
+            }
+        }
+    }
+    return out;
+}
+
+namespace detail {
+
+inline std::string num(double x) {
+    if (!std::isfinite(x)) return "";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6f", x);
+    return buf;
+}
+
+inline nlohmann::json num_json(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+
+inline std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+}
+
+}  // namespace detail
+
+inline std::string summary_csv(const Summary& s) {
+    std::string out = "task,group,metric,condition,base,layers,n,mean,ci_lo,ci_hi,rel_full,rel_full_lo,rel_full_hi\n";
+    for (const auto& r : s.rows) {
+        for (const auto* f : {&r.task, &r.group, &r.metric, &r.condition, &r.base, &r.layers}) out += detail::csv_field(*f) + ",";
+        out += std::to_string(r.mean.n) + "," + detail::num(r.mean.value) + "," + detail::num(r.mean.lo) + "," +
+               detail::num(r.mean.hi) + "," + detail::num(r.rel_full.value) + "," + detail::num(r.rel_full.lo) + "," +
+               detail::num(r.rel_full.hi) + "\n";
+    }
+    return out;
+}
+
+inline std::string diffs_csv(const Summary& s) {
+    std::string out = "task,group,metric,condition,minus,n,diff,ci_lo,ci_hi\n";
+    for (const auto& d : s.diffs) {
+        for (const auto* f : {&d.task, &d.group, &d.metric, &d.condition, &d.minus}) out += detail::csv_field(*f) + ",";
+        out += std::to_string(d.diff.n) + "," + detail::num(d.diff.value) + "," + detail::num(d.diff.lo) + "," +
+               detail::num(d.diff.hi) + "\n";
+    }
+    return out;
+}
+
+inline nlohmann::json summary_json(const Summary& s) {
+    nlohmann::json j;
+    j["statistics"] = {{"interval", "95 % percentile bootstrap"},
+                       {"resampling", kResamplingNote},
+                       {"resamples", s.options.resamples},
+                       {"level", s.options.level},
+                       {"seed", s.options.seed},
+                       {"rel_full", "mean / mean(FULL), interval on the same resamples"}};
+    j["rows"] = nlohmann::json::array();
+    for (const auto& r : s.rows)
+        j["rows"].push_back({{"task", r.task},
+                             {"group", r.group},
+                             {"metric", r.metric},
+                             {"condition", r.condition},
+                             {"base", r.base},
+                             {"layers", r.layers},
+                             {"n", r.mean.n},
+                             {"mean", detail::num_json(r.mean.value)},
+                             {"ci_lo", detail::num_json(r.mean.lo)},
+                             {"ci_hi", detail::num_json(r.mean.hi)},
+                             {"rel_full", detail::num_json(r.rel_full.value)},
+                             {"rel_full_lo", detail::num_json(r.rel_full.lo)},
+                             {"rel_full_hi", detail::num_json(r.rel_full.hi)}});
+    return j;
+}
+
+/// Writes summary.csv, summary.json and diffs.csv of `records` into `dir`.
+inline Summary write_summaries(const std::filesystem::path& dir, const std::vector<nlohmann::json>& records,
+                               const std::vector<std::string>& conditions, const BootstrapOptions& opt = {}) {
+    Summary s = summarize(records, conditions, opt);
+    write_file_atomic(dir / "summary.csv", summary_csv(s));
+    write_file_atomic(dir / "summary.json", summary_json(s).dump(1) + "\n");
+    write_file_atomic(dir / "diffs.csv", diffs_csv(s));
+    return s;
+}
+
+}  // namespace hylens::experiments

@@ -1,0 +1,124 @@
+// Statistics of the channel study against closed forms: the bootstrap distribution of the mean
+// of n binary scores with k ones is Binomial(n, k/n) / n; resampling within seeds keeps each
+// seed's share; paired differences of a constant shift have no spread.
+
+#include <hylens/experiments/bootstrap.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+using namespace hylens::experiments;
+
+namespace {
+
+/// Exact p-quantile of Binomial(n, q) / n: the smallest atom whose CDF reaches p.
+double binomial_quantile(int n, double q, double p) {
+    double cdf = 0.0;
+    for (int k = 0; k <= n; ++k) {
+        cdf += std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) + k * std::log(q) +
+                        (n - k) * std::log1p(-q));
+        if (cdf >= p) return static_cast<double>(k) / n;
+    }
+    return 1.0;
+}
+
+SeedScores column(const std::vector<double>& x) { return {x.size(), x}; }
+
+}  // namespace
+
+TEST_CASE("bootstrap: percentile is the type-7 quantile") {
+    std::vector<double> v = {4, 1, 3, 2};
+    CHECK(percentile(v, 0.5) == doctest::Approx(2.5));
+    v = {4, 1, 3, 2};
+    CHECK(percentile(v, 0.25) == doctest::Approx(1.75));
+    v = {4, 1, 3, 2};
+    CHECK(percentile(v, 0.0) == 1.0);
+    v = {4, 1, 3, 2, NAN};
+    CHECK(percentile(v, 1.0) == 4.0);  // NaN dropped
+    v = {NAN};
+    CHECK(std::isnan(percentile(v, 0.5)));
+}
+
+TEST_CASE("bootstrap: binary scores give the binomial interval and spread (closed form)") {
+    const int n = 50, k = 20;
+    std::vector<double> x(n, 0.0);
+    for (int i = 0; i < k; ++i) x[static_cast<std::size_t>(i) * 2] = 1.0;
+    const Bootstrap boot({column(x)}, 1);
+    const Interval m = boot.mean(0);
+    CHECK(m.value == doctest::Approx(0.4));
+    CHECK(m.n == 50);
+    // Percentile interval = the binomial quantiles, within one atom (1/n) for Monte Carlo error.
+    CHECK(std::abs(m.lo - binomial_quantile(n, 0.4, 0.025)) <= 1.0 / n + 1e-12);
+    CHECK(std::abs(m.hi - binomial_quantile(n, 0.4, 0.975)) <= 1.0 / n + 1e-12);
+    // Spread of the B = 10,000 resample means: sqrt(p (1 - p) / n); its Monte Carlo error is
+    // about 1 / sqrt(2 B) = 0.7 %, so 4 % is over five standard errors.
+    const std::vector<double> r = boot.resample_means(0);
+    CHECK(r.size() == 10000);
+    double mu = 0, var = 0;
+    for (double v : r) mu += v;
+    mu /= static_cast<double>(r.size());
+    for (double v : r) var += (v - mu) * (v - mu);
+    var /= static_cast<double>(r.size() - 1);
+    CHECK(std::sqrt(var) == doctest::Approx(std::sqrt(0.4 * 0.6 / n)).epsilon(0.04));
+    CHECK(mu == doctest::Approx(0.4).epsilon(0.01));
+}
+
+TEST_CASE("bootstrap: items are resampled within each seed and seeds pooled") {
+    // Seed 1: 10 items scoring 0; seed 2: 30 items scoring 1. Within-seed resampling keeps
+    // 10 + 30 draws, so every resample mean is exactly 30 / 40.
+    const Bootstrap boot({column(std::vector<double>(10, 0.0)), column(std::vector<double>(30, 1.0))}, 1);
+    const Interval m = boot.mean(0);
+    CHECK(m.value == 0.75);
+    CHECK(m.lo == 0.75);
+    CHECK(m.hi == 0.75);
+    CHECK(m.n == 40);
+}
+
+TEST_CASE("bootstrap: differences are paired, rel_full shares the resamples, a seed is deterministic") {
+    // Two conditions per item: FULL = x_i, other = x_i - 0.25 (x spread over [0, 1]).
+    SeedScores s;
+    s.items = 40;
+    for (std::size_t i = 0; i < s.items; ++i) {
+        const double x = static_cast<double>((i * 37) % 40) / 39.0;
+        s.x.push_back(x);
+        s.x.push_back(x - 0.25);
+    }
+    const Bootstrap boot({s}, 2);
+    const Interval d = boot.difference(1, 0);
+    CHECK(d.value == doctest::Approx(-0.25));
+    CHECK(d.lo == doctest::Approx(-0.25).epsilon(1e-12));
+    CHECK(d.hi == doctest::Approx(-0.25).epsilon(1e-12));
+    CHECK(d.n == 40);
+    CHECK(boot.mean(0).hi - boot.mean(0).lo > 0.1);  // each mean alone does vary
+    // Ratio to a condition that is 1 everywhere: the mean itself, same interval.
+    SeedScores t;
+    t.items = 30;
+    for (std::size_t i = 0; i < t.items; ++i) {
+        t.x.push_back(1.0);
+        t.x.push_back(i % 3 == 0 ? 1.0 : 0.0);
+    }
+    const Bootstrap b2({t}, 2);
+    const Interval rel = b2.ratio(1, 0), mean = b2.mean(1);
+    CHECK(rel.value == doctest::Approx(1.0 / 3.0));
+    CHECK(rel.lo == mean.lo);
+    CHECK(rel.hi == mean.hi);
+    // Same seed, same intervals; another seed, other resamples.
+    const Bootstrap again({t}, 2);
+    CHECK(again.mean(1).lo == mean.lo);
+    CHECK(again.resample_means(1) == b2.resample_means(1));
+    BootstrapOptions o;
+    o.seed = 7;
+    CHECK(Bootstrap({t}, 2, o).resample_means(1) != b2.resample_means(1));
+    // Missing scores are left out of their condition only.
+    SeedScores m;
+    m.items = 3;
+    m.x = {1.0, NAN, 0.0, 1.0, 1.0, 1.0};
+    const Bootstrap b3({m}, 2);
+    CHECK(b3.mean(0).n == 3);
+    CHECK(b3.mean(1).n == 2);
+    CHECK(b3.mean(1).value == 1.0);
+    CHECK(b3.difference(1, 0).n == 2);
+    CHECK_THROWS_AS(Bootstrap({m}, 3), hylens::Error);
+}

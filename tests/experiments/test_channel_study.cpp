@@ -1,0 +1,264 @@
+// The channel-study runner end to end on a shipped random model (tests/golden/models) with the
+// test tokenizer and tasks of fixtures.hpp: records, summaries recomputed from the records,
+// batched == one at a time, merge(shards) == unsharded, resume after a torn write ==
+// uninterrupted, and FULL == greedy generation on the joint prompt.
+
+#include <hylens/experiments/channel_study.hpp>
+#include <hylens/experiments/merge.hpp>
+#include <hylens/models/load.hpp>
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fixtures.hpp"
+
+using namespace hylens;
+using namespace hylens::experiments;
+namespace fs = std::filesystem;
+
+namespace {
+
+const AnyModel& qwen_model() {
+    static const AnyModel m = load(fs::path(HYLENS_GOLDEN_DIR) / "models" / "qwen3_5_dense");
+    return m;
+}
+
+const tasks::TaskSpec& swap_task() {
+    static const tasks::TaskSpec t = test::lookup_task(true);
+    return t;
+}
+const tasks::TaskSpec& plain_task() {
+    static const tasks::TaskSpec t = test::lookup_task(false);
+    return t;
+}
+
+StudyOptions small_study(const fs::path& out) {
+    StudyOptions o;
+    o.tasks = {&swap_task(), &plain_task()};
+    o.conditions = parse_conditions("FULL,KV_ONLY,REC_ONLY,NONE,KV_A+REC_B,KV_B+REC_A,KV_A+REC_A,KV_B+REC_B");
+    o.items = 6;
+    o.seeds = {1, 2};
+    o.out = out;
+    o.progress = false;
+    o.bootstrap.resamples = 200;  // the statistics are tested on their own; keep this fast
+    return o;
+}
+
+StudyResult run(const StudyOptions& o, const AnyModel& any = qwen_model()) {
+    return any.visit([&](const auto& m) { return run_channel_study(m, test::tiny_tokenizer(), ChatFamily::qwen35, o); });
+}
+
+const std::vector<std::string> kResultFiles = {"items.jsonl", "summary.csv", "summary.json", "diffs.csv", "skipped.jsonl"};
+
+void check_same_results(const fs::path& a, const fs::path& b) {
+    for (const auto& f : kResultFiles) {
+        INFO(f);
+        CHECK(test::read_text(a / f) == test::read_text(b / f));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("channel study: records, summaries recomputed from them, FULL == greedy on the joint prompt") {
+    test::TempDir dir("records");
+    const StudyOptions o = small_study(dir.path);
+    const StudyResult r = run(o);
+    // 2 seeds x 6 items: 8 conditions on the swap task, the 4 split conditions on the other.
+    CHECK(r.records == 2 * 6 * 8 + 2 * 6 * 4);
+    CHECK(r.written == r.records);
+    CHECK(r.skipped_items == 0);
+    const auto records = read_records(dir.path / "items.jsonl", false);
+    REQUIRE(records.size() == r.records);
+    std::map<std::string, std::map<std::string, nlohmann::json>> by_item;  // "task/seed/item" -> condition -> record
+    for (const auto& rec : records) {
+        for (const char* k : {"task", "seed", "item", "condition", "context", "query", "expected", "generated", "score",
+                              "first_token", "item_fields", "score_fields", "generated_ids", "query_position"})
+            CHECK(rec.contains(k));
+        by_item[rec["task"].get<std::string>() + "/" + rec["seed"].dump() + "/" + rec["item"].dump()]
+               [rec["condition"].get<std::string>()] = rec;
+    }
+    CHECK(records.front()["task"] == "lookup");
+    CHECK(records.front()["condition"] == "FULL");
+    CHECK(records.front().contains("first_token_b"));
+    // Summaries: exactly what the records give.
+    const nlohmann::json run_json = nlohmann::json::parse(test::read_text(dir.path / "run.json"));
+    CHECK(run_json["status"] == "complete");
+    const auto conds = run_json["study"]["conditions"].get<std::vector<std::string>>();
+    BootstrapOptions bo;
+    bo.resamples = 200;
+    const Summary s = summarize(records, conds, bo);
+    CHECK(test::read_text(dir.path / "summary.csv") == summary_csv(s));
+    CHECK(test::read_text(dir.path / "diffs.csv") == diffs_csv(s));
+    CHECK(nlohmann::json::parse(test::read_text(dir.path / "summary.json")) == summary_json(s));
+    // Rows per group and metric; FULL has rel_full 1 wherever its mean is non-zero.
+    bool saw_group = false, saw_answered = false, saw_ft = false;
+    for (const auto& row : s.rows) {
+        saw_group = saw_group || row.group == "three";
+        saw_answered = saw_answered || row.metric == "answered";
+        saw_ft = saw_ft || row.metric == "first_token";
+        if (row.condition == "FULL" && row.mean.value > 0) CHECK(row.rel_full.value == 1.0);
+        CHECK(row.mean.lo <= row.mean.value + 1e-12);
+        CHECK(row.mean.value <= row.mean.hi + 1e-12);
+    }
+    CHECK(saw_group);
+    CHECK(saw_answered);
+    // The records carry information: answers are generated and the conditions move them.
+    std::size_t nonempty = 0, differ = 0;
+    for (const auto& [key, cell] : by_item) {
+        nonempty += !cell.at("FULL")["generated_ids"].empty();
+        differ += cell.at("NONE")["generated_ids"] != cell.at("FULL")["generated_ids"];
+    }
+    CHECK(nonempty > by_item.size() / 2);
+    CHECK(differ > 0);
+    CHECK(saw_ft);
+    // FULL: greedy generation on context ids ++ query ids; the same-source control KV_A+REC_A
+    // equals FULL; KV_B+REC_B equals FULL on the B context.
+    const test::TempDir unused("unused");
+    const PromptRenderer pr(test::tiny_tokenizer(), ChatFamily::qwen35);
+    qwen_model().visit([&](const auto& m) {
+        for (std::size_t i = 0; i < 3; ++i) {
+            const tasks::Item item = swap_task().make(2, i);
+            const RenderedItem ids = pr.render(item, true);
+            auto cache = m.prefill(TokenBatch(ids.context));
+            GenerateOptions g;
+            g.max_new = swap_task().max_new;
+            g.stop_ids = pr.stop_ids();
+            const auto out = generate(m, cache, TokenBatch(ids.query), g);
+            const auto& cell = by_item["lookup/2/" + std::to_string(i)];
+            CHECK(cell.at("FULL")["generated_ids"] == nlohmann::json(pr.until_stop(out.ids[0]).first));
+            CHECK(cell.at("FULL")["query_position"] == ids.context.size());
+            CHECK(cell.at("KV_A+REC_A")["generated"] == cell.at("FULL")["generated"]);
+            CHECK(cell.at("REC_ONLY")["query_position"] == 0);
+            auto cache_b = m.prefill(TokenBatch(ids.alt_context));
+            const auto out_b = generate(m, cache_b, TokenBatch(ids.query), g);
+            CHECK(cell.at("KV_B+REC_B")["generated_ids"] == nlohmann::json(pr.until_stop(out_b.ids[0]).first));
+        }
+    });
+    // The prompt split: context segment = prefix + context, query segment = query + suffix.
+    const tasks::Item item = swap_task().make(1, 0);
+    const RenderedItem ids = pr.render(item, true);
+    CHECK(pr.decode(ids.context) == "user\n" + item.context);  // <|im_start|> is special, skipped by decode
+    CHECK(pr.decode(ids.query) == item.query + "\nassistant\n<think>\n\n</think>\n\n");
+    CHECK(ids.context.front() == 257);
+    REQUIRE(ids.first_a.has_value());
+    CHECK(*ids.first_a == static_cast<unsigned char>(item.expected[0][0]));  // one byte = one token here
+    CHECK(pr.stop_ids() == std::vector<std::int64_t>{258, 256});
+}
+
+TEST_CASE("channel study: batched and one-at-a-time runs write identical results") {
+    test::TempDir a("batched"), b("single");
+    StudyOptions o = small_study(a.path);
+    o.conditions = parse_conditions("FULL,KV_ONLY,REC_ONLY,KV_A+REC_B");
+    o.batch = 16;
+    run(o);
+    o.out = b.path;
+    o.batch = 1;
+    run(o);
+    check_same_results(a.path, b.path);
+    // The batch dimension was used: some group of this study has several items.
+    CHECK(nlohmann::json::parse(test::read_text(a.path / "run.json"))["batch"] == 16);
+}
+
+TEST_CASE("channel study: merge of the shards == the unsharded run; bad merges are errors") {
+    test::TempDir whole("whole"), s0("shard0"), s1("shard1"), s2("shard2of3"), merged("merged");
+    StudyOptions o = small_study(whole.path);
+    o.layers = parse_layer_spec("single");
+    o.conditions = parse_conditions("FULL,KV_ONLY,KV_A+REC_B");
+    run(o);
+    o.shard = parse_shard("0/2");
+    o.out = s0.path;
+    const StudyResult r0 = run(o);
+    o.shard = parse_shard("1/2");
+    o.out = s1.path;
+    const StudyResult r1 = run(o);
+    CHECK(r0.records > 0);
+    CHECK(r1.records > 0);
+    const MergeResult m = merge_results({s1.path, s0.path}, merged.path, [] {
+        BootstrapOptions b;
+        b.resamples = 200;
+        return b;
+    }());
+    CHECK(m.records == r0.records + r1.records);
+    CHECK(m.incomplete == 0);
+    check_same_results(whole.path, merged.path);
+    // The same shard twice, or a folder of another study, is an error.
+    test::TempDir bad("badmerge");
+    CHECK_THROWS_AS(merge_results({s0.path, s0.path}, bad.path), Error);
+    o.shard = parse_shard("2/3");
+    o.out = s2.path;
+    o.items = 5;
+    run(o);
+    CHECK_THROWS_AS(merge_results({s0.path, s2.path}, bad.path), Error);
+    CHECK_THROWS_AS(merge_results({bad.path}, merged.path), Error);
+    CHECK_THROWS_AS(parse_shard("2/2"), Error);
+    CHECK_THROWS_AS(parse_shard("1"), Error);
+    CHECK_THROWS_AS(parse_shard("a/3"), Error);
+}
+
+TEST_CASE("channel study: resume after a kill (torn items.jsonl) == uninterrupted; never duplicates") {
+    test::TempDir whole("resume_whole"), killed("resume_killed");
+    StudyOptions o = small_study(whole.path);
+    run(o);
+    // A killed run: items.jsonl cut in the middle of a line, summaries not yet written.
+    o.out = killed.path;
+    run(o);
+    const std::string items = test::read_text(killed.path / "items.jsonl");
+    const std::size_t cut = items.size() * 3 / 5;
+    REQUIRE(items[cut] != '\n');
+    fs::resize_file(killed.path / "items.jsonl", cut);
+    fs::remove(killed.path / "summary.csv");
+    // Without --resume: an error, and the file is left alone.
+    CHECK_THROWS_AS(run(o), Error);
+    CHECK(fs::file_size(killed.path / "items.jsonl") == cut);
+    o.resume = true;
+    const StudyResult r = run(o);
+    CHECK(r.resumed > 0);
+    CHECK(r.resumed + r.written == r.records);
+    check_same_results(whole.path, killed.path);
+    // Resuming a finished run adds nothing.
+    const StudyResult again = run(o);
+    CHECK(again.written == 0);
+    check_same_results(whole.path, killed.path);
+    // Resuming with another study definition is an error.
+    o.items = 7;
+    CHECK_THROWS_AS(run(o), Error);
+}
+
+TEST_CASE("channel study: swap items whose A and B differ in token length are skipped and listed") {
+    test::TempDir dir("skip");
+    tasks::TaskSpec t = test::lookup_task(true);
+    const auto make = t.make;
+    t.make = [make](std::uint64_t seed, std::size_t index) {
+        tasks::Item it = make(seed, index);
+        if (index % 2 == 1) it.alt_context += "!";
+        return it;
+    };
+    StudyOptions o = small_study(dir.path);
+    o.tasks = {&t};
+    o.seeds = {1};
+    const StudyResult r = run(o);
+    CHECK(r.skipped_items == 3);
+    CHECK(r.records == 3 * 8);
+    const auto skipped = read_jsonl(dir.path / "skipped.jsonl", false);
+    REQUIRE(skipped.size() == 3);
+    CHECK(skipped[0]["item"] == 1);
+    CHECK(skipped[0]["reason"].get<std::string>().find("tokens") != std::string::npos);
+}
+
+TEST_CASE("channel study: a parallel hybrid (Falcon-H1) runs every condition and sweep") {
+    test::TempDir dir("falcon");
+    const AnyModel falcon = load(fs::path(HYLENS_GOLDEN_DIR) / "models" / "falcon_h1");
+    StudyOptions o = small_study(dir.path);
+    o.tasks = {&swap_task()};
+    o.items = 2;
+    o.seeds = {3};
+    o.layers = parse_layer_spec("single,cumulative");
+    const StudyResult r = falcon.visit([&](const auto& m) { return run_channel_study(m, test::tiny_tokenizer(), ChatFamily::falcon_h1, o); });
+    // 4 layers with both channels: the 5 editing conditions x (4 single + 4 cumulative, where
+    // cumulative [0, 0] = single {0}) + the 8 whole-model ones.
+    CHECK(r.records == 2 * (8 + 5 * 7));
+}
