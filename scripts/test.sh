@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds and runs every test: the Release suite (tests, examples, benchmarks compiled,
-# -Wall -Wextra -Werror), then the whole suite again under ASan + UBSan.
+# -Wall -Wextra -Werror; the Python module and its pytest suite too), then the whole suite
+# again under ASan + UBSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS="${JOBS:-$(nproc)}"
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DHYLENS_BUILD_TESTS=ON -DHYLENS_BUILD_EXAMPLES=ON \
-      -DHYLENS_BUILD_BENCHMARKS=ON > build.log 2>&1 || { cat build.log; exit 1; }
+      -DHYLENS_BUILD_BENCHMARKS=ON -DHYLENS_BUILD_PYTHON=ON > build.log 2>&1 || { cat build.log; exit 1; }
 cmake --build build -j "$JOBS"
 ctest --test-dir build --output-on-failure -j "$JOBS"
 

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Overhead of the Python bindings: Model.forward called from Python against the same
+forward timed inside C++ (Model._time_forward: the identical call on the same model, cache
+and ids, with no Python between the repetitions), in one process, interleaved.
+
+    PYTHONPATH=build/python /usr/bin/python3 benchmarks/bench_python.py --model DIR [--reps N]
+
+DIR: a Qwen3.5-0.8B-shaped folder, e.g. random bf16 weights from
+`tools/anchor/make_random_hf.py --preset qwen35-0.8b --dtype bf16 --out DIR` (1.5 GB, keep it
+outside the repository). Cases: prefill of 128 tokens on a fresh cache (logits of every
+position), and one decode step on the cache after those 128 tokens. Each repetition runs on a
+fresh copy of the starting cache, copied outside the timed region on both sides. Reported:
+medians, the Python / C++ ratio of medians and the per-pair ratio range. The C++ call is the
+floor (the ratio cannot go below 1 by more than the noise). --tiny adds the same two cases on
+the shipped 8-layer test model, where the fixed cost of a call is most visible.
+"""
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+import hylens
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def bench(model, ids, start, reps):
+    """(C++ seconds, Python seconds) per repetition, interleaved."""
+    cpp, py = [], []
+    for _ in range(reps):
+        cpp += model._time_forward(ids, start, 1)
+        c = start.clone()
+        t0 = time.perf_counter()
+        logits = model.forward(ids, cache=c)
+        py.append(time.perf_counter() - t0)
+        assert logits.shape == (len(ids), model.vocab)
+    return cpp, py
+
+
+def report(name, cpp, py):
+    mc, mp = statistics.median(cpp), statistics.median(py)
+    pairs = [p / c for p, c in zip(py, cpp)]
+    print(f"| {name} | {mc * 1e3:.3f} | {mp * 1e3:.3f} | {mp / mc:.4f} | {min(pairs):.3f} - {max(pairs):.3f} | "
+          f"{(mp - mc) * 1e6:+.0f} |")
+
+
+def run_model(label, path, reps_prefill, reps_decode):
+    model = hylens.load(str(path))
+    rng = np.random.default_rng(0)
+    prompt = rng.integers(0, model.vocab, 128)
+    step = rng.integers(0, model.vocab, 1)
+    fresh = model.new_cache()
+    after = model.prefill(prompt)
+    model.forward(prompt, cache=fresh.clone())  # warm-up (page in the mapped weights)
+    report(f"{label}: prefill 128", *bench(model, prompt, fresh, reps_prefill))
+    report(f"{label}: decode 1", *bench(model, step, after, reps_decode))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", help="Qwen3.5-0.8B-shaped model folder")
+    ap.add_argument("--reps", type=int, default=7, help="repetitions of the prefill (decode: 4x)")
+    ap.add_argument("--tiny", action="store_true", help="also the shipped 8-layer test model")
+    args = ap.parse_args()
+    print("| case | C++ median ms | Python median ms | ratio of medians | per-pair ratio | Python - C++ µs |")
+    print("|---|---|---|---|---|---|")
+    if args.model:
+        run_model("0.8B", args.model, args.reps, 4 * args.reps)
+    if args.tiny:
+        run_model("tiny", ROOT / "tests" / "golden" / "models" / "qwen3_5_dense", 50, 200)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""A notebook-style tour of hylens from Python: load a model, split-prefill, a state swap, a
+capture and a transplant, and a matplotlib figure.
+
+    PYTHONPATH=build/python /usr/bin/python3 examples/python/notebook_tour.py [MODEL_DIR] [--png OUT.png]
+
+MODEL_DIR defaults to the small Qwen3.5 model shipped with the tests (random weights, so the
+predicted tokens mean nothing; the mechanics are the point). Each cell below is what one
+notebook cell would hold.
+"""
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+import hylens
+
+ROOT = Path(__file__).resolve().parents[2]
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument("model", nargs="?", default=str(ROOT / "tests" / "golden" / "models" / "qwen3_5_dense"))
+ap.add_argument("--png", default="notebook_tour.png", help="where the figure goes")
+args = ap.parse_args()
+
+# --- cell 1: load --------------------------------------------------------------------------
+model = hylens.load(args.model)
+print(model)
+print("layer kinds:", model.layer_kinds)
+print("attention layers:", model.attention_layers, " recurrent layers:", model.recurrent_layers)
+
+rng = np.random.default_rng(7)  # numpy's PCG64: the same ids on every machine
+ctx_a = rng.integers(0, model.vocab, 24)
+ctx_b = rng.integers(0, model.vocab, 24)
+query = rng.integers(0, model.vocab, 6)
+
+# --- cell 2: split-prefill: which channel carries the context? -----------------------------
+print("\nsplit-prefill of context A, then the query and 4 greedy tokens")
+full = model.split_prefill(ctx_a, query, "FULL", max_new=4)
+rows = []
+for mode in ["FULL", "KV_ONLY", "REC_ONLY", "NONE"]:
+    s = model.split_prefill(ctx_a, query, mode, max_new=4)
+    moved = float(np.abs(s.run.prompt_logits[-1] - full.run.prompt_logits[-1]).max())
+    rows.append((mode, moved))
+    print(f"  {mode:9s} query starts at {s.position:2d}  greedy {s.run.ids.tolist()}  max|logit - FULL| {moved:.4f}")
+
+# --- cell 3: a state swap: K/V of A with the recurrent state of B ---------------------------
+a, b = model.prefill(ctx_a), model.prefill(ctx_b)
+swapped = hylens.state_swap(a, b)
+start = swapped.next_position  # read before generate() advances the cache
+g_swap = model.generate(query, cache=swapped, max_new=4)
+g_a = model.generate(query, cache=a.clone(), max_new=4)
+g_b = model.generate(query, cache=b.clone(), max_new=4)
+print("\nstate swap (KV of A, recurrent state of B)")
+print(f"  A: {g_a.ids.tolist()}  B: {g_b.ids.tolist()}  KV A + state B: {g_swap.ids.tolist()}")
+print(f"  the swapped cache continues at position {start} (its KV source's length)")
+
+# --- cell 4: a capture and a transplant -----------------------------------------------------
+layer = model.recurrent_layers[len(model.recurrent_layers) // 2]
+site = model.mixer_site(layer)  # "mixer_out.<l>" (Falcon-H1: "ssm_out.<l>")
+donor = model.run(ctx_a, capture=[hylens.site(site.split(".")[0], layer, "last")])
+rows_a = donor.captures[site]  # NumPy [1, 1, hidden], the C++ buffer itself
+host = model.run(ctx_b).logits[-1]
+patched = model.run(ctx_b, interventions=[hylens.patch(hylens.site(site.split(".")[0], layer, "last"), rows_a)]).logits[-1]
+print(f"\ncapture {site} at the last position of A: shape {rows_a.shape}, norm {np.linalg.norm(rows_a):.3f}")
+print(f"  transplanted into B's last position: max|logit change| {np.abs(patched - host).max():.4f}")
+state_logits = model.transplant_state(ctx_a, ctx_b, [layer])[0]
+print(f"  state transplant (exp32-B) of layer {layer}: max|logit change| {np.abs(state_logits - host).max():.4f}")
+
+# --- cell 5: a figure ----------------------------------------------------------------------
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+ax1.bar([r[0] for r in rows], [r[1] for r in rows], color=["#4c72b0", "#dd8452", "#55a868", "#c44e52"])
+ax1.set_ylabel("max |logit - FULL| at the last query token")
+ax1.set_title("split-prefill")
+norms = [np.linalg.norm(a.state(l)) for l in model.recurrent_layers]
+ax2.plot(model.recurrent_layers, norms, "o-", label="context A")
+ax2.plot(model.recurrent_layers, [np.linalg.norm(b.state(l)) for l in model.recurrent_layers], "s--", label="context B")
+ax2.set_xlabel("layer")
+ax2.set_ylabel("|state| (Frobenius)")
+ax2.set_title("recurrent state after the context")
+ax2.legend()
+fig.tight_layout()
+fig.savefig(args.png, dpi=100)
+print(f"\nfigure: {args.png}")

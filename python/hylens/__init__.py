@@ -1,0 +1,46 @@
+"""hylens: interpretability of hybrid language models (Qwen3.5, Granite 4.0 H, Falcon-H1).
+
+The C++ library through pybind11: load a Hugging Face checkpoint, run it, read and patch
+activations as NumPy arrays, and cut, mix and transplant the KV and recurrent channels of its
+cache. See docs/python.md.
+"""
+
+from ._core import (  # noqa: F401
+    Cache,
+    ChatPrompt,
+    ConfigError,
+    Encoding,
+    Error,
+    FormatError,
+    GenerateResult,
+    Intervention,
+    Model,
+    Positions,
+    RunResult,
+    ShapeError,
+    SiteRef,
+    SplitResult,
+    Tokenizer,
+    UnsupportedError,
+    apply_split_mode,
+    channel_mask,
+    conv_taps,
+    head_zero,
+    load,
+    mean_ablate,
+    patch,
+    patch_heads,
+    patch_state,
+    proj_patch,
+    site,
+    site_names,
+    skip_layers,
+    state_reset_every,
+    state_swap,
+    surrogate,
+    truncate_after,
+    wrap_chat,
+    zero,
+)
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,0 +1,85 @@
+"""Shared fixtures of the Python suite: where the golden data is, a reader for safetensors
+files that does not go through hylens (so the references are read independently of the code
+under test), the manifests' tolerances, and the `hylens` command-line tool for the bit-for-bit
+comparisons (HYLENS_CLI, set by ctest when the tool is built)."""
+
+import json
+import os
+import struct
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SOURCE_DIR = Path(os.environ.get("HYLENS_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+GOLDEN = SOURCE_DIR / "tests" / "golden"
+
+_DTYPES = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32, "U8": np.uint8}
+
+
+def read_safetensors(path):
+    """{name: array} of a safetensors file (F32 / I64 / BF16 widened to float32)."""
+    data = Path(path).read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + n])
+    body = memoryview(data)[8 + n :]
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = info["data_offsets"]
+        if info["dtype"] == "BF16":
+            raw = np.frombuffer(body[b:e], dtype=np.uint16).astype(np.uint32) << 16
+            arr = raw.view(np.float32)
+        else:
+            arr = np.frombuffer(body[b:e], dtype=_DTYPES[info["dtype"]])
+        out[name] = arr.reshape(info["shape"])
+    return out
+
+
+def max_abs_diff(got, ref):
+    got = np.asarray(got, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    assert got.shape == ref.shape, f"shape {got.shape} != reference {ref.shape}"
+    d = np.abs(got - ref)
+    return float(np.nanmax(np.where(np.isnan(d), np.inf, d))) if d.size else 0.0
+
+
+def assert_close(got, ref, atol, what):
+    worst = max_abs_diff(got, ref)
+    assert worst <= atol, f"{what}: max |diff| {worst:.3g} > atol {atol:.3g}"
+
+
+def assert_bitwise(got, ref, what):
+    got = np.ascontiguousarray(got)
+    ref = np.ascontiguousarray(ref)
+    assert got.shape == ref.shape, f"{what}: shape {got.shape} != {ref.shape}"
+    assert got.dtype == ref.dtype, f"{what}: dtype {got.dtype} != {ref.dtype}"
+    assert got.tobytes() == ref.tobytes(), f"{what}: not bit-identical (max |diff| {max_abs_diff(got, ref):.3g})"
+
+
+def golden_model_dirs():
+    return sorted(p for p in (GOLDEN / "models").iterdir() if (p / "golden.safetensors").exists())
+
+
+def surgery_dirs():
+    return sorted(p for p in (GOLDEN / "surgery").iterdir() if (p / "surgery.safetensors").exists())
+
+
+def load_manifest(path):
+    return json.loads(Path(path).read_text())
+
+
+@pytest.fixture(scope="session")
+def cli():
+    """The hylens command-line tool, or a skip when this build has none."""
+    path = os.environ.get("HYLENS_CLI")
+    if not path or not Path(path).exists():
+        pytest.skip("HYLENS_CLI not set (the command-line tool is built with HYLENS_BUILD_EXAMPLES)")
+    return path
+
+
+def run_cli(cli_path, *args):
+    r = subprocess.run([cli_path, *map(str, args)], capture_output=True, text=True)
+    assert r.returncode == 0, f"hylens {' '.join(map(str, args))} failed ({r.returncode}): {r.stderr}"

@@ -1,0 +1,248 @@
+"""The Python API beyond the golden numbers: bad input raises (never crashes), caches are
+tied to their model type, surgery ops keep their inputs, captures and interventions round
+trip, the tokenizer matches the Hugging Face reference ids and offsets."""
+
+import copy
+import tarfile
+import threading
+
+import numpy as np
+import pytest
+
+import hylens
+from conftest import GOLDEN, SOURCE_DIR, assert_bitwise, assert_close
+
+QWEN = GOLDEN / "models" / "qwen3_5_dense"
+GRANITE_ALL_MAMBA = GOLDEN / "models" / "granite_h_allmamba"
+FALCON = GOLDEN / "models" / "falcon_h1"
+IDS = [5, 17, 42, 7, 99, 3, 250, 11, 64, 8]
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    return hylens.load(str(QWEN))
+
+
+@pytest.fixture(scope="module")
+def mamba():
+    return hylens.load(str(GRANITE_ALL_MAMBA))
+
+
+def test_model_description(qwen):
+    assert qwen.model_type == "qwen3_5" and qwen.family == "qwen3_5"
+    assert qwen.num_layers == 8 and qwen.config["num_layers"] == 8 and qwen.config["hidden"] == 64
+    assert qwen.layer_kinds == ["gated_deltanet"] * 3 + ["attention"] + ["gated_deltanet"] * 3 + ["attention"]
+    assert qwen.attention_layers == [3, 7] and qwen.recurrent_layers == [0, 1, 2, 4, 5, 6]
+    assert qwen.channels[3] == ["kv"] and qwen.channels[0] == ["recurrent"]
+    falcon = hylens.load(str(FALCON))
+    assert set(falcon.layer_kinds) == {"attention+mamba2"}
+    assert all(c == ["kv", "recurrent"] for c in falcon.channels)
+    assert falcon.mixer_site(1) == "ssm_out.1" and falcon.mixer_site(1, "attention") == "attn_out.1"
+
+
+@pytest.mark.parametrize("bad, exc", [
+    ([1.0, 2.0], TypeError),                     # float ids
+    (np.array([1, 2], dtype=np.float32), TypeError),
+    (np.array([True, False]), TypeError),
+    (["a", "b"], TypeError),
+    ([], ValueError),                            # no ids
+    ([[1, 2], [3]], ValueError),                 # ragged batch
+    (np.zeros((1, 2, 3), dtype=np.int64), ValueError),
+    (5, ValueError),                             # 0-D
+    ([1, 320], ValueError),                      # id == vocab
+    ([-1], ValueError),
+    (np.array([2**63 + 5], dtype=np.uint64), ValueError),
+    (None, TypeError),
+])
+def test_bad_ids_raise(qwen, bad, exc):
+    with pytest.raises(exc):
+        qwen.forward(bad)
+    with pytest.raises(exc):
+        qwen.prefill(bad)
+
+
+def test_errors_keep_the_cpp_message_and_class(qwen):
+    with pytest.raises(hylens.ShapeError, match=r"token id 320 at sequence 0, position 1 is outside the vocabulary \[0, 320\)"):
+        qwen.forward([1, 320])
+    assert issubclass(hylens.ShapeError, ValueError) and issubclass(hylens.Error, RuntimeError)
+    with pytest.raises(hylens.FormatError, match="no such model folder"):
+        hylens.load("/nonexistent/model")
+    with pytest.raises(ValueError, match="positions"):
+        qwen.forward(IDS, positions=[0, 1])
+
+
+def test_caches_are_tied_to_their_model_type(qwen, mamba):
+    qc, mc = qwen.prefill(IDS), mamba.prefill(IDS)
+    with pytest.raises(ValueError, match="belongs to a granitemoehybrid model"):
+        qwen.forward([1], cache=mc)
+    with pytest.raises(ValueError, match="belongs to a granitemoehybrid model"):
+        qwen.generate([1], cache=mc, max_new=1)
+    with pytest.raises(ValueError, match="paired with a cache of a qwen3_5 model"):
+        hylens.state_swap(qc, mc)
+    with pytest.raises(TypeError, match="hylens.Cache"):
+        qwen.forward([1], cache="not a cache")
+    # same type, other shapes (batch) is the C++ ShapeError
+    with pytest.raises(ValueError):
+        qwen.forward([[1], [2]], cache=qc)
+
+
+def test_channel_ops_on_a_model_without_the_channel_raise(mamba):
+    c = mamba.prefill(IDS)
+    for op in (lambda: c.keep_only("kv"), lambda: c.drop("kv"), lambda: c.mask_state("kv", None, [0])):
+        with pytest.raises(ValueError, match="no attention layers, so no 'kv' channel"):
+            op()
+    with pytest.raises(ValueError, match="has no attention"):
+        c.k(0)
+    with pytest.raises(ValueError, match="unknown channel"):
+        c.keep_only("kvv")
+    # the recurrent channel is there; REC_ONLY is FULL on an all-recurrent model (docs/cache_surgery.md)
+    assert c.keep_only("recurrent") == c
+    full = hylens.apply_split_mode(c, "FULL")
+    rec = hylens.apply_split_mode(c, "REC_ONLY")
+    assert full[0] == c and rec[1] == 0
+
+
+def test_surgery_ops_return_new_caches_and_keep_inputs(qwen):
+    a, b = qwen.prefill(IDS), qwen.prefill(IDS[::-1])
+    a0, b0 = a.clone(), copy.deepcopy(b)
+    kv = a.keep_only("kv")
+    assert np.all(kv.state(0) == 0) and np.all(kv.conv(0) == 0) and kv.kv_len == len(IDS)
+    rec = a.keep_only("recurrent")
+    assert rec.kv_len == 0 and np.array_equal(rec.state(0), a.state(0))
+    sw = hylens.state_swap(a, b)
+    assert np.array_equal(sw.k(3), a.k(3)) and np.array_equal(sw.state(4), b.state(4))
+    sw2 = hylens.state_swap(a, b, layers_rec=[0])
+    assert np.array_equal(sw2.state(0), b.state(0)) and np.array_equal(sw2.state(1), a.state(1))
+    m = a.mask_state("ssm", [0], [1], value=2.5)
+    assert np.all(m.state(0)[0, 1] == 2.5) and np.array_equal(m.state(0)[0, 0], a.state(0)[0, 0])
+    ph = hylens.patch_heads("kv", a, b, [3], [0])
+    assert np.array_equal(ph.k(3)[0, 0], b.k(3)[0, 0]) and np.array_equal(ph.k(3)[0, 1], a.k(3)[0, 1])
+    d = a.drop("recurrent", [1], ssm_only=True)
+    assert np.all(d.state(1) == 0) and np.array_equal(d.conv(1), a.conv(1))
+    assert a == a0 and b == b0 and a != b
+    assert a.diff(b)["max"] > 0 and a.diff(a0)["max"] == 0
+    with pytest.raises(ValueError, match="out of range"):
+        a.keep_only("kv", [8])
+    with pytest.raises(ValueError, match="negative index"):
+        a.keep_only("kv", [-1])
+    with pytest.raises(ValueError, match="out of range"):
+        a.mask_state("ssm", [0], [99])
+    with pytest.raises(ValueError, match="name the part"):
+        a.mask_state("recurrent", [0], [0])
+
+
+def test_set_state_writes_exactly_and_checks_shapes(qwen):
+    c = qwen.prefill(IDS)
+    s = c.state(0)
+    c2 = c.clone()
+    c2.set_state(0, np.zeros_like(s))
+    assert np.all(c2.state(0) == 0) and c2 == c.drop("ssm", [0])
+    with pytest.raises(ValueError, match="the cache needs"):
+        c2.set_state(0, s[0])
+    with pytest.raises(TypeError, match="floating-point"):
+        c2.set_conv(0, c.conv(0).astype(np.int32))
+
+
+def test_closed_cache_raises(qwen):
+    c = qwen.prefill(IDS)
+    with c as same:
+        assert same is c
+    assert c.closed
+    for op in (lambda: qwen.forward([1], cache=c), lambda: c.k(3), lambda: c.clone(), lambda: c.keep_only("kv"),
+               lambda: hylens.state_swap(c, qwen.prefill(IDS)), lambda: c.save("/tmp/x.safetensors"), lambda: c.batch):
+        with pytest.raises(ValueError, match="closed"):
+            op()
+    assert "closed" in repr(c)
+
+
+def test_captures_own_their_buffers_and_interventions_apply(qwen):
+    r = qwen.run(IDS, capture=["mixer_out.3", hylens.site("resid_post", 2, "last"), ("attn_probs", 7, [-1])])
+    cap = r.captures["mixer_out.3"]
+    assert cap.shape == (1, len(IDS), 64) and cap.dtype == np.float32
+    assert not cap.flags["OWNDATA"] and cap.base is not None  # a view of the C++ buffer
+    assert r.captures["resid_post.2"].shape == (1, 1, 64)
+    assert r.captures["attn_probs.7"].shape == (1, 4, 1, len(IDS))
+    assert_close(r.captures["attn_probs.7"].sum(-1), np.ones((1, 4, 1)), 1e-5, "attention rows sum to 1")
+    del r  # the arrays outlive their RunResult
+    assert np.isfinite(cap).all()
+    # self-patch from the own capture is bitwise the plain run (T2)
+    plain = qwen.forward(IDS)
+    same = qwen.run(IDS, interventions=[hylens.patch("mixer_out.3", {"mixer_out.3": cap})]).logits
+    assert_bitwise(same, plain, "self-patch")
+    # a zero ablation changes the logits, and equals patching zeros
+    z = qwen.run(IDS, interventions=[hylens.zero("mixer_out", [3])]).logits
+    z2 = qwen.run(IDS, interventions=[hylens.patch("mixer_out.3", np.zeros_like(cap))]).logits
+    assert not np.array_equal(z, plain)
+    assert_bitwise(z, z2, "zero vs patching zeros")
+    # donor rows of the wrong width or dtype raise
+    with pytest.raises(ValueError):
+        qwen.run(IDS, interventions=[hylens.patch("mixer_out.3", np.zeros((1, len(IDS), 63), np.float32))])
+    with pytest.raises(TypeError):
+        hylens.patch("mixer_out.3", np.zeros((1, len(IDS), 64), np.int64))
+    with pytest.raises(ValueError, match="unknown site"):
+        qwen.run(IDS, capture=["mixer_outt.3"])
+    with pytest.raises(ValueError, match="observed after its use"):
+        qwen.run(IDS, interventions=[hylens.zero("attn_probs", [3])])
+    with pytest.raises(ValueError):
+        qwen.run(IDS, capture=["mixer_out.30"])
+    # head_zero equals zeroing that head's columns of head_out
+    hz = qwen.run(IDS, interventions=[hylens.head_zero(3, [1])], capture=["head_out.3"])
+    assert np.all(hz.captures["head_out.3"][..., 32:64] == 0)
+
+
+def test_generate_batch_and_stop(qwen):
+    g = qwen.generate(np.array([IDS, IDS[::-1]]), max_new=3)
+    assert g.ids.shape == (2, 3) and g.prompt_logits.shape == (2, len(IDS), 320) and g.step_logits.shape == (2, 2, 320)
+    single = qwen.generate(IDS, max_new=3)
+    np.testing.assert_array_equal(single.ids, g.ids[0])
+    first = int(single.ids[0])
+    stopped = qwen.generate(IDS, max_new=5, stop=first)
+    assert stopped.ids.tolist() == [first]
+    # generate continues its cache
+    assert single.cache.next_position == len(IDS) + 2
+
+
+def test_gil_is_released_and_a_cache_is_not_shared(qwen):
+    """Two threads run forwards at once on their own caches (results equal to serial runs)."""
+    ids = np.array(IDS * 6)
+    want = qwen.forward(ids)
+    got = [None, None]
+
+    def work(i):
+        got[i] = qwen.forward(ids)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for g in got:
+        assert_bitwise(g, want, "threaded forward")
+
+
+def test_tokenizer_ids_offsets_and_chat(tmp_path):
+    with tarfile.open(SOURCE_DIR / "tests" / "data" / "tokenizer" / "qwen3.tar.xz") as t:
+        t.extractall(tmp_path, filter="data") if hasattr(tarfile, "data_filter") else t.extractall(tmp_path)
+    with tarfile.open(SOURCE_DIR / "tests" / "data" / "tokenizer" / "corpus.tar.xz") as t:
+        t.extractall(tmp_path, filter="data") if hasattr(tarfile, "data_filter") else t.extractall(tmp_path)
+    tok = hylens.Tokenizer(str(tmp_path / "qwen3" / "tokenizer.json"))
+    lines = (tmp_path / "corpus.txt").read_bytes().split(b"\n")
+    expected = (tmp_path / "qwen3" / "expected.txt").read_text().split("\n")
+    checked = 0
+    for raw, exp in list(zip(lines, expected))[:300]:
+        enc = tok.encode(raw)  # bytes: invalid UTF-8 is repaired as the reference does
+        want = [tuple(map(int, t.split(":"))) for t in exp.split()]
+        assert [(i, b, e) for i, (b, e) in zip(enc.ids, enc.offsets)] == want, raw
+        checked += 1
+    assert checked == 300
+    assert tok.decode(tok.encode_ids("Hello world")) == "Hello world"
+    with pytest.raises(ValueError):
+        tok.decode([-1])
+    p = hylens.wrap_chat("qwen35", "What is 2+2?", prefill="The answer")
+    assert p.text.startswith("<|im_start|>user\n") and p.text[p.user[0]:p.user[1]] == "What is 2+2?"
+    enc = tok.encode_chat(p)
+    assert enc.ids[0] == tok.token_to_id("<|im_start|>")
+    user_tokens = enc.positions(p.user)
+    assert tok.decode([enc.ids[i] for i in user_tokens]) == "What is 2+2?"
+    with pytest.raises(ValueError, match="chat family"):
+        hylens.wrap_chat("llama", "x")
