@@ -9,6 +9,7 @@
 #include <iostream>
 #include <string>
 
+#include "cli/bench.hpp"
 #include "cli/dump.hpp"
 #include "cli/info.hpp"
 #include "cli/patch.hpp"
@@ -23,6 +24,7 @@ constexpr const char* kHelp =
     "\n"
     "commands:\n"
     "  info        print what a model folder holds\n"
+    "  bench       prefill and decode tokens/s against the sgemm and bandwidth floors (llama-bench style)\n"
     "  dump        prefill + decode, write logits, residual streams and caches (golden format)\n"
     "  surgery     cache surgery conditions (KV-only, REC-only, state swaps ...) from a surgery input file\n"
     "  patch       mixer-output and recurrent-state patches from a surgery input file\n"
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
     try {
         if (cmd == "dump") return hylens::cli::run_dump(argc, argv);
         if (cmd == "info") return hylens::cli::run_info(argc, argv);
+        if (cmd == "bench") return hylens::cli::run_bench(argc, argv);
         if (cmd == "surgery") return hylens::cli::run_surgery(argc, argv);
         if (cmd == "patch") return hylens::cli::run_patch(argc, argv);
         if (cmd == "tokenize") return hylens::run_tokenize(argc - 1, argv + 1);

@@ -36,6 +36,22 @@ public:
 
     std::size_t size() const noexcept { return workers_.size() + 1; }
 
+    /// Changes the number of threads of a running pool (benchmarks sweep 1, 2, ... threads in
+    /// one process). Must not be called from inside a parallel_for (throws); waits for a
+    /// running parallel region to end.
+    void resize(std::size_t n) {
+        check(n >= 1, "[ThreadPool] the number of threads must be >= 1");
+        check(!in_worker(), "[ThreadPool] resize called from inside a parallel region");
+        std::lock_guard<std::mutex> one_job(job_mutex_);
+        if (n == size()) return;
+        stop_workers();
+        {
+            std::lock_guard<std::mutex> lk(mutex_);
+            stop_ = false;
+        }
+        for (std::size_t i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+    }
+
     /// Calls fn(begin, end) on contiguous ranges covering [0, n), at least `grain` items each.
     template <class F>
     void parallel_for(std::size_t n, F&& fn, std::size_t grain = 1) {
@@ -59,16 +75,19 @@ public:
 
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
-    ~ThreadPool() {
+    ~ThreadPool() { stop_workers(); }
+
+private:
+    void stop_workers() {
         {
             std::lock_guard<std::mutex> lk(mutex_);
             stop_ = true;
         }
         cv_.notify_all();
         for (auto& t : workers_) t.join();
+        workers_.clear();
     }
 
-private:
     explicit ThreadPool(std::size_t n) {
         started() = true;
         for (std::size_t i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });

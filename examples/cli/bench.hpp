@@ -1,0 +1,235 @@
+#pragma once
+// hylens bench: the llama-bench counterpart for any model folder. Prefill (pp<N>) and decode
+// (tg<N>) tokens/s over repetitions, and beside each the floor measured in the same run and
+// the achieved fraction of it:
+//  * prefill: the pool's sgemm rate (GFLOP/s, [512 x 1024] x [1024 x 2048] f32), turned into
+//    tokens/s with 2 x (matrix weight elements) FLOPs per token (attention and recurrence
+//    FLOPs are not counted, so the fraction is a slight underestimate);
+//  * decode: the pool's read bandwidth (GB/s, dispatched dot products over a 256 MiB buffer),
+//    turned into tokens/s with the bytes a decode step must read: every tensor of the
+//    checkpoint except an untied embedding table (of which one row is read).
+// Like llama-bench: pp runs the prompt on a fresh cache (logits of the last token only); tg
+// feeds n tokens one at a time on a fresh cache. Token ids are fixed pseudo-random (splitmix64).
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <hylens/core/blas.hpp>
+#include <hylens/core/simd.hpp>
+#include <hylens/core/thread_pool.hpp>
+#include <hylens/io/checkpoint.hpp>
+#include <hylens/kernels/matvec.hpp>
+#include <hylens/models/load.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+
+namespace hylens::cli {
+
+namespace bench_detail {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+inline double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// Weight traffic of one model: bytes a decode step reads, and matrix elements (FLOPs / 2 per token).
+struct ModelTraffic {
+    double decode_bytes = 0;
+    double matrix_elements = 0;
+};
+
+inline ModelTraffic model_traffic(const std::filesystem::path& dir, bool tied) {
+    const io::Checkpoint ck = io::Checkpoint::open(dir);
+    ModelTraffic t;
+    for (const auto& name : ck.names()) {
+        const io::TensorInfo& info = ck.info(name);
+        const bool embedding = name.find("embed_tokens") != std::string::npos || name.find("embeddings") != std::string::npos;
+        if (name.find("visual") != std::string::npos || name.find("mtp.") == 0) continue;  // not run by the LM
+        double elems = 1;
+        for (auto d : info.shape) elems *= static_cast<double>(d);
+        if (embedding && !tied) {
+            t.decode_bytes += static_cast<double>(info.nbytes) / static_cast<double>(info.shape.empty() ? 1 : info.shape[0]);
+            continue;
+        }
+        t.decode_bytes += static_cast<double>(info.nbytes);
+        if (info.shape.size() == 2 && info.shape[0] > 1 && info.shape[1] > 1) t.matrix_elements += elems;
+    }
+    return t;
+}
+
+/// The pool's sgemm rate in GFLOP/s (median of reps).
+inline double sgemm_gflops(int reps) {
+    const std::size_t M = 512, N = 2048, K = 1024;
+    std::vector<float> A(M * K, 0.5f), B(N * K, 0.25f), C(M * N);
+    std::vector<double> r;
+    blas::gemm(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C.data(), N);  // warm-up
+    for (int i = 0; i < reps; ++i) {
+        const auto t0 = Clock::now();
+        blas::gemm(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C.data(), N);
+        r.push_back(2.0 * M * N * K / seconds_since(t0) * 1e-9);
+    }
+    return median(r);
+}
+
+/// The pool's read bandwidth in GB/s (median of reps): the decode kernel's access pattern
+/// (rows of a matrix dotted with one vector) over a buffer far larger than the caches.
+inline double read_gbps(int reps) {
+    const std::size_t in = 4096, rows = (std::size_t{256} << 20) / (in * sizeof(float));
+    std::vector<float> W(rows * in, 1.0f), x(in, 1.0f), y(rows);
+    kernels::matvec(x.data(), in, 1, W.data(), rows, in, y.data(), rows);  // warm-up (pages in)
+    std::vector<double> r;
+    for (int i = 0; i < reps; ++i) {
+        const auto t0 = Clock::now();
+        kernels::matvec(x.data(), in, 1, W.data(), rows, in, y.data(), rows);
+        r.push_back(static_cast<double>(W.size() * sizeof(float)) / seconds_since(t0) * 1e-9);
+    }
+    return median(r);
+}
+
+inline std::vector<std::int64_t> bench_tokens(std::size_t n, std::size_t vocab, std::uint64_t seed) {
+    std::vector<std::int64_t> ids(n);
+    std::uint64_t s = seed;
+    for (auto& id : ids) {
+        std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        id = static_cast<std::int64_t>((z ^ (z >> 31)) % vocab);
+    }
+    return ids;
+}
+
+struct Result {
+    std::string test;
+    std::size_t threads = 0, n_prompt = 0, n_gen = 0;
+    std::vector<double> samples;
+    std::string floor_name;
+    double floor_rate = 0, floor_ts = 0;
+};
+
+inline void print_json(const Result& r, const std::string& model, const std::string& level) {
+    nlohmann::json j;
+    j["model"] = model;
+    j["test"] = r.test;
+    j["threads"] = r.threads;
+    j["n_prompt"] = r.n_prompt;
+    j["n_gen"] = r.n_gen;
+    j["simd"] = level;
+    j["samples_ts"] = r.samples;
+    j["min_ts"] = *std::min_element(r.samples.begin(), r.samples.end());
+    j["median_ts"] = median(r.samples);
+    j["max_ts"] = *std::max_element(r.samples.begin(), r.samples.end());
+    j["floor_name"] = r.floor_name;
+    j["floor_rate"] = r.floor_rate;
+    j["floor_value"] = r.floor_ts;
+    j["fraction_of_floor"] = median(r.samples) / r.floor_ts;
+    std::cout << j.dump() << std::endl;
+}
+
+inline void print_row(const Result& r) {
+    const double med = median(r.samples);
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(2) << std::left << std::setw(8) << r.test << std::right << std::setw(4)
+         << r.threads << std::setw(10) << *std::min_element(r.samples.begin(), r.samples.end()) << std::setw(10) << med
+         << std::setw(10) << *std::max_element(r.samples.begin(), r.samples.end()) << "   " << std::setw(18)
+         << r.floor_name << std::setw(9) << r.floor_rate << std::setw(10) << r.floor_ts << std::setw(8)
+         << med / r.floor_ts;
+    std::cout << line.str() << std::endl;
+}
+
+}  // namespace bench_detail
+
+inline int run_bench(int argc, char** argv) {
+    using namespace bench_detail;
+    std::string dir;
+    std::size_t n_prompt = 512, n_gen = 64;
+    std::vector<std::size_t> threads{ThreadPool::instance().size()};
+    int reps = 3;
+    bool json = false;
+    std::string simd_level = "native";
+    CLI::App app{"Measures prefill (pp<N>) and decode (tg<N>) tokens/s of the model folder DIR, with min / median / "
+                 "max over repetitions, and beside each the floor measured in the same run (sgemm GFLOP/s for "
+                 "prefill, read bandwidth for decode) as tokens/s and the achieved fraction of it.",
+                 "hylens bench"};
+    app.add_option("--model", dir, "model folder (config.json + *.safetensors)")->required();
+    app.add_option("-p,--n-prompt", n_prompt, "prompt tokens of the prefill test, 0 to skip (default 512)")
+        ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 20));
+    app.add_option("-n,--n-gen", n_gen, "tokens of the decode test, 0 to skip (default 64)")
+        ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 20));
+    app.add_option("-t,--threads", threads, "thread counts, comma-separated (default: all cores)")
+        ->delimiter(',')
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1024}));
+    app.add_option("-r,--repetitions", reps, "repetitions of each test (default 3)")->check(CLI::Range(1, 1000));
+    app.add_option("--simd", simd_level, "instruction-set level: baseline, avx2, avx512, native (default)")
+        ->check(CLI::IsMember({"baseline", "avx2", "avx512", "native"}));
+    app.add_flag("--json", json, "one JSON object per line and per (test, threads) instead of the table");
+    if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
+
+    simd::force(simd::parse_level(simd_level));
+    const std::string level = simd::level_name(simd::active());
+    const AnyModel model = load(dir);
+    const std::size_t vocab = model.config().vocab;
+    bool tied = false;
+    model.visit([&](const auto& m) { tied = m.tied_embeddings(); });
+    const ModelTraffic traffic = model_traffic(dir, tied);
+    const std::string model_name = std::filesystem::path(dir).filename().string();
+    if (!json)
+        std::cout << "model " << dir << "  simd " << level << "  decode reads " << std::setprecision(4)
+                  << traffic.decode_bytes / 1e9 << " GB/token, prefill " << 2 * traffic.matrix_elements / 1e9
+                  << " GFLOP/token\n"
+                  << "test    thr    min t/s  med t/s   max t/s   floor             rate    floor t/s  frac\n";
+    const auto prompt = bench_tokens(std::max<std::size_t>(n_prompt, 1), vocab, 1);
+    const auto gen = bench_tokens(std::max<std::size_t>(n_gen, 1), vocab, 2);
+    for (const std::size_t t : threads) {
+        ThreadPool::instance().resize(t);
+        model.visit([&](const auto& m) {
+            ForwardOptions last;
+            last.last_only = true;
+            {  // warm-up: pages the weights in, sizes the workspaces
+                auto cache = m.new_cache();
+                (void)m.forward(TokenBatch(std::vector<std::int64_t>(prompt.begin(), prompt.begin() + std::min<std::size_t>(prompt.size(), 16))), cache, last);
+            }
+            if (n_prompt > 0) {
+                Result r{"pp" + std::to_string(n_prompt), t, n_prompt, 0, {}, "sgemm_gflops", sgemm_gflops(5), 0};
+                r.floor_ts = r.floor_rate * 1e9 / (2 * traffic.matrix_elements);
+                for (int i = 0; i < reps; ++i) {
+                    auto cache = m.new_cache();
+                    const auto t0 = Clock::now();
+                    (void)m.forward(TokenBatch(prompt), cache, last);
+                    r.samples.push_back(static_cast<double>(n_prompt) / seconds_since(t0));
+                }
+                json ? print_json(r, model_name, level) : print_row(r);
+            }
+            if (n_gen > 0) {
+                Result r{"tg" + std::to_string(n_gen), t, 0, n_gen, {}, "read_gbps", read_gbps(5), 0};
+                r.floor_ts = r.floor_rate * 1e9 / traffic.decode_bytes;
+                for (int i = 0; i < reps; ++i) {
+                    auto cache = m.new_cache();
+                    const auto t0 = Clock::now();
+                    for (std::size_t k = 0; k < n_gen; ++k) (void)m.forward(TokenBatch({gen[k]}), cache, last);
+                    r.samples.push_back(static_cast<double>(n_gen) / seconds_since(t0));
+                }
+                json ? print_json(r, model_name, level) : print_row(r);
+            }
+        });
+    }
+    simd::unforce();
+    return 0;
+}
+
+}  // namespace hylens::cli
