@@ -166,7 +166,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     if (renderer.stop_ids().empty())
         std::fprintf(stderr, "[experiment] warning: the tokenizer has none of the %s end-of-turn tokens; every answer runs to max_new\n",
                      std::string(family_name(family)).c_str());
-    write_file_atomic(run_path, run.dump(1) + "\n");
+    write_file_atomic(run_path, run.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 
     // The work list of this shard.
     std::vector<detail::Work> work;
@@ -178,9 +178,9 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
             for (std::size_t i = 0; i < opt.items; ++i, ++number) {
                 if (!opt.shard.takes(number)) continue;
                 detail::Work w{t, spec.make(seed, i), {}, {}};
-                check(w.item.task == spec.name && w.item.seed == seed && w.item.index == i, "[experiment] task ", spec.name,
-                      ": make(", seed, ", ", i, ") returned the item of task '", w.item.task, "', seed ", w.item.seed,
-                      ", index ", w.item.index);
+                // Records carry the registry name (a task variant may share its generator's items).
+                check(w.item.seed == seed && w.item.index == i, "[experiment] task ", spec.name, ": make(", seed, ", ", i,
+                      ") returned the item of seed ", w.item.seed, ", index ", w.item.index);
                 w.ids = renderer.render(w.item, spec.swap);
                 if (spec.swap && w.ids.alt_context.size() != w.ids.context.size()) {
                     skipped.push_back({{"task", spec.name}, {"seed", seed}, {"item", i},
@@ -266,7 +266,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
                     rec["query_position"] = e.position;
                     rec["item_fields"] = w.item.fields;
                     rec["score_fields"] = s.fields;
-                    out.add(rec.dump());
+                    out.add(json_line(rec));
                     existing.push_back(std::move(rec));
                     ++result.written;
                 }
@@ -280,11 +280,11 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     // Canonical items.jsonl, summaries, run.json.
     sort_records(existing, cond_names);
     std::string all;
-    for (const auto& r : existing) all += r.dump() + "\n";
+    for (const auto& r : existing) all += json_line(r) + "\n";
     write_file_atomic(items_path, all);
     write_file_atomic(opt.out / "skipped.jsonl", [&] {
         std::string s;
-        for (const auto& r : skipped) s += r.dump() + "\n";
+        for (const auto& r : skipped) s += json_line(r) + "\n";
         return s;
     }());
     const auto t_gen = std::chrono::steady_clock::now();
@@ -302,7 +302,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
                       {"summary_seconds", std::chrono::duration<double>(t_end - t_gen).count()},
                       {"records_written", result.written},
                       {"records_per_second", gen_s > 0 ? static_cast<double>(result.written) / gen_s : 0.0}};
-    write_file_atomic(run_path, run.dump(1) + "\n");
+    write_file_atomic(run_path, run.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     return result;
 }
 

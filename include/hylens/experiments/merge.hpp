@@ -68,10 +68,10 @@ inline MergeResult merge_results(const std::vector<std::filesystem::path>& dirs,
     });
     fs::create_directories(out);
     std::string text;
-    for (const auto& r : records) text += r.dump() + "\n";
+    for (const auto& r : records) text += json_line(r) + "\n";
     write_file_atomic(out / "items.jsonl", text);
     text.clear();
-    for (const auto& r : skipped) text += r.dump() + "\n";
+    for (const auto& r : skipped) text += json_line(r) + "\n";
     write_file_atomic(out / "skipped.jsonl", text);
     write_summaries(out, records, conditions, bootstrap);
     nlohmann::json run = first_run;
@@ -82,7 +82,7 @@ inline MergeResult merge_results(const std::vector<std::filesystem::path>& dirs,
     run["records"] = records.size();
     run["skipped_items"] = skipped.size();
     run.erase("timings");
-    write_file_atomic(out / "run.json", run.dump(1) + "\n");
+    write_file_atomic(out / "run.json", run.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     res.records = records.size();
     return res;
 }

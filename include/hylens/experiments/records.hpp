@@ -24,6 +24,12 @@
 
 namespace hylens::experiments {
 
+/// One JSON line: compact, UTF-8 kept, invalid UTF-8 (a partial multi-byte token in a
+/// generation) written as U+FFFD.
+inline std::string json_line(const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 /// The identity of a record.
 struct RecordKey {
     std::string task;

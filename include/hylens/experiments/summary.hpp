@@ -3,8 +3,9 @@
 // they can be recomputed (and checked) from the per-item file beside them.
 //
 // Rows: per task, group, metric and condition.
-//   group   "all", and one group per value of the item field "group" when the task sets one
-//           (e.g. the probe kinds of a recognition task), each summarised on its own items;
+//   group   "all", and one group per value of the item field "group" (or, without one, of the
+//           item field "condition": the probe kinds of the recognition tasks, the name/answer
+//           conditions of the label task), each summarised on its own items;
 //   metric  "score" (the task's primary score), "first_token" (first generated token == the
 //           expected answer's first token; tasks with expected answers), "first_token_b" (the
 //           same against source B's answer; swap tasks) and every number or boolean that the
@@ -87,6 +88,16 @@ inline std::string layers_of(const std::string& condition) {
     return at == std::string::npos ? "all" : condition.substr(at + 1);
 }
 
+/// The item group of a record: the item field "group", else the item field "condition" (the
+/// probe kind of the recognition and label tasks); "" when the item has neither.
+inline std::string group_of(const nlohmann::json& r) {
+    if (!r.contains("item_fields")) return "";
+    const nlohmann::json& f = r["item_fields"];
+    for (const char* k : {"group", "condition"})
+        if (f.contains(k) && f[k].is_string()) return f[k].get<std::string>();
+    return "";
+}
+
 /// The value of a metric in a record, NaN if absent.
 inline double metric_value(const nlohmann::json& r, const std::string& metric) {
     const nlohmann::json* v = nullptr;
@@ -131,8 +142,7 @@ inline Summary summarize(const std::vector<nlohmann::json>& records, const std::
             if (r->contains("score_fields"))
                 for (auto it = (*r)["score_fields"].begin(); it != (*r)["score_fields"].end(); ++it)
                     if (it->is_boolean() || it->is_number()) extra.insert(it.key());
-            if (r->contains("item_fields") && (*r)["item_fields"].contains("group") && (*r)["item_fields"]["group"].is_string())
-                groups.insert((*r)["item_fields"]["group"].get<std::string>());
+            if (const std::string g = detail::group_of(*r); !g.empty()) groups.insert(g);
         }
         if (ft) metrics.push_back("first_token");
         if (ftb) metrics.push_back("first_token_b");
@@ -149,11 +159,7 @@ inline Summary summarize(const std::vector<nlohmann::json>& records, const std::
             // seed -> item -> its records
             std::map<std::uint64_t, std::map<std::size_t, std::vector<const nlohmann::json*>>> cells;
             for (const auto* r : recs) {
-                if (group != "all") {
-                    if (!r->contains("item_fields") || !(*r)["item_fields"].contains("group") ||
-                        (*r)["item_fields"]["group"] != group)
-                        continue;
-                }
+                if (group != "all" && detail::group_of(*r) != group) continue;
                 cells[r->at("seed").get<std::uint64_t>()][r->at("item").get<std::size_t>()].push_back(r);
             }
             BootstrapOptions bo = opt;
