@@ -93,7 +93,7 @@ inline std::string persona_judge_question(std::string_view persona, std::string_
 }
 
 inline Instruction persona_instruction(const Persona& p) {
-    return {"You are a ", "persona", std::string(p.name) + ". Answer every question as a " + std::string(p.name) + " would.", ""};
+    return {"You are a ", "persona", std::string(p.name), ". Answer every question as a " + std::string(p.name) + " would."};
 }
 
 inline Item make_persona_item(std::uint64_t seed, std::size_t index) {
