@@ -75,8 +75,9 @@ TEST_CASE("simd: dot, sum_squares, widen and linear (M <= 4) at every level agai
             CHECK(exact);
         }
         for (bool bf : {false, true})
-            for (auto [M, out, in] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1}, {1, 5, 17},
+            for (const auto& shape : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1}, {1, 5, 17},
                                       {1, 130, 67}, {2, 64, 128}, {3, 9, 1027}, {4, 257, 33}, {4, 3, 16}}) {
+                const std::size_t M = std::get<0>(shape), out = std::get<1>(shape), in = std::get<2>(shape);
                 const auto wv = randn(out * in, rng), x = randn(M * (in + 3), rng), bias = randn(out, rng);
                 const Weight W = bf ? Weight::from_floats_bf16(wv, {out, in}, "w") : Weight::from_floats(wv, {out, in}, "w");
                 std::vector<float> y(M * (out + 1)), r(M * (out + 1));
