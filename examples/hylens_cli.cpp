@@ -2,7 +2,6 @@
 // supported families. `hylens --help` lists the subcommands; each has its own --help.
 
 #include <hylens/core/error.hpp>
-#include <hylens/text/cli.hpp>
 
 #include <cstring>
 #include <exception>
@@ -11,9 +10,13 @@
 
 #include "cli/bench.hpp"
 #include "cli/dump.hpp"
+#include "cli/generate.hpp"
 #include "cli/info.hpp"
 #include "cli/patch.hpp"
 #include "cli/surgery.hpp"
+#include "cli/tokenize.hpp"
+#include "cli/topk.hpp"
+#include "cli/verify.hpp"
 
 namespace {
 
@@ -24,10 +27,13 @@ constexpr const char* kHelp =
     "\n"
     "commands:\n"
     "  info        print what a model folder holds\n"
+    "  generate    text (or ids) in, the model's continuation out (greedy or seeded sampling)\n"
+    "  top-k       the most likely next tokens after a prompt, with probabilities\n"
+    "  verify      scan every weight of a model folder for NaN / infinity\n"
     "  bench       prefill and decode tokens/s against the sgemm and bandwidth floors (llama-bench style)\n"
-    "  dump        prefill + decode, write logits, residual streams and caches (golden format)\n"
-    "  surgery     cache surgery conditions (KV-only, REC-only, state swaps ...) from a surgery input file\n"
-    "  patch       mixer-output and recurrent-state patches from a surgery input file\n"
+    "  dump        prefill + decode, write logits, residual streams and caches (safetensors, JSON)\n"
+    "  surgery     cache surgery conditions (KV-only, REC-only, state swaps ...) on text, ids or a surgery file\n"
+    "  patch       mixer-output and recurrent-state patches on text, ids or a surgery file\n"
     "  tokenize    text lines from stdin -> token ids (tokenizer.json)\n"
     "  detokenize  token-id lines from stdin -> text\n";
 
@@ -45,8 +51,11 @@ int main(int argc, char** argv) {
         if (cmd == "bench") return hylens::cli::run_bench(argc, argv);
         if (cmd == "surgery") return hylens::cli::run_surgery(argc, argv);
         if (cmd == "patch") return hylens::cli::run_patch(argc, argv);
-        if (cmd == "tokenize") return hylens::run_tokenize(argc - 1, argv + 1);
-        if (cmd == "detokenize") return hylens::run_detokenize(argc - 1, argv + 1);
+        if (cmd == "generate") return hylens::cli::run_generate(argc, argv);
+        if (cmd == "top-k") return hylens::cli::run_top_k(argc, argv);
+        if (cmd == "verify") return hylens::cli::run_verify(argc, argv);
+        if (cmd == "tokenize") return hylens::cli::run_tokenize(argc, argv);
+        if (cmd == "detokenize") return hylens::cli::run_detokenize(argc, argv);
         std::cerr << "hylens: unknown command '" << cmd << "'\n\n" << kHelp;
         return 2;
     } catch (const hylens::Error& e) {

@@ -1,47 +1,180 @@
 #pragma once
-// Minimal argument parsing for the hylens command-line tool: --name value pairs and flags.
+// What every hylens subcommand shares, all on CLI11: parse() (help is exit 0; an unknown
+// option, a missing required one or a bad value is a message plus the usage line, exit 2),
+// token input given as text or as ids, the model folder's tokenizer, and JSON output.
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <hylens/core/error.hpp>
+#include <hylens/stack/sampling.hpp>
+#include <hylens/text/chat.hpp>
+#include <hylens/text/tokenizer.hpp>
 
-#include <map>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 namespace hylens::cli {
 
-class Args {
-public:
-    /// Parses argv[first..]; `flags` are options without a value.
-    Args(int argc, char** argv, int first, const std::vector<std::string>& flags = {}) {
-        for (int i = first; i < argc; ++i) {
-            const std::string a = argv[i];
-            if (a == "-h" || a == "--help") {
-                help_ = true;
-                continue;
-            }
-            check(a.rfind("--", 0) == 0, "unexpected argument '", a, "' (options start with --)");
-            bool is_flag = false;
-            for (const auto& f : flags) is_flag = is_flag || f == a;
-            if (is_flag) {
-                values_[a] = "1";
-            } else {
-                check(i + 1 < argc, "option ", a, " needs a value");
-                values_[a] = argv[++i];
-            }
+/// The "Usage: ..." line of an app's help.
+inline std::string usage_line(const CLI::App& app) {
+    std::istringstream help(app.help());
+    std::string line;
+    while (std::getline(help, line))
+        if (line.rfind("Usage:", 0) == 0) return line;
+    return "Usage: " + app.get_name() + " [OPTIONS]";
+}
+
+/// Parses argv[1..] (argv[1] is the subcommand name). Returns -1 to go on, else the exit code:
+/// 0 after --help, 2 after a usage error (message and usage line on stderr).
+inline int parse(CLI::App& app, int argc, char** argv, std::ostream& out = std::cout, std::ostream& err = std::cerr) {
+    try {
+        app.parse(argc - 1, argv + 1);
+    } catch (const CLI::CallForHelp&) {
+        out << app.help();
+        return 0;
+    } catch (const CLI::ParseError& e) {
+        err << app.get_name() << ": " << e.what() << "\n"
+                  << usage_line(app) << "\n(" << app.get_name() << " --help for details)\n";
+        return 2;
+    }
+    return -1;
+}
+
+/// A token sequence given on the command line as text (--NAME) or as ids (--NAME-ids, or the
+/// given ids flag): at most one of the two.
+struct TokenInput {
+    std::string text;
+    std::vector<std::int64_t> ids;
+    CLI::Option* text_opt = nullptr;
+    CLI::Option* ids_opt = nullptr;
+
+    void add(CLI::App& app, const std::string& text_flag, const std::string& ids_flag, const std::string& what) {
+        text_opt = app.add_option(text_flag, text, what + " as text (encoded with the tokenizer)");
+        ids_opt = app.add_option(ids_flag, ids, what + " as token ids (space- or comma-separated)")
+                      ->delimiter(',')
+                      ->check(CLI::NonNegativeNumber);
+        text_opt->excludes(ids_opt);
+    }
+    /// Makes the input required: parsing fails (exit 2) when neither form is given. Sets the
+    /// app's callback, so only for apps with no other required-one-of rule.
+    void require_in(CLI::App& app) const {
+        app.callback([this] {
+            if (!given()) throw CLI::RequiredError(flags());
+        });
+    }
+    bool given() const { return (text_opt && text_opt->count() > 0) || (ids_opt && ids_opt->count() > 0); }
+    bool is_text() const { return text_opt && text_opt->count() > 0; }
+    /// "--prompt or --ids" for messages.
+    std::string flags() const { return text_opt->get_name() + " or " + ids_opt->get_name(); }
+};
+
+/// The chat family of a model_type (Qwen3.5 / Qwen3-Next, Granite 4.0 H, Falcon-H1).
+inline ChatFamily chat_family_of(const std::string& model_type) {
+    if (model_type.rfind("qwen", 0) == 0) return ChatFamily::qwen35;
+    if (model_type.rfind("granite", 0) == 0) return ChatFamily::granite4;
+    check<UnsupportedError>(model_type == "falcon_h1", "[cli] no chat format for model_type '", model_type, "'");
+    return ChatFamily::falcon_h1;
+}
+
+/// The model folder and how text becomes tokens: --model, --tokenizer, --chat.
+struct ModelInput {
+    std::string dir;
+    std::string tokenizer_path;  // default: DIR/tokenizer.json
+    bool chat = false;
+    bool no_finite_check = false;
+
+    void add(CLI::App& app, bool with_chat = true) {
+        app.add_option("--model", dir, "model folder (config.json + *.safetensors)")->required();
+        app.add_option("--tokenizer", tokenizer_path, "tokenizer.json (default: the one in the model folder)")
+            ->check(CLI::ExistingFile);
+        if (with_chat) app.add_flag("--chat", chat, "wrap text input in the family's chat format (one user turn)");
+        app.add_flag("--no-finite-check", no_finite_check,
+                     "do not stop at the first NaN / infinity in activations or logits");
+    }
+
+    /// The tokenizer, loaded once; nullptr when there is none and `required` is false.
+    const Tokenizer* tokenizer(bool required, const std::string& why = "text input") const {
+        if (!loaded_) {
+            loaded_ = true;
+            const std::filesystem::path p =
+                tokenizer_path.empty() ? std::filesystem::path(dir) / "tokenizer.json" : std::filesystem::path(tokenizer_path);
+            if (std::filesystem::exists(p)) tok_.emplace(Tokenizer::from_file(p.string()));
         }
+        check(!required || tok_.has_value(), "[cli] ", why, " needs a tokenizer, and ",
+              tokenizer_path.empty() ? (std::filesystem::path(dir) / "tokenizer.json").string() : tokenizer_path,
+              " does not exist; pass --tokenizer FILE, or give token ids instead of text");
+        return tok_ ? &*tok_ : nullptr;
     }
-    bool help() const noexcept { return help_; }
-    bool has(const std::string& k) const { return values_.count(k) != 0; }
-    std::string get(const std::string& k) const {
-        auto it = values_.find(k);
-        check(it != values_.end(), "missing option ", k, " (see --help)");
-        return it->second;
+
+    /// The ids of `in`: its ids, or its text encoded (in the chat format with --chat; else with
+    /// the tokenizer's special tokens, as Hugging Face's encode does by default).
+    std::vector<std::int64_t> ids(const TokenInput& in, const std::string& model_type) const {
+        if (!in.is_text()) return in.ids;
+        const Tokenizer& tok = *tokenizer(true, in.text_opt->get_name());
+        const Encoding enc = chat ? encode_chat(tok, wrap_chat(chat_family_of(model_type), in.text))
+                                  : tok.encode(in.text, {.add_special = true});
+        check<ShapeError>(!enc.ids.empty(), "[cli] ", in.text_opt->get_name(), " encodes to no tokens");
+        return {enc.ids.begin(), enc.ids.end()};
     }
-    std::string get(const std::string& k, const std::string& fallback) const { return has(k) ? get(k) : fallback; }
+
+    /// Decoded text of ids, or nullopt without a tokenizer.
+    std::optional<std::string> text(const std::vector<std::int64_t>& ids) const {
+        const Tokenizer* tok = tokenizer(false);
+        if (!tok) return std::nullopt;
+        std::vector<Tokenizer::TokenId> v;
+        for (auto id : ids) v.push_back(static_cast<Tokenizer::TokenId>(id));
+        return tok->decode(v);
+    }
 
 private:
-    bool help_ = false;
-    std::map<std::string, std::string> values_;
+    mutable bool loaded_ = false;
+    mutable std::optional<Tokenizer> tok_;
 };
+
+/// JSON of one token: {"id": 12, "text": "Hello"} ("text" only with a tokenizer).
+inline nlohmann::json token_json(const ModelInput& mi, std::int64_t id) {
+    nlohmann::json j = {{"id", id}};
+    if (auto t = mi.text({id})) j["text"] = *t;
+    return j;
+}
+
+/// The k most likely next tokens of a row of logits [V]: id, text, probability, logit.
+inline nlohmann::json top_k_json(const ModelInput& mi, const float* row, std::size_t V, std::size_t k) {
+    const std::vector<double> p = softmax(row, V);
+    nlohmann::json out = nlohmann::json::array();
+    for (std::size_t id : top_ids(row, V, k)) {
+        nlohmann::json t = token_json(mi, static_cast<std::int64_t>(id));
+        t["prob"] = p[id];
+        t["logit"] = row[id];
+        out.push_back(std::move(t));
+    }
+    return out;
+}
+
+/// A token sequence: {"ids": [...], "text": "..."}.
+inline nlohmann::json tokens_json(const ModelInput& mi, const std::vector<std::int64_t>& ids) {
+    nlohmann::json j = {{"ids", ids}};
+    if (auto t = mi.text(ids)) j["text"] = *t;
+    return j;
+}
+
+/// Writes j (indented; invalid UTF-8 of partial tokens as U+FFFD) to `path`, or to stdout for "-".
+inline void write_json(const nlohmann::json& j, const std::string& path) {
+    if (path == "-") {
+        std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        return;
+    }
+    std::ofstream f(path);
+    check(static_cast<bool>(f), "[cli] cannot write ", path);
+    f << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    check(static_cast<bool>(f), "[cli] writing ", path, " failed");
+}
 
 }  // namespace hylens::cli

@@ -1,7 +1,8 @@
 #pragma once
 // hylens patch: the mixer-output patch (Paper A exp22) and the recurrent-state patch (exp32-B)
-// of a surgery reference file, on any model folder (tests/golden/README.md, 'Mixer-output
-// patch' and 'State patch').
+// on any model folder, from text, ids or the inputs of a surgery reference file; written as
+// safetensors in the reference format (tests/golden/README.md, 'Mixer-output patch' and
+// 'State patch') and / or as a readable JSON summary.
 
 #include <hylens/interp/transplant.hpp>
 #include <hylens/io/safetensors.hpp>
@@ -15,41 +16,104 @@
 
 namespace hylens::cli {
 
-inline constexpr const char* kPatchHelp =
-    "usage: hylens patch --model DIR --input IN.safetensors --out OUT.safetensors\n"
-    "\n"
-    "Reads the I64 tensors patch.donor.ids, patch.host.ids (equal length Tp), patch.layers\n"
-    "(recurrent layers) and patch.attn_layer (one attention layer) from IN, and writes to OUT:\n"
+inline constexpr const char* kPatchOutputs =
+    "Outputs (Tp = prompt length):\n"
     "  patch.donor.mixer_out [|layers|, hidden]  donor mixer outputs at Tp-1 (before any\n"
     "                                            residual multiplier; Falcon-H1: ssm_out)\n"
     "  patch.attn.donor.mixer_out [hidden]       donor attention output at Tp-1 (Falcon-H1: attn_out)\n"
     "  patch.host.logits_final [V]               host with those rows patched in at Tp-1\n"
     "  patch.attn.host.logits_final [V]          host with the attention row patched in\n"
     "  state_patch.logits_final [V]              host [0,Tp-2] cache with the donor's SSM state and\n"
-    "                                            conv window of patch.layers, then token Tp-1\n"
+    "                                            conv window of the layers, then token Tp-1\n"
     "  state_patch.ssm_only.logits_final [V]     the same, SSM state only\n"
     "  state_patch.all.logits_final [V]          the same, every recurrent layer\n"
     "  state_patch.control.logits_final [V]      the same, nothing copied\n";
 
 inline int run_patch(int argc, char** argv) {
-    const Args a(argc, argv, 2);
-    if (a.help()) {
-        std::cout << kPatchHelp;
-        return 0;
-    }
-    const AnyModel model = load(a.get("--model"));
-    const io::SafetensorsFile in = io::SafetensorsFile::open(a.get("--input"));
-    const std::vector<std::int64_t> donor = in.read_i64("patch.donor.ids"), host = in.read_i64("patch.host.ids");
+    CLI::App app{"Runs donor and host prompts of equal token length, patches the donor's mixer outputs of the "
+                 "recurrent --layers (and of one attention layer) into the host at the last position, and copies "
+                 "the donor's recurrent state into the host's cache before its last token. Inputs as text (--donor, "
+                 "--host), ids (--donor-ids, --host-ids) or the I64 tensors patch.donor.ids, patch.host.ids, "
+                 "patch.layers and patch.attn_layer of a surgery reference file (--input). --out writes the outputs "
+                 "below as safetensors; --json writes the top next tokens of every logits output.",
+                 "hylens patch"};
+    app.footer(kPatchOutputs);
+    ModelInput mi;
+    mi.add(app);
+    TokenInput donor, host;
+    donor.add(app, "--donor", "--donor-ids", "the donor prompt");
+    host.add(app, "--host", "--host-ids", "the host prompt (as many tokens as the donor)");
     std::vector<int> layers;
-    for (auto l : in.read_i64("patch.layers")) layers.push_back(static_cast<int>(l));
-    const std::vector<std::int64_t> attn = in.read_i64("patch.attn_layer");
-    check<ShapeError>(attn.size() == 1, "[patch] ", a.get("--input"), ": patch.attn_layer holds ", attn.size(),
-                      " values, expected 1");
-    const NamedTensors out = model.visit(
-        [&](const auto& m) { return patch_reference_tensors(m, donor, host, layers, static_cast<int>(attn[0])); });
-    write_named(out, a.get("--out"));
-    std::cerr << "hylens patch: " << model.config().model_type << ", " << host.size() << " tokens, " << out.size()
-              << " tensors -> " << a.get("--out") << "\n";
+    int attn_layer = -1;
+    std::string input, out, json;
+    std::size_t top = 5;
+    auto* in_opt = app.add_option("--input", input, "surgery reference file with the inputs")->check(CLI::ExistingFile);
+    auto* l_opt = app.add_option("--layers", layers, "recurrent layers to patch (default: every recurrent layer)")
+                      ->delimiter(',')
+                      ->check(CLI::NonNegativeNumber);
+    auto* a_opt = app.add_option("--attn-layer", attn_layer, "attention layer to patch (default: the first)")
+                      ->check(CLI::NonNegativeNumber);
+    app.add_option("--out", out, "safetensors file to write");
+    app.add_option("--json", json, "JSON summary to write (- for stdout)");
+    app.add_option("--top", top, "next tokens per output in the JSON (default 5)")->check(CLI::Range(1, 1 << 20));
+    for (auto* o : {donor.text_opt, donor.ids_opt, host.text_opt, host.ids_opt, l_opt, a_opt}) in_opt->excludes(o);
+    app.callback([&] {
+        if (input.empty() && !donor.given()) throw CLI::RequiredError(donor.flags() + " or --input");
+        if (input.empty() && !host.given()) throw CLI::RequiredError(host.flags() + " or --input");
+        if (out.empty() && json.empty()) throw CLI::RequiredError("--out or --json");
+    });
+    if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
+
+    const AnyModel model = load(mi.dir);
+    const std::string& type = model.config().model_type;
+    std::vector<std::int64_t> d, h;
+    if (!input.empty()) {
+        const io::SafetensorsFile in = io::SafetensorsFile::open(input);
+        d = in.read_i64("patch.donor.ids");
+        h = in.read_i64("patch.host.ids");
+        for (auto l : in.read_i64("patch.layers")) layers.push_back(static_cast<int>(l));
+        const std::vector<std::int64_t> attn = in.read_i64("patch.attn_layer");
+        check<ShapeError>(attn.size() == 1, "[patch] ", input, ": patch.attn_layer holds ", attn.size(),
+                          " values, expected 1");
+        attn_layer = static_cast<int>(attn[0]);
+    } else {
+        d = mi.ids(donor, type);
+        h = mi.ids(host, type);
+        check<ShapeError>(d.size() == h.size(), "[patch] the donor has ", d.size(), " tokens and the host ", h.size(),
+                          "; the patch needs prompts of equal token length");
+        model.visit([&](const auto& m) {
+            if (layers.empty()) layers = recurrent_layers(m.stack());
+            if (attn_layer < 0) {
+                const std::vector<int> att = attention_layers(m.stack());
+                check<ShapeError>(!att.empty(), "[patch] model ", type, " has no attention layer to patch");
+                attn_layer = att.front();
+            }
+        });
+    }
+    const NamedTensors t =
+        model.visit([&](const auto& m) { return patch_reference_tensors(m, d, h, layers, attn_layer); });
+    if (!mi.no_finite_check)
+        for (const auto& [name, x] : t.all()) {
+            const std::size_t i = hylens::detail::first_non_finite(x.values.data(), x.values.size());
+            check<NonFiniteError>(i == x.values.size(), "[patch] model ", type, ": non-finite value in ", name,
+                                  " at index ", i, "; `hylens verify --model DIR` scans the weights");
+        }
+    if (!out.empty()) write_named(t, out);
+    if (!json.empty()) {
+        const std::size_t V = model.config().vocab;
+        nlohmann::json outputs = nlohmann::json::object();
+        for (const auto& [name, x] : t.all())
+            if (name.find("logits") != std::string::npos) outputs[name] = top_k_json(mi, x.values.data(), V, top);
+        write_json({{"model", type},
+                    {"donor", tokens_json(mi, d)},
+                    {"host", tokens_json(mi, h)},
+                    {"layers", layers},
+                    {"attn_layer", attn_layer},
+                    {"next_tokens", outputs}},
+                   json);
+    }
+    std::cerr << "hylens patch: " << type << ", " << h.size() << " tokens, " << t.size() << " tensors"
+              << (out.empty() ? "" : " -> " + out) << "\n";
     return 0;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
-// hylens surgery: the split-prefill / state-swap conditions of tests/golden/README.md
-// ("Cache surgery, state swap and patching") on any model folder, from the inputs of a
-// surgery reference file, written in the same format.
+// hylens surgery: the ten split-prefill / state-swap conditions on any model folder, from
+// text, ids or the inputs of a surgery reference file; written as safetensors in the
+// reference format (tests/golden/README.md) and / or as a readable JSON summary.
 
 #include <hylens/cache/layer_set.hpp>
 #include <hylens/cache/surgery.hpp>
@@ -19,16 +19,8 @@
 
 namespace hylens::cli {
 
-inline constexpr const char* kSurgeryHelp =
-    "usage: hylens surgery --model DIR --input IN.safetensors --out OUT.safetensors [--gen N]\n"
-    "\n"
-    "Reads from IN the I64 tensors ctx_a.ids, ctx_b.ids (contexts A and B), query.ids (the\n"
-    "query Q), kv_only_layers.layers and swap_ka_rb_layers.layers (layer sets S). Prefills A\n"
-    "and B separately, builds each condition below on a copy of those caches, runs Q on it and\n"
-    "then N greedy tokens (default 4; the last one is fed too), and writes to OUT, for every\n"
-    "condition <c>: <c>.logits [m, vocab], <c>.gen.ids [N] (I64), <c>.gen.logits [N, vocab]\n"
-    "(after feeding each greedy token) and <c>.positions [m + N] (I64).\n"
-    "\n"
+inline constexpr const char* kSurgeryConditions =
+    "Conditions (A = context, B = context B, S = a layer set):\n"
     "  condition          KV part  recurrent part (conv window + SSM state)      Q starts at\n"
     "  full               A        A                                            n\n"
     "  full_b             B        B                                            n\n"
@@ -39,20 +31,29 @@ inline constexpr const char* kSurgeryHelp =
     "  swap_kb_ra         B        A                                            n\n"
     "  kv_only_layers     A        reset in the layers of S, A elsewhere        n\n"
     "  swap_ka_rb_layers  A        B in the layers of S, A elsewhere            n\n"
-    "  kv_only_noconv     A        SSM state zeroed, conv window kept (A's)     n\n"
-    "\n"
-    "Works on every model folder of the supported families (F32 or BF16 checkpoints).\n";
+    "  kv_only_noconv     A        SSM state zeroed, conv window kept (A's)     n\n";
+
+/// The inputs of the ten conditions.
+struct SurgeryInputs {
+    std::vector<std::int64_t> a, b, query;
+    LayerSet kv_layers, swap_layers;
+    std::size_t n_gen = 4;
+    bool check_finite = true;
+    std::size_t top = 5;
+};
 
 namespace detail {
 
-/// Runs one condition's cache and appends its four tensors to the writer.
+/// Runs one condition's cache; appends its four tensors to the writer and its summary to j.
 template <class Model>
-void write_condition(io::SafetensorsWriter& w, const Model& m, const std::string& name, EditedCache<typename Model::cache_type> e,
-                     const TokenBatch& query, std::size_t n_gen) {
+void run_condition(io::SafetensorsWriter& w, nlohmann::json& j, const ModelInput& mi, const Model& m,
+                   const std::string& name, EditedCache<typename Model::cache_type> e, const SurgeryInputs& in) {
     GenerateOptions g;
-    g.max_new = n_gen;
+    g.max_new = in.n_gen;
     g.feed_last = true;
     g.start_position = e.position;
+    g.check_finite = in.check_finite;
+    const TokenBatch query(in.query);
     const GenerateResult r = generate(m, e.cache, query, g);
     const std::size_t V = m.config().vocab, mq = query.T();
     w.add_f32(name + ".logits", {mq, V}, std::span<const float>(r.prompt_logits.data(), mq * V));
@@ -61,22 +62,23 @@ void write_condition(io::SafetensorsWriter& w, const Model& m, const std::string
     w.add_i64(name + ".gen.ids", {r.ids[0].size()}, r.ids[0]);
     w.add_f32(name + ".gen.logits", {r.step_logits.size(), V}, steps);
     w.add_i64(name + ".positions", {r.positions.size()}, r.positions);
+    j[name] = {{"query_start", e.position},
+               {"next_after_query", top_k_json(mi, r.prompt_logits.data() + (mq - 1) * V, V, in.top)},
+               {"generated", tokens_json(mi, r.ids[0])}};
 }
 
 template <class Model>
-void surgery_conditions(io::SafetensorsWriter& w, const Model& m, const io::SafetensorsFile& in, std::size_t n_gen) {
+void surgery_conditions(io::SafetensorsWriter& w, nlohmann::json& j, const ModelInput& mi, const Model& m,
+                        const SurgeryInputs& in) {
     using Cache = typename Model::cache_type;
-    const TokenBatch query(in.read_i64("query.ids"));
-    const Cache a = m.prefill(TokenBatch(in.read_i64("ctx_a.ids")));
-    const Cache b = m.prefill(TokenBatch(in.read_i64("ctx_b.ids")));
-    const LayerSet s_kv = LayerSet::from_i64(in.read_i64("kv_only_layers.layers"), "kv_only_layers.layers");
-    const LayerSet s_swap = LayerSet::from_i64(in.read_i64("swap_ka_rb_layers.layers"), "swap_ka_rb_layers.layers");
+    const Cache a = m.prefill(TokenBatch(in.a));
+    const Cache b = m.prefill(TokenBatch(in.b));
     // A swap continues at its KV source's position, which the swapped cache carries.
     const auto swap = [](Cache c) {
         const auto p = static_cast<std::int64_t>(continue_position(c));
         return EditedCache<Cache>{std::move(c), p};
     };
-    const auto run = [&](const char* name, EditedCache<Cache> e) { write_condition(w, m, name, std::move(e), query, n_gen); };
+    const auto run = [&](const char* name, EditedCache<Cache> e) { run_condition(w, j, mi, m, name, std::move(e), in); };
     run("full", apply_split_mode(a, SplitMode::FULL));
     run("full_b", apply_split_mode(b, SplitMode::FULL));
     run("kv_only", apply_split_mode(a, SplitMode::KV_ONLY));
@@ -84,30 +86,95 @@ void surgery_conditions(io::SafetensorsWriter& w, const Model& m, const io::Safe
     run("none", apply_split_mode(a, SplitMode::NONE));
     run("swap_ka_rb", swap(state_swap(a, b)));
     run("swap_kb_ra", swap(state_swap(b, a)));
-    run("kv_only_layers", apply_split_mode(a, SplitMode::KV_ONLY, s_kv));
-    run("swap_ka_rb_layers", swap(state_swap(a, b, LayerSet::all(), s_swap)));
+    run("kv_only_layers", apply_split_mode(a, SplitMode::KV_ONLY, in.kv_layers));
+    run("swap_ka_rb_layers", swap(state_swap(a, b, LayerSet::all(), in.swap_layers)));
     run("kv_only_noconv", apply_split_mode(a, SplitMode::KV_ONLY, LayerSet::all(), /*conv_with_state=*/false));
+}
+
+/// The recurrent layers in the first half of the stack (the default layer set S).
+template <class Model>
+LayerSet default_surgery_layers(const Model& m) {
+    std::vector<std::size_t> v;
+    for (std::size_t i = 0; i < m.num_layers() / 2 + m.num_layers() % 2; ++i)
+        m.stack().visit(i, [&](const auto& layer) {
+            auto c = layer.new_cache(1);
+            if (recurrent_part(c)) v.push_back(i);
+        });
+    return LayerSet(std::move(v));
 }
 
 }  // namespace detail
 
 inline int run_surgery(int argc, char** argv) {
-    const Args a(argc, argv, 2);
-    if (a.help()) {
-        std::cout << kSurgeryHelp;
-        return 0;
+    CLI::App app{"Prefills context A and context B separately, builds each condition below on a copy of those "
+                 "caches, runs the query Q on it and then N greedy tokens (the last one is fed too). The inputs come "
+                 "as text (--context, --context-b, --query), as ids (--context-ids, ...), or from the I64 tensors "
+                 "ctx_a.ids, ctx_b.ids, query.ids, kv_only_layers.layers and swap_ka_rb_layers.layers of a surgery "
+                 "reference file (--input). --out writes, for every condition <c>: <c>.logits [m, vocab], "
+                 "<c>.gen.ids [N] (I64), <c>.gen.logits [N, vocab] and <c>.positions [m + N] (I64); --json writes "
+                 "where Q started, the top next tokens after Q and the generated text of every condition.",
+                 "hylens surgery"};
+    app.footer(kSurgeryConditions);
+    ModelInput mi;
+    mi.add(app);
+    TokenInput ctx_a, ctx_b, query;
+    ctx_a.add(app, "--context", "--context-ids", "context A");
+    ctx_b.add(app, "--context-b", "--context-b-ids", "context B (default: context A)");
+    query.add(app, "--query", "--query-ids", "the query Q");
+    std::vector<std::size_t> kv_layers, swap_layers;
+    std::string input, out, json;
+    SurgeryInputs in;
+    auto* in_opt = app.add_option("--input", input, "surgery reference file with the inputs")->check(CLI::ExistingFile);
+    auto* kv_opt = app.add_option("--kv-only-layers", kv_layers,
+                                  "S of kv_only_layers (default: the recurrent layers of the first half)")
+                       ->delimiter(',');
+    auto* sw_opt = app.add_option("--swap-layers", swap_layers, "S of swap_ka_rb_layers (default: as --kv-only-layers)")
+                       ->delimiter(',');
+    app.add_option("--gen", in.n_gen, "greedy tokens after the query (default 4)")->check(CLI::Range(1, 99999));
+    app.add_option("--out", out, "safetensors file to write");
+    app.add_option("--json", json, "JSON summary to write (- for stdout)");
+    for (auto* o : {ctx_a.text_opt, ctx_a.ids_opt, ctx_b.text_opt, ctx_b.ids_opt, query.text_opt, query.ids_opt, kv_opt, sw_opt})
+        in_opt->excludes(o);
+    app.callback([&] {
+        if (input.empty() && !ctx_a.given()) throw CLI::RequiredError(ctx_a.flags() + " or --input");
+        if (input.empty() && !query.given()) throw CLI::RequiredError(query.flags() + " or --input");
+        if (out.empty() && json.empty()) throw CLI::RequiredError("--out or --json");
+    });
+    if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
+
+    const AnyModel model = load(mi.dir);
+    const std::string& type = model.config().model_type;
+    in.check_finite = !mi.no_finite_check;
+    if (!input.empty()) {
+        const io::SafetensorsFile f = io::SafetensorsFile::open(input);
+        in.a = f.read_i64("ctx_a.ids");
+        in.b = f.read_i64("ctx_b.ids");
+        in.query = f.read_i64("query.ids");
+        in.kv_layers = LayerSet::from_i64(f.read_i64("kv_only_layers.layers"), "kv_only_layers.layers");
+        in.swap_layers = LayerSet::from_i64(f.read_i64("swap_ka_rb_layers.layers"), "swap_ka_rb_layers.layers");
+    } else {
+        in.a = mi.ids(ctx_a, type);
+        in.b = ctx_b.given() ? mi.ids(ctx_b, type) : in.a;
+        in.query = mi.ids(query, type);
+        const LayerSet def = model.visit([](const auto& m) { return detail::default_surgery_layers(m); });
+        in.kv_layers = kv_opt->count() ? LayerSet(kv_layers) : def;
+        in.swap_layers = sw_opt->count() ? LayerSet(swap_layers) : in.kv_layers;
     }
-    const AnyModel model = load(a.get("--model"));
-    const io::SafetensorsFile in = io::SafetensorsFile::open(a.get("--input"));
-    const std::string gen = a.get("--gen", "4");
-    check(!gen.empty() && gen.size() < 6 && gen.find_first_not_of("0123456789") == std::string::npos && gen != "0",
-          "--gen needs a positive number of greedy tokens, got '", gen, "'");
-    const std::size_t n_gen = std::stoul(gen);
     io::SafetensorsWriter w;
-    model.visit([&](const auto& m) { detail::surgery_conditions(w, m, in, n_gen); });
-    w.write(a.get("--out"));
-    std::cerr << "hylens surgery: " << model.config().model_type << ", 10 conditions x " << n_gen
-              << " greedy tokens, " << w.size() << " tensors -> " << a.get("--out") << "\n";
+    nlohmann::json conditions = nlohmann::json::object();
+    model.visit([&](const auto& m) { detail::surgery_conditions(w, conditions, mi, m, in); });
+    if (!out.empty()) w.write(out);
+    if (!json.empty())
+        write_json({{"model", type},
+                    {"context_a", tokens_json(mi, in.a)},
+                    {"context_b", tokens_json(mi, in.b)},
+                    {"query", tokens_json(mi, in.query)},
+                    {"kv_only_layers", in.kv_layers.indices()},
+                    {"swap_layers", in.swap_layers.indices()},
+                    {"conditions", conditions}},
+                   json);
+    std::cerr << "hylens surgery: " << type << ", 10 conditions x " << in.n_gen << " greedy tokens, " << w.size()
+              << " tensors" << (out.empty() ? "" : " -> " + out) << "\n";
     return 0;
 }
 

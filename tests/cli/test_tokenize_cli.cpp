@@ -1,28 +1,29 @@
-// The tokenize / detokenize subcommand functions on string streams.
+// hylens tokenize / detokenize (examples/cli/tokenize.hpp) on string streams.
 #include <doctest/doctest.h>
 
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "hylens/text/cli.hpp"
+#include "cli/tokenize.hpp"
 
 namespace {
 int call(bool detok, std::vector<std::string> args, const std::string& input, std::string& out, std::string& err) {
     args.insert(args.begin(), detok ? "detokenize" : "tokenize");
+    args.insert(args.begin(), "hylens");
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     std::istringstream in(input);
     std::ostringstream o, e;
-    const int rc = detok ? hylens::run_detokenize(static_cast<int>(argv.size()), argv.data(), in, o, e)
-                         : hylens::run_tokenize(static_cast<int>(argv.size()), argv.data(), in, o, e);
+    const int rc = detok ? hylens::cli::run_detokenize(static_cast<int>(argv.size()), argv.data(), in, o, e)
+                         : hylens::cli::run_tokenize(static_cast<int>(argv.size()), argv.data(), in, o, e);
     out = o.str(), err = e.str();
     return rc;
 }
 const std::string kLlama2 = std::string(HYLENS_TOKENIZER_FIXTURES) + "/llama2/tokenizer.json";
 }  // namespace
 
-TEST_SUITE("text/cli") {
+TEST_SUITE("cli/tokenize") {
     TEST_CASE("tokenize prints ids or id:start:end per line, detokenize reverses it") {
         std::string out, err;
         REQUIRE(call(false, {"--tokenizer", kLlama2}, "Hello world\n\nHi\n", out, err) == 0);
@@ -38,11 +39,14 @@ TEST_SUITE("text/cli") {
     TEST_CASE("help, usage errors and bad input") {
         std::string out, err;
         CHECK(call(false, {"--help"}, "", out, err) == 0);
-        CHECK(out.find("usage: hylens tokenize") == 0);
+        CHECK(out.find("Usage: hylens tokenize") != std::string::npos);
         CHECK(call(true, {"--help"}, "", out, err) == 0);
         CHECK(call(false, {}, "", out, err) == 2);
-        CHECK(err.find("--tokenizer FILE is required") != std::string::npos);
+        CHECK(err.find("--tokenizer is required") != std::string::npos);
+        CHECK(err.find("Usage: hylens tokenize") != std::string::npos);
         CHECK(call(false, {"--tokenizer", kLlama2, "--frobnicate"}, "", out, err) == 2);
+        CHECK(err.find("--frobnicate") != std::string::npos);
+        CHECK(call(true, {"--tokenizer", kLlama2, "--offsets"}, "", out, err) == 2);  // a tokenize-only flag
         CHECK(call(false, {"--tokenizer", "/nonexistent.json"}, "x\n", out, err) == 1);
         CHECK(call(true, {"--tokenizer", kLlama2}, "12 x7\n", out, err) == 1);
         CHECK(err.find("x7") != std::string::npos);

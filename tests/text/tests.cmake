@@ -18,18 +18,5 @@ hylens_add_test_suite(test_text
   ${CMAKE_CURRENT_LIST_DIR}/test_bpe.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_tokenizer_reference.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/test_chat.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/test_cli.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/test_chat.cpp)
 target_compile_definitions(test_text PRIVATE HYLENS_TOKENIZER_FIXTURES="${HYLENS_TOKENIZER_FIXTURES}")
-
-# The tokenize/detokenize command-line functions, through the small examples/hylens_tokenize
-# driver: a few lines piped through it must give the reference output.
-add_executable(hylens_tokenize_test_driver ${CMAKE_CURRENT_LIST_DIR}/../../examples/hylens_tokenize.cpp)
-target_link_libraries(hylens_tokenize_test_driver PRIVATE hylens::hylens hylens_project_flags)
-add_test(NAME text.cli_tokenize_pipe
-  COMMAND ${CMAKE_COMMAND}
-    -DDRIVER=$<TARGET_FILE:hylens_tokenize_test_driver>
-    -DTOKENIZER=${HYLENS_TOKENIZER_FIXTURES}/llama2/tokenizer.json
-    -DINPUT=${CMAKE_CURRENT_LIST_DIR}/cli_input.txt
-    -DEXPECTED=${CMAKE_CURRENT_LIST_DIR}/cli_expected.txt
-    -P ${CMAKE_CURRENT_LIST_DIR}/cli_pipe_test.cmake)

@@ -18,6 +18,7 @@
 #include "../kernels/linear.hpp"
 #include "../kernels/rms_norm.hpp"
 #include "../layers/hooks.hpp"
+#include "finite_check.hpp"
 #include "tokens.hpp"
 
 namespace hylens {
@@ -36,6 +37,9 @@ struct ForwardOptions {
     const Hook* hook = nullptr;                 ///< sees (and may overwrite) every site
     bool last_only = false;                     ///< logits of the last position only ([B, 1, V])
     bool skip_logits = false;                   ///< run the stack only (returns an empty tensor)
+    /// Throw NonFiniteError at the first NaN / infinity in the embedding, a layer's mixer or
+    /// MLP output or residual stream, the final norm or the logits (stack/finite_check.hpp).
+    bool check_finite = false;
 };
 
 template <class Stack>
@@ -97,12 +101,24 @@ public:
             if (c_.embed_multiplier != 1.0f)
                 for (std::size_t d = 0; d < H; ++d) h[r * H + d] *= c_.embed_multiplier;
         }
-        ForwardContext ctx{-1, pos.data(), opt.hook};
+        Hook checking;
+        const Hook* hook = opt.hook;
+        if (opt.check_finite) {
+            checking = detail::finite_checking_hook(opt.hook, "model " + c_.model_type);
+            hook = &checking;
+        }
+        ForwardContext ctx{-1, pos.data(), hook};
         ctx.fire(Site::embed, h.data(), B, T, H, H);
-        stack_.forward(h.data(), B, T, cache, pos.data(), opt.hook);
+        stack_.forward(h.data(), B, T, cache, pos.data(), hook);
         cache.set_tokens_seen(cache.tokens_seen() + T);
         if (opt.skip_logits) return Tensor3();
-        return head(h.data(), B, T, opt.last_only, ctx);
+        Tensor3 logits = head(h.data(), B, T, opt.last_only, ctx);
+        if (opt.check_finite) {
+            const std::size_t Tout = logits.shape(1), V = c_.vocab;
+            detail::check_view_finite("model " + c_.model_type, "logits", -1, ActivationView{logits.data(), B, Tout, V, V},
+                                      pos.data() + (T - Tout));
+        }
+        return logits;
     }
 
     /// A fresh cache filled with `ids` (the prompt); the logits are discarded.

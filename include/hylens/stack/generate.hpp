@@ -1,8 +1,9 @@
 #pragma once
-// Greedy generation on any cache, mixed caches included (experiments.md §C.8): feed the
-// prompt (or query) from the cache's next position (or an explicit start), then one token at
-// a time, each the argmax of the previous logits. Every step appends K/V at the next position
-// and advances the recurrent states.
+// Generation on any cache, mixed caches included: feed the prompt (or query) from the
+// cache's next position (or an explicit start), then one token at a time, each the argmax of
+// the previous logits (greedy, the default) or a seeded draw (GenerateOptions::sampling,
+// stack/sampling.hpp). Every step appends K/V at the next position and advances the
+// recurrent states.
 
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::int64_t
@@ -10,6 +11,7 @@
 
 #include "../core/tensor.hpp"
 #include "causal_lm.hpp"
+#include "sampling.hpp"
 
 namespace hylens {
 
@@ -19,6 +21,8 @@ struct GenerateOptions {
     std::int64_t start_position = -1;       ///< position of the first prompt token (-1: cache.next_position())
     bool feed_last = false;                 ///< also feed the last generated token (its logits are returned)
     const Hook* hook = nullptr;             ///< sees every forward (prompt and steps)
+    SamplingOptions sampling{};             ///< default: greedy
+    bool check_finite = false;              ///< ForwardOptions::check_finite on every forward
 };
 
 struct GenerateResult {
@@ -28,19 +32,12 @@ struct GenerateResult {
     std::vector<std::int64_t> positions;    ///< every position used (prompt and fed tokens)
 };
 
-namespace detail {
-inline std::int64_t argmax_row(const float* row, std::size_t V) noexcept {
-    std::size_t best = 0;
-    for (std::size_t v = 1; v < V; ++v)
-        if (row[v] > row[best]) best = v;
-    return static_cast<std::int64_t>(best);
-}
-}  // namespace detail
-
 template <class Model>
 GenerateResult generate(const Model& model, typename Model::cache_type& cache, const TokenBatch& prompt,
                         const GenerateOptions& opt = {}) {
     const std::size_t B = prompt.batch, T = prompt.T(), V = model.config().vocab;
+    opt.sampling.validate();
+    SplitMix64 rng(opt.sampling.seed);
     GenerateResult res;
     std::int64_t p = opt.start_position >= 0 ? opt.start_position : static_cast<std::int64_t>(cache.next_position());
     std::vector<std::int64_t> pos(T);
@@ -48,6 +45,7 @@ GenerateResult generate(const Model& model, typename Model::cache_type& cache, c
     res.positions = pos;
     ForwardOptions fo;
     fo.hook = opt.hook;
+    fo.check_finite = opt.check_finite;
     fo.positions = pos;
     res.prompt_logits = model.forward(prompt, cache, fo);
     res.ids.assign(B, {});
@@ -59,7 +57,7 @@ GenerateResult generate(const Model& model, typename Model::cache_type& cache, c
         next.batch = B;
         bool all_stopped = !opt.stop_ids.empty();
         for (std::size_t b = 0; b < B; ++b) {
-            const std::int64_t id = detail::argmax_row(last[b], V);
+            const std::int64_t id = choose_token(last[b], V, opt.sampling, rng);
             res.ids[b].push_back(id);
             next.ids.push_back(id);
             bool stop = false;

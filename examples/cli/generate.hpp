@@ -1,0 +1,94 @@
+#pragma once
+// hylens generate: a prompt (text or ids) in, the continuation out as text, greedy or sampled.
+
+#include <hylens/models/load.hpp>
+#include <hylens/stack/generate.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+
+namespace hylens::cli {
+
+/// The end-of-sequence ids of a model folder's config.json (eos_token_id at the top or in
+/// text_config; an integer or a list), empty when there is none.
+inline std::vector<std::int64_t> eos_ids(const std::string& dir) {
+    std::ifstream f(std::filesystem::path(dir) / "config.json");
+    const nlohmann::json cfg = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+    std::vector<std::int64_t> out;
+    for (const nlohmann::json* c : {&cfg, cfg.contains("text_config") ? &cfg["text_config"] : nullptr}) {
+        if (!c || !c->is_object() || !c->contains("eos_token_id")) continue;
+        const nlohmann::json& e = (*c)["eos_token_id"];
+        if (e.is_number_integer()) out.push_back(e.get<std::int64_t>());
+        if (e.is_array())
+            for (const auto& v : e)
+                if (v.is_number_integer()) out.push_back(v.get<std::int64_t>());
+    }
+    return out;
+}
+
+inline int run_generate(int argc, char** argv) {
+    CLI::App app{"Feeds the prompt to the model on a fresh cache and generates up to --max-new tokens: greedy by "
+                 "default, or sampled with --temperature (> 0), --top-k, --top-p and --seed (the same seed gives the "
+                 "same text on every machine). Stops at the model's end-of-sequence token (config.json eos_token_id) "
+                 "unless --no-stop. Prints the generated text (the ids without a tokenizer).",
+                 "hylens generate"};
+    ModelInput mi;
+    mi.add(app);
+    TokenInput prompt;
+    prompt.add(app, "--prompt", "--ids", "the prompt");
+    std::size_t max_new = 32;
+    SamplingOptions s;
+    bool no_stop = false, show_ids = false;
+    std::string json;
+    app.add_option("--max-new", max_new, "tokens to generate (default 32)")->check(CLI::Range(1, 1 << 20));
+    app.add_option("--temperature", s.temperature, "0 (default): greedy; > 0: sample")->check(CLI::Range(0.0, 1e6));
+    app.add_option("--top-k", s.top_k, "sample among the k most likely tokens (0: all)");
+    app.add_option("--top-p", s.top_p, "sample among the most likely tokens of mass >= p (default 1)")
+        ->check(CLI::Range(1e-6, 1.0));
+    app.add_option("--seed", s.seed, "PRNG seed for sampling (default 0)");
+    app.add_flag("--no-stop", no_stop, "do not stop at the end-of-sequence token");
+    app.add_flag("--show-ids", show_ids, "also print the generated ids (stderr)");
+    app.add_option("--json", json, "also write prompt, generated ids and text as JSON to FILE (- for stdout)");
+    prompt.require_in(app);
+    if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
+
+    const AnyModel model = load(mi.dir);
+    const std::vector<std::int64_t> ids = mi.ids(prompt, model.config().model_type);
+    GenerateOptions g;
+    g.max_new = max_new;
+    g.sampling = s;
+    g.check_finite = !mi.no_finite_check;
+    if (!no_stop) g.stop_ids = eos_ids(mi.dir);
+    const std::vector<std::int64_t> out = model.visit([&](const auto& m) {
+        auto cache = m.new_cache(1);
+        return generate(m, cache, TokenBatch(ids), g).ids[0];
+    });
+    const std::optional<std::string> text = mi.text(out);
+    if (text) {
+        std::cout << *text << "\n";
+    } else {
+        for (std::size_t i = 0; i < out.size(); ++i) std::cout << (i ? " " : "") << out[i];
+        std::cout << "\n";
+    }
+    if (show_ids || !text) {
+        std::cerr << "hylens generate: ids";
+        for (auto id : out) std::cerr << " " << id;
+        std::cerr << (text ? "\n" : " (no tokenizer: printed ids)\n");
+    }
+    if (!json.empty())
+        write_json({{"model", model.config().model_type},
+                    {"prompt", tokens_json(mi, ids)},
+                    {"generated", tokens_json(mi, out)},
+                    {"sampling",
+                     {{"temperature", s.temperature}, {"top_k", s.top_k}, {"top_p", s.top_p}, {"seed", s.seed}}}},
+                   json);
+    return 0;
+}
+
+}  // namespace hylens::cli

@@ -1,0 +1,249 @@
+// The hylens tool as a user meets it: every command rejects unknown options and bad values
+// with exit 2 and a usage line; text in, predictions out (generate, top-k, and dump / surgery /
+// patch on text or ids, equal to their reference-file runs); seeded sampling reproduces;
+// damaged weights are an error, and verify names the tensor.
+#include <hylens/io/safetensors.hpp>
+#include <hylens/models/load.hpp>
+#include <hylens/stack/generate.hpp>
+#include <hylens/text/tokenizer.hpp>
+
+#include "support/damaged_model.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>  // WEXITSTATUS
+#include <unistd.h>    // getpid
+
+namespace fs = std::filesystem;
+using namespace hylens;
+
+namespace {
+
+struct Run {
+    int rc;
+    std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+fs::path tmp(const std::string& name) {
+    return fs::temp_directory_path() / ("hylens_cli_" + std::to_string(::getpid()) + "_" + name);
+}
+
+/// Runs `hylens <args>` and returns its exit status, stdout and stderr.
+Run run_cli(const std::string& args) {
+    const fs::path o = tmp("stdout"), e = tmp("stderr");
+    const std::string cmd = std::string(HYLENS_CLI) + " " + args + " >" + o.string() + " 2>" + e.string();
+    const int st = std::system(cmd.c_str());
+    Run r{WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(o), slurp(e)};
+    fs::remove(o);
+    fs::remove(e);
+    return r;
+}
+
+nlohmann::json json_of(const fs::path& p) { return nlohmann::json::parse(slurp(p)); }
+
+const std::string kGolden = HYLENS_GOLDEN_DIR;
+const std::string kQwen = kGolden + "/models/qwen3_5_dense";
+const std::string kBytes = std::string(HYLENS_CLI_DATA) + "/bytes_tokenizer.json";
+
+std::string join(const std::vector<std::int64_t>& v) {
+    std::string s;
+    for (auto x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+    return s;
+}
+
+/// Every tensor of two safetensors files is bit-identical.
+void check_same_file(const fs::path& a, const fs::path& b) {
+    const io::SafetensorsFile fa = io::SafetensorsFile::open(a), fb = io::SafetensorsFile::open(b);
+    REQUIRE(fa.names() == fb.names());
+    for (const auto& n : fa.names()) {
+        INFO(n);
+        const auto ba = fa.bytes(n), bb = fb.bytes(n);
+        CHECK(std::vector<std::byte>(ba.begin(), ba.end()) == std::vector<std::byte>(bb.begin(), bb.end()));
+    }
+}
+
+}  // namespace
+
+TEST_SUITE("cli") {
+    TEST_CASE("unknown options, typos and bad values are usage errors (exit 2, usage line)") {
+        for (const std::string cmd : {"info", "generate", "top-k", "verify", "dump", "surgery", "patch", "tokenize",
+                                      "detokenize"}) {
+            INFO(cmd);
+            const bool tok = cmd == "tokenize" || cmd == "detokenize";
+            const Run r = run_cli(cmd + (tok ? " --tokenizer " + kBytes : " --model " + kQwen) + " --bogus 7");
+            CHECK(r.rc == 2);
+            CHECK(r.err.find("--bogus") != std::string::npos);
+            CHECK(r.err.find("Usage: hylens " + cmd) != std::string::npos);
+            CHECK(run_cli(cmd + " --help").rc == 0);
+        }
+        CHECK(run_cli("info --modle " + kQwen).rc == 2);  // a typo of a required option
+        CHECK(run_cli("generate --model " + kQwen + " --ids 1,2 --max-new x").rc == 2);
+        CHECK(run_cli("generate --model " + kQwen + " --ids 1,-2").rc == 2);
+        CHECK(run_cli("generate --model " + kQwen + " --ids 1,2 --top-p 1.5").rc == 2);
+        CHECK(run_cli("generate --model " + kQwen + " --ids 1,2 --prompt hi").rc == 2);  // one of the two
+        CHECK(run_cli("generate --model " + kQwen).rc == 2);                            // neither
+        CHECK(run_cli("surgery --model " + kQwen + " --context-ids 1,2 --query-ids 3").rc == 2);  // no --out / --json
+        CHECK(run_cli("no-such-command").rc == 2);
+        // Runtime errors (not usage errors) are exit 1 with a message.
+        const Run missing = run_cli("generate --model " + kQwen + " --prompt hello");  // no tokenizer.json there
+        CHECK(missing.rc == 1);
+        CHECK(missing.err.find("--tokenizer") != std::string::npos);
+    }
+
+    TEST_CASE("generate: greedy equals the library, text through the tokenizer, seeded sampling reproduces") {
+        const fs::path j = tmp("gen.json");
+        const std::vector<std::int64_t> prompt = {5, 17, 42, 7};
+        REQUIRE(run_cli("generate --model " + kQwen + " --ids " + join(prompt) + " --max-new 6 --no-stop --json " +
+                       j.string())
+                    .rc == 0);
+        const auto model = load_as<Qwen35Model>(kQwen);
+        auto cache = model.new_cache(1);
+        GenerateOptions g;
+        g.max_new = 6;
+        const auto lib = generate(model, cache, TokenBatch(prompt), g).ids[0];
+        CHECK(json_of(j)["generated"]["ids"].get<std::vector<std::int64_t>>() == lib);
+
+        // Text in, text out: the prompt is the tokenizer's encoding, the output its decoding.
+        const Tokenizer tok = Tokenizer::from_file(kBytes);
+        const Run t = run_cli("generate --model " + kQwen + " --tokenizer " + kBytes +
+                             " --prompt 'Hello world' --max-new 5 --no-stop --json " + j.string());
+        REQUIRE(t.rc == 0);
+        const nlohmann::json r = json_of(j);
+        const auto enc = tok.encode("Hello world", {.add_special = true}).ids;
+        CHECK(r["prompt"]["ids"].get<std::vector<std::int64_t>>() == std::vector<std::int64_t>(enc.begin(), enc.end()));
+        const auto ids = r["generated"]["ids"].get<std::vector<std::int64_t>>();
+        CHECK(ids.size() == 5);
+        CHECK(t.out == tok.decode(std::vector<Tokenizer::TokenId>(ids.begin(), ids.end())) + "\n");
+
+        // Sampling: one seed, one output; another seed, another output (fixed PRNG: this holds on
+        // every machine); greedy stays the default.
+        const std::string base = "generate --model " + kQwen + " --ids " + join(prompt) + " --max-new 12 --no-stop --temperature 1.5 ";
+        const auto sampled = [&](const std::string& extra) {
+            REQUIRE(run_cli(base + extra + " --json " + j.string()).rc == 0);
+            return json_of(j)["generated"]["ids"].get<std::vector<std::int64_t>>();
+        };
+        const auto s1 = sampled("--seed 1"), s1b = sampled("--seed 1"), s2 = sampled("--seed 2");
+        CHECK(s1 == s1b);
+        CHECK(s1 != s2);
+        CHECK(s1 != lib);
+        CHECK(sampled("--seed 1 --top-k 1") == std::vector<std::int64_t>(sampled("--seed 9 --top-k 1")));
+        fs::remove(j);
+    }
+
+    TEST_CASE("top-k: the k most likely next tokens with softmax probabilities") {
+        const fs::path j = tmp("topk.json");
+        const std::vector<std::int64_t> prompt = {3, 1, 4, 1, 5};
+        REQUIRE(run_cli("top-k --model " + kQwen + " --ids " + join(prompt) + " -k 4 --json " + j.string()).rc == 0);
+        const auto model = load_as<Qwen35Model>(kQwen);
+        auto cache = model.new_cache(1);
+        ForwardOptions fo;
+        fo.last_only = true;  // as the command runs it
+        const Tensor3 lg = model.forward(TokenBatch(prompt), cache, fo);
+        const std::size_t V = model.config().vocab;
+        const float* row = lg.data();
+        double mx = row[0], sum = 0;
+        for (std::size_t v = 0; v < V; ++v) mx = std::max<double>(mx, row[v]);
+        for (std::size_t v = 0; v < V; ++v) sum += std::exp(row[v] - mx);
+        const nlohmann::json top = json_of(j)["top_k"];
+        REQUIRE(top.size() == 4);
+        double prev = 2.0;
+        for (const auto& t : top) {
+            const auto id = t["id"].get<std::size_t>();
+            // The tool is built at -O3, the tests at -O1: float32 sums round differently (~1e-6).
+            CHECK(t["prob"].get<double>() == doctest::Approx(std::exp(row[id] - mx) / sum).epsilon(1e-4));
+            CHECK(t["prob"].get<double>() <= prev);
+            prev = t["prob"].get<double>();
+        }
+        std::size_t best = 0;
+        for (std::size_t v = 1; v < V; ++v) best = row[v] > row[best] ? v : best;
+        CHECK(top[0]["id"].get<std::size_t>() == best);
+        const Run table = run_cli("top-k --model " + kQwen + " --ids " + join(prompt) + " -k 2");
+        CHECK(table.rc == 0);
+        CHECK(table.out.find("rank") == 0);
+        fs::remove(j);
+    }
+
+    TEST_CASE("dump, surgery and patch on ids equal their reference-file runs; on text they write JSON") {
+        const fs::path sdir = fs::path(kGolden) / "surgery" / "qwen3_5_dense";
+        const io::SafetensorsFile ref = io::SafetensorsFile::open(sdir / "surgery.safetensors");
+        const io::SafetensorsFile gold = io::SafetensorsFile::open(fs::path(kQwen) / "golden.safetensors");
+        const fs::path a = tmp("a.safetensors"), b = tmp("b.safetensors"), j = tmp("out.json");
+        const std::string m = " --model " + kQwen + " ";
+
+        REQUIRE(run_cli("dump" + m + "--input " + (fs::path(kQwen) / "golden.safetensors").string() + " --out " + a.string()).rc == 0);
+        REQUIRE(run_cli("dump" + m + "--ids " + join(gold.read_i64("input_ids")) + " --decode-ids " +
+                       join(gold.read_i64("decode.input_ids")) + " --out " + b.string() + " --json " + j.string())
+                    .rc == 0);
+        check_same_file(a, b);
+        const nlohmann::json d = json_of(j);
+        CHECK(d["predictions"].size() == gold.read_i64("input_ids").size());
+        CHECK(d["predictions"][0]["next"].size() == 5);
+        CHECK(d["tensors"]["logits"][1] == 320);
+
+        REQUIRE(run_cli("surgery" + m + "--input " + (sdir / "surgery.safetensors").string() + " --out " + a.string()).rc == 0);
+        REQUIRE(run_cli("surgery" + m + "--context-ids " + join(ref.read_i64("ctx_a.ids")) + " --context-b-ids " +
+                       join(ref.read_i64("ctx_b.ids")) + " --query-ids " + join(ref.read_i64("query.ids")) +
+                       " --kv-only-layers " + join(ref.read_i64("kv_only_layers.layers")) + " --swap-layers " +
+                       join(ref.read_i64("swap_ka_rb_layers.layers")) + " --out " + b.string())
+                    .rc == 0);
+        check_same_file(a, b);
+        REQUIRE(run_cli("surgery" + m + "--tokenizer " + kBytes +
+                       " --context 'The key is blue.' --context-b 'The key is red.' --query ' Key:' --json " + j.string())
+                    .rc == 0);
+        const nlohmann::json s = json_of(j);
+        CHECK(s["conditions"].size() == 10);
+        CHECK(s["conditions"]["full"]["query_start"] == s["context_a"]["ids"].size());
+        CHECK(s["conditions"]["rec_only"]["query_start"] == 0);
+        CHECK(s["conditions"]["none"]["generated"].contains("text"));
+
+        REQUIRE(run_cli("patch" + m + "--input " + (sdir / "surgery.safetensors").string() + " --out " + a.string()).rc == 0);
+        REQUIRE(run_cli("patch" + m + "--donor-ids " + join(ref.read_i64("patch.donor.ids")) + " --host-ids " +
+                       join(ref.read_i64("patch.host.ids")) + " --layers " + join(ref.read_i64("patch.layers")) +
+                       " --attn-layer " + join(ref.read_i64("patch.attn_layer")) + " --out " + b.string() + " --json " +
+                       j.string())
+                    .rc == 0);
+        check_same_file(a, b);
+        CHECK(json_of(j)["next_tokens"].size() == 6);
+        const Run uneven = run_cli("patch" + m + "--donor-ids 1,2,3 --host-ids 1,2 --json " + j.string());
+        CHECK(uneven.rc == 1);
+        CHECK(uneven.err.find("equal token length") != std::string::npos);
+        for (const auto& p : {a, b, j}) fs::remove(p);
+    }
+
+    TEST_CASE("damaged weights: generate stops with the layer and site, verify names the tensor") {
+        const std::string bad = "model.language_model.layers.2.mlp.down_proj.weight";
+        const fs::path dir = test::damaged_model(kQwen, tmp("damaged"), bad);
+        const Run g = run_cli("generate --model " + dir.string() + " --ids 1,2,3 --max-new 2");
+        CHECK(g.rc == 1);
+        CHECK(g.err.find("non-finite") != std::string::npos);
+        CHECK(g.err.find("layer 2, site mlp_out") != std::string::npos);
+        CHECK(g.out.empty());
+        CHECK(run_cli("top-k --model " + dir.string() + " --ids 1,2,3").rc == 1);
+        CHECK(run_cli("dump --model " + dir.string() + " --ids 1,2,3 --json -").rc == 1);
+        const Run v = run_cli("verify --model " + dir.string());
+        CHECK(v.rc == 1);
+        CHECK(v.out.find(bad) != std::string::npos);
+        CHECK(v.out.find("3 of") != std::string::npos);
+        CHECK(v.out.find("at index [0, 0]") != std::string::npos);
+        const Run ok = run_cli("verify --model " + kQwen);
+        CHECK(ok.rc == 0);
+        CHECK(ok.out.find("all finite") != std::string::npos);
+        fs::remove_all(dir);
+    }
+}
