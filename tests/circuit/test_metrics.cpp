@@ -1,7 +1,8 @@
 // Circuit metrics (interp/metrics.hpp) on hand-computed cases: log-softmax, per-token NLL and
 // perplexity, D / gap / acc / cacc of clean-corrupted pairs, recovery, the transplant scores
-// ansA / ansB / dAB / attA / attB.
+// ansA / ansB / dAB / attA / attB, and their bootstrap intervals.
 
+#include <hylens/interp/metric_intervals.hpp>
 #include <hylens/interp/metrics.hpp>
 
 #include <doctest/doctest.h>
@@ -106,6 +107,54 @@ TEST_CASE("transplant scores: ansA / ansB / dAB from the logits, attA / attB fro
     CHECK(contiguous_span({4, 5, 6}) == Span{4, 7});
     CHECK_THROWS_AS(contiguous_span({4, 6}), ShapeError);
     CHECK_THROWS_AS(score_transplant(row, 4, 9, 1), ShapeError);
+}
+
+TEST_CASE("intervals: the point values are the plain summaries, the intervals contain them, constant data has none") {
+    std::vector<PairScore> pairs;
+    for (int i = 0; i < 30; ++i) {
+        PairScore p;
+        p.d_clean = 1.0 + 0.1 * i;
+        p.d_corrupt = -1.0;
+        p.acc_clean = i % 3 != 0;
+        p.acc_corrupt = i % 2 == 0;
+        p.cacc_clean = true;
+        p.cacc_corrupt = i % 5 != 0;
+        pairs.push_back(p);
+    }
+    const experiments::BootstrapOptions opt{2000, 0.95, 7};
+    const PairIntervals pi = pair_intervals({pairs}, opt);
+    const PairSummary ps = summarize_pairs(pairs);
+    CHECK(pi.gap.value == doctest::Approx(ps.gap.mean).epsilon(1e-14));
+    CHECK(pi.acc.value == doctest::Approx(ps.acc).epsilon(1e-14));
+    CHECK(pi.cacc.value == doctest::Approx(ps.cacc).epsilon(1e-14));
+    for (const experiments::Interval& i : {pi.gap, pi.acc, pi.cacc}) {
+        CHECK(i.n == 30);
+        CHECK(i.lo <= i.value);
+        CHECK(i.value <= i.hi);
+    }
+    CHECK(pi.gap.lo < pi.gap.hi);
+    // a 95 % interval of the gap (sd 0.87 over 30 items) is about 2 x 1.96 x 0.87 / sqrt(30) = 0.62 wide
+    CHECK(pi.gap.hi - pi.gap.lo == doctest::Approx(0.62).epsilon(0.2));
+    // the same seed gives the same interval
+    CHECK(pair_intervals({pairs}, opt).gap.lo == pi.gap.lo);
+
+    std::vector<TransplantScore> ts(10);
+    for (auto& t : ts) t = {true, false, 2.0, 0.8, 0.1};
+    const TransplantIntervals ti = transplant_intervals({ts}, opt);
+    CHECK(ti.ansA.value == 1.0);
+    CHECK(ti.ansA.lo == 1.0);
+    CHECK(ti.ansA.hi == 1.0);
+    CHECK(ti.dAB.lo == 2.0);
+    CHECK(ti.attA.value == doctest::Approx(0.8).epsilon(1e-12));
+    ts[0].attA = std::nan("");  // a missing reader row is left out
+    CHECK(transplant_intervals({ts}, opt).attA.n == 9);
+
+    // perplexity: exp of the interval of the sequences' mean NLL; e^2 for a constant NLL of 2
+    const experiments::Interval pp = perplexity_interval({{2.0, 2.0}, {2.0, 2.0}}, opt);
+    CHECK(pp.value == doctest::Approx(std::exp(2.0)).epsilon(1e-14));
+    CHECK(pp.lo == doctest::Approx(std::exp(2.0)).epsilon(1e-14));
+    CHECK_THROWS_AS(perplexity_interval({{1.0}, {1.0, 2.0}}, opt), ShapeError);
+    CHECK(mean_interval({{1.0, std::nan(""), 3.0}}, opt).value == 2.0);
 }
 
 }  // TEST_SUITE

@@ -23,9 +23,12 @@
 // itself is not needed. The hand-written solver this replaced is kept as a reference twin in
 // interp/ridge_reference.hpp (tests compare the two; benchmarks/bench_ridge.cpp times them).
 //
-// Threads: OpenBLAS is pinned to one thread in hylens (core/blas.hpp); a fit raises it to
-// Options::threads (default: the pool size) for its own BLAS/LAPACK calls and pins it back to
-// one before returning. Do not fit while other threads run BLAS.
+// Threads: OpenBLAS is pinned to one thread in hylens (core/blas.hpp). A fit sets it to
+// Options::threads for its own BLAS/LAPACK calls (default 1; 0 = the pool size) and pins it
+// back to one before returning. More threads pay only on an idle machine: the tridiagonal
+// reduction inside dsyevd synchronises its threads at every column, and on an oversubscribed
+// machine a 2048 x 2048 dsyevd took 83 s on two threads against 13 s on one. Do not fit while
+// other threads run BLAS.
 
 #include <lapacke.h>  // LAPACKE_dsyevd
 
@@ -282,7 +285,7 @@ public:
     struct Options {
         RidgeVariant variant = RidgeVariant::block_map;
         std::uint64_t seed = 0;   ///< row permutation (block_map)
-        std::size_t threads = 0;  ///< OpenBLAS threads during the fit; 0 = the pool size
+        std::size_t threads = 1;  ///< OpenBLAS threads during the fit; 0 = the pool size
     };
 
     /// Fits T [n, dt] from X [n, dx] (row-major float32 or float64 rows) with the LAPACK solver.
