@@ -25,6 +25,7 @@ from ._core import (  # noqa: F401
     apply_split_mode,
     channel_mask,
     conv_taps,
+    experiment_tasks,
     head_zero,
     load,
     mean_ablate,
@@ -42,5 +43,7 @@ from ._core import (  # noqa: F401
     wrap_chat,
     zero,
 )
+
+from ._experiment import ExperimentResult, experiment  # noqa: E402,F401
 
 __all__ = [name for name in dir() if not name.startswith("_")]

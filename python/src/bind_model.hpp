@@ -4,6 +4,7 @@
 // logits and captures come back as NumPy arrays owning the C++ buffers (no copy). Outputs keep
 // the rank of the input ids: 1-D ids give [T, V] logits, 2-D ids [B, T, V].
 
+#include <hylens/interp/lens.hpp>
 #include <hylens/interp/transplant.hpp>
 #include <hylens/stack/generate.hpp>
 #include <hylens/stack/split_prefill.hpp>
@@ -364,6 +365,36 @@ inline void bind_model(pyb::module_& m) {
             return std::make_pair(to_python(t.donor), std::move(host_run));
         }, pyb::arg("donor"), pyb::arg("host"), pyb::arg("layers"), pyb::arg("positions") = "last", pyb::arg("channel") = "recurrent",
            "exp22: mixer outputs of `layers` at `positions` copied from the donor run into the host run; (donor rows, host RunResult).")
+        .def("logit_lens", [](const PyModel& s, pyb::handle ids, pyb::handle layers, pyb::handle positions) {
+            const Ids in = to_ids(ids, "logit_lens");
+            const std::vector<int> ls = to_layer_list(layers, "logit_lens: layers");
+            const Positions p = to_positions(positions);
+            std::vector<Tensor3> per = s.visit([&](const auto& x) {
+                const pyb::gil_scoped_release nogil;
+                return logit_lens(x, in.batch, ls, p);
+            });
+            const std::size_t n = per.empty() ? 0 : per[0].size();
+            std::vector<float> all(per.size() * n);
+            for (std::size_t i = 0; i < per.size(); ++i) std::copy(per[i].data(), per[i].data() + n, all.data() + i * n);
+            std::vector<pyb::ssize_t> shape{static_cast<pyb::ssize_t>(per.size())};
+            for (std::size_t d = in.batched ? 0 : 1; d < 3 && !per.empty(); ++d) shape.push_back(static_cast<pyb::ssize_t>(per[0].shape()[d]));
+            return to_numpy(std::move(all), std::move(shape));
+        }, pyb::arg("ids"), pyb::arg("layers"), pyb::arg("positions") = "last",
+           "Logit lens: unembed(final_norm(resid_post(l))) per listed layer, [len(layers), (B,) |P|, V].")
+        .def("head", [](const PyModel& s, pyb::handle h) {
+            std::vector<std::size_t> shape;
+            const std::vector<float> v = to_floats(h, "head: residual rows", &shape);
+            const std::size_t H = s.config().hidden;
+            check<ShapeError>((shape.size() == 2 || shape.size() == 3) && shape.back() == H, "[head] residual rows must be [T, ",
+                              H, "] or [B, T, ", H, "], got ", shape_string(shape));
+            const std::size_t B = shape.size() == 3 ? shape[0] : 1, T = shape[shape.size() - 2];
+            check<ShapeError>(B >= 1 && T >= 1, "[head] no rows");
+            Tensor3 out = s.visit([&](const auto& x) {
+                const pyb::gil_scoped_release nogil;
+                return x.head(v.data(), B, T);
+            });
+            return to_numpy(std::move(out), shape.size() == 2);
+        }, pyb::arg("h"), "Final norm + LM head of residual rows [T, H] or [B, T, H] (what the logit lens applies).")
         .def("state_after", [](const PyModel& s, pyb::handle ids, std::size_t t) {
             const Ids in = to_ids(ids, "state_after");
             return make_cache(s.visit([&](const auto& x) -> CacheVariant {

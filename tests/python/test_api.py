@@ -246,3 +246,14 @@ def test_tokenizer_ids_offsets_and_chat(tmp_path):
     assert tok.decode([enc.ids[i] for i in user_tokens]) == "What is 2+2?"
     with pytest.raises(ValueError, match="chat family"):
         hylens.wrap_chat("llama", "x")
+
+
+def test_logit_lens_is_the_head_on_the_residual(qwen):
+    lens = qwen.logit_lens(IDS, [2, 7], positions="last")
+    assert lens.shape == (2, 1, 320)
+    # at the last layer the lens is the model's own logits (same head, same rows)
+    assert_close(lens[1, 0], qwen.forward(IDS)[-1], 1e-5 * max(1.0, float(np.abs(lens).max())), "lens at the last layer")
+    resid = qwen.run(IDS, capture=["resid_post.2"]).captures["resid_post.2"]
+    assert_bitwise(qwen.head(resid[0][-1:]), lens[0], "head(resid_post.2) vs logit_lens")
+    with pytest.raises(ValueError, match="residual rows"):
+        qwen.head(np.zeros((3, 63), np.float32))

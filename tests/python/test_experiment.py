@@ -1,0 +1,71 @@
+"""hylens.experiment: the channel study from Python on a shipped golden model with a
+byte-level tokenizer small enough for its 320-token vocabulary (256 byte tokens and the chat
+specials, as in tests/experiments/fixtures.hpp): records per (task, seed, item, condition), the
+summary means recomputed from the records, the same result as pandas DataFrames and as plain
+dicts, resume writing nothing twice."""
+
+import json
+
+import pytest
+
+import hylens
+from conftest import GOLDEN
+
+
+def byte_char(b):
+    printable = 33 <= b <= 126 or 161 <= b <= 172 or 174 <= b <= 255
+    if printable:
+        return chr(b)
+    return chr(256 + sum(1 for x in range(b) if not (33 <= x <= 126 or 161 <= x <= 172 or 174 <= x <= 255)))
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    j = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": 256 + i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True} for i, s in enumerate(specials)],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": {byte_char(b): b for b in range(256)}, "merges": []},
+    }
+    path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
+    path.write_text(json.dumps(j))
+    return hylens.Tokenizer(str(path))
+
+
+def test_channel_study_records_and_summaries(tokenizer, tmp_path):
+    model = hylens.load(str(GOLDEN / "models" / "qwen3_5_dense"))
+    task = "drm"  # no B source: every item runs (swap tasks skip items whose A and B differ in length)
+    assert task in hylens.experiment_tasks()
+    conds = "FULL,KV_ONLY,REC_ONLY,NONE"
+    r = hylens.experiment(model, tokenizer, [task], tmp_path / "run", conditions=conds, items=2, seeds=[1],
+                          max_new=2, frames=False)
+    n = len(r.records)
+    assert r.stats["records"] == n == r.stats["written"] and n > 0
+    assert {rec["condition"] for rec in r.records} <= set(conds.split(","))
+    # every summary mean of the score is the mean of the records it summarises
+    checked = 0
+    for row in r.summary:
+        if row["metric"] != "score" or row["group"] != "all":
+            continue
+        recs = [x for x in r.records if x["task"] == row["task"] and x["condition"] == row["condition"]]
+        assert int(row["n"]) == len(recs)
+        mean = sum(float(x["score"]) for x in recs) / len(recs)
+        assert abs(float(row["mean"]) - mean) <= 5e-7 * max(1.0, abs(mean)), row  # summary.csv has 6 decimals
+        checked += 1
+    assert checked >= 1
+    # pandas view of the same files
+    pd = pytest.importorskip("pandas")
+    again = hylens.experiment(model, tokenizer, [task], tmp_path / "run", conditions=conds, items=2, seeds=[1],
+                              max_new=2, resume=True)
+    assert again.stats["written"] == 0 and again.stats["resumed"] == n
+    assert isinstance(again.records, pd.DataFrame) and len(again.records) == n
+    assert isinstance(again.summary, pd.DataFrame) and len(again.summary) == len(r.summary)
+    with pytest.raises(ValueError):
+        hylens.experiment(model, tokenizer, ["no_such_task"], tmp_path / "x", items=1, seeds=[1])
