@@ -14,6 +14,7 @@
 #include "cli/info.hpp"
 #include "cli/patch.hpp"
 #include "cli/surgery.hpp"
+#include "cli/tasks.hpp"
 #include "cli/tokenize.hpp"
 #include "cli/topk.hpp"
 #include "cli/verify.hpp"
@@ -34,6 +35,7 @@ constexpr const char* kHelp =
     "  dump        prefill + decode, write logits, residual streams and caches (safetensors, JSON)\n"
     "  surgery     cache surgery conditions (KV-only, REC-only, state swaps ...) on text, ids or a surgery file\n"
     "  patch       mixer-output and recurrent-state patches on text, ids or a surgery file\n"
+    "  tasks       print the items of the channel-study tasks (text or JSON lines)\n"
     "  tokenize    text lines from stdin -> token ids (tokenizer.json)\n"
     "  detokenize  token-id lines from stdin -> text\n";
 
@@ -51,6 +53,7 @@ int main(int argc, char** argv) {
         if (cmd == "bench") return hylens::cli::run_bench(argc, argv);
         if (cmd == "surgery") return hylens::cli::run_surgery(argc, argv);
         if (cmd == "patch") return hylens::cli::run_patch(argc, argv);
+        if (cmd == "tasks") return hylens::cli::run_tasks(argc, argv);
         if (cmd == "generate") return hylens::cli::run_generate(argc, argv);
         if (cmd == "top-k") return hylens::cli::run_top_k(argc, argv);
         if (cmd == "verify") return hylens::cli::run_verify(argc, argv);
