@@ -31,6 +31,26 @@ inline f32x4 load(const bf16* p) noexcept {
     std::memcpy(&h, p, sizeof h);
     return std::bit_cast<f32x4>(__builtin_convertvector(h, u32x4) << 16);
 }
+/// Eight values as two 4-float vectors. For bf16, interleaving zeros below each 16-bit value puts
+/// it in the upper half of a 32-bit lane: two shuffles instead of a widening and a shift (which
+/// SSE2, lacking a zero-extend instruction, compiles to several more).
+inline void load8(const float* p, f32x4& lo, f32x4& hi) noexcept {
+    lo = load(p);
+    hi = load(p + 4);
+}
+inline void load8(const bf16* p, f32x4& lo, f32x4& hi) noexcept {
+    if constexpr (std::endian::native == std::endian::little) {
+        using u16x8 = std::uint16_t __attribute__((vector_size(16)));
+        u16x8 h;
+        std::memcpy(&h, p, sizeof h);
+        const u16x8 z = {};
+        lo = std::bit_cast<f32x4>(__builtin_shufflevector(z, h, 0, 8, 1, 9, 2, 10, 3, 11));
+        hi = std::bit_cast<f32x4>(__builtin_shufflevector(z, h, 4, 12, 5, 13, 6, 14, 7, 15));
+    } else {
+        lo = load(p);
+        hi = load(p + 4);
+    }
+}
 inline float hsum(f32x4 a, f32x4 b) noexcept {
     const f32x4 s = a + b;
     return (s[0] + s[2]) + (s[1] + s[3]);
@@ -44,8 +64,10 @@ inline float dot(const float* x, const T* w, std::size_t n) noexcept {
     f32x4 a0 = {}, a1 = {};
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        a0 += load(x + i) * load(w + i);
-        a1 += load(x + i + 4) * load(w + i + 4);
+        f32x4 w0, w1;
+        load8(w + i, w0, w1);
+        a0 += load(x + i) * w0;
+        a1 += load(x + i + 4) * w1;
     }
     for (; i + 4 <= n; i += 4) a0 += load(x + i) * load(w + i);
     float tail = 0.0f;
@@ -60,9 +82,11 @@ inline void dot4(const float* x, const T* w, std::size_t n, float* out) noexcept
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const f32x4 x0 = load(x + i), x1 = load(x + i + 4);
-        for (int j = 0; j < 4; ++j) {
-            a[j][0] += x0 * load(w + j * n + i);
-            a[j][1] += x1 * load(w + j * n + i + 4);
+        for (std::size_t j = 0; j < 4; ++j) {
+            f32x4 w0, w1;
+            load8(w + j * n + i, w0, w1);
+            a[j][0] += x0 * w0;
+            a[j][1] += x1 * w1;
         }
     }
     for (; i + 4 <= n; i += 4) {
@@ -79,6 +103,12 @@ inline void dot4(const float* x, const T* w, std::size_t n, float* out) noexcept
 /// dst[i] = float(src[i]).
 inline void widen(const bf16* src, float* dst, std::size_t n) noexcept {
     std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        f32x4 lo, hi;
+        load8(src + i, lo, hi);
+        std::memcpy(dst + i, &lo, sizeof lo);
+        std::memcpy(dst + i + 4, &hi, sizeof hi);
+    }
     for (; i + 4 <= n; i += 4) {
         const f32x4 v = load(src + i);
         std::memcpy(dst + i, &v, sizeof v);
