@@ -51,7 +51,9 @@
 #include "stack/split_prefill.hpp"
 
 #include "interp/dump.hpp"
+#include "interp/circuit.hpp"
 #include "interp/lens.hpp"
+#include "interp/metrics.hpp"
 #include "interp/reader_search.hpp"
 #include "interp/ridge.hpp"
 #include "interp/run.hpp"

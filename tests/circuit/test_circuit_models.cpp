@@ -7,6 +7,7 @@
 //    (u = 2^-24, two roundings), and everything before the block is bit-identical; the logits
 //    then differ by a few u relative (checked at 16 u).
 
+#include <hylens/interp/circuit.hpp>
 #include <hylens/interp/metrics.hpp>
 #include <hylens/interp/stitch.hpp>
 #include <hylens/interp/transplant.hpp>
@@ -117,6 +118,85 @@ TEST_CASE("a self-stitch with identity adapters equals the model to float32 roun
         const std::size_t Hg = g.config().hidden;
         check_self_stitch(g, 2, 3, LinearAdapter{AffineMap::identity(Hg), AffineMap::identity(Hg)});
     }
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("circuit/identify") {
+
+TEST_CASE("identify_circuit: groups, removal scans, reader search and B6 on a Qwen-like and a Granite-like model") {
+    // Items of random ids with two single-token "values" exchanged between entries [2, 4) and [6, 8).
+    const auto items_for = [](std::size_t vocab) {
+        std::vector<PairItem> items;
+        for (unsigned s = 0; s < 6; ++s) {
+            PairItem p;
+            p.clean = test::random_ids(14, vocab, 40 + s);
+            if (p.clean[3] == p.clean[7]) p.clean[7] = (p.clean[7] + 1) % static_cast<std::int64_t>(vocab);
+            p.corrupt = p.clean;
+            std::swap(p.corrupt[3], p.corrupt[7]);
+            p.answer = p.clean[3];
+            p.other = p.clean[7];
+            p.entries = {{2, 4}, {6, 8}, {9, 11}};
+            p.target = 0;
+            items.push_back(p);
+        }
+        return items;
+    };
+    const auto check_circuit = [](const Circuit& c, std::size_t n_groups, std::size_t n_linear) {
+        CHECK(c.groups.size() == n_groups);
+        CHECK(c.group_removed.size() == n_groups);
+        CHECK(c.layer_removed.size() == n_linear);
+        CHECK(c.encode == 0);
+        CHECK(c.reader.ranked.size() >= 4);
+        // the reader is one of the top candidates by target mass, and the least gap once removed
+        for (std::size_t i = 0; i < 4; ++i) CHECK(c.reader.reader.gap_removed <= c.reader.ranked[i].gap_removed);
+        REQUIRE(!c.address_candidates.empty());
+        CHECK(c.groups[c.address_candidates[0]].softmax_layer <= c.reader.reader.layer);
+        CHECK(c.selectivity.size() == c.address_candidates.size());
+        for (const auto& cell : c.selectivity)
+            for (const auto& row : cell)
+                for (const SelectivityMean& s : row) CHECK((s.top1 >= 0.0 && s.top1 <= 1.0));
+        // the circuit file round-trips the roles
+        const CircuitRoles r = circuit_from_json(nlohmann::json::parse(to_json(c).dump()));
+        CHECK(r.encode == c.groups[c.encode].layers);
+        CHECK(r.address == c.groups[c.address].layers);
+        CHECK(r.reader_layer == c.reader.reader.layer);
+        CHECK(r.reader_head == c.reader.reader.head);
+    };
+    SUBCASE("Qwen-like: GDN GDN ATTN GDN, groups of all linear layers since the previous softmax") {
+        const auto m = test::random_qwen({});
+        const Circuit c = identify_circuit(m, items_for(m.config().vocab), {0, 4});
+        check_circuit(c, 1, 3);
+        CHECK(c.groups[0].layers == std::vector<int>{0, 1});
+        CHECK(c.reader.reader.layer == 2);
+        CHECK(c.address == 0);
+    }
+    SUBCASE("Granite-like: M ATTN M M") {
+        const auto m = test::random_granite({});
+        const Circuit c = identify_circuit(m, items_for(m.config().vocab), {0, 4});
+        check_circuit(c, 1, 3);
+        CHECK(c.groups[0].layers == std::vector<int>{0});
+    }
+    CHECK_THROWS_AS(circuit_from_json(nlohmann::json::object()), FormatError);
+}
+
+TEST_CASE("pair_item: a generated clean/corrupted pair as the reader-search item") {
+    tasks::lookup::CleanCorruptItem it;
+    it.clean.ids = {1, 2, 3, 4, 5, 6};
+    it.corrupt_ids = {1, 2, 5, 4, 3, 6};
+    it.clean.entries = {{1, 2, 3}, {3, 4, 5}};
+    it.answer = 3;
+    it.corrupt_answer = 5;
+    it.target = 1;
+    const PairItem p = pair_item(it);
+    CHECK(p.clean == it.clean.ids);
+    CHECK(p.corrupt == it.corrupt_ids);
+    CHECK(p.entries == std::vector<Span>{{1, 4}, {3, 6}});
+    CHECK(p.target == 1);
+    CHECK(p.answer == 3);
+    CHECK(p.other == 5);
+    it.clean.entries = {{1, 3}};
+    CHECK_THROWS_AS(pair_item(it), ShapeError);
 }
 
 }  // TEST_SUITE

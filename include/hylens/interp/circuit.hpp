@@ -1,0 +1,168 @@
+#pragma once
+// Identification of a model's Encode block, Address block and reader head (experiments.md
+// §A.6, §A.7) from clean/corrupted dictionary pairs, with the battery of interp/reader_search.hpp:
+//   B1 baseline (acc, gap); B2 each layer group removed; B3 each linear layer removed
+//      ("critical" when the gap falls below `critical` x the baseline gap);
+//   B4 reader search (the top `top` heads by attention on the target entry, the one whose
+//      removal lowers the gap most);
+//   B6 q.k selectivity 2x2 at the reader for the group feeding the reader's layer (Gr-1) and
+//      the one before it (Gr-2).
+// Rules: Encode = the first group G0 (the protocol's finding in every model is that removing it
+// takes accuracy to 0; the record keeps its removal scores to check that); Address = the
+// candidate group (Gr-1, Gr-2) whose removal from Q only drives the reader's top-1 rate lowest
+// (ties: the lower selectivity). The result serialises to the circuit file the other studies
+// read (to_json / circuit_from_json).
+
+#include <array>    // std::array
+#include <cstddef>  // std::size_t
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+#include <nlohmann/json.hpp>
+
+#include "../core/error.hpp"
+#include "../tasks/lookup/pairs.hpp"
+#include "metrics.hpp"
+#include "reader_search.hpp"
+
+namespace hylens {
+
+/// The PairItem of reader_search.hpp for a generated clean/corrupted pair.
+inline PairItem pair_item(const tasks::lookup::CleanCorruptItem& it) {
+    PairItem p;
+    p.clean = it.clean.ids;
+    p.corrupt = it.corrupt_ids;
+    p.answer = it.answer;
+    p.other = it.corrupt_answer;
+    for (const auto& e : it.clean.entries) p.entries.push_back(contiguous_span(e));
+    p.target = it.target;
+    return p;
+}
+
+struct CircuitOptions {
+    std::size_t group_size = 0;  ///< layer_groups(size): 3 for Qwen3.5, 0 for Granite / Falcon-H1
+    std::size_t top = 8;         ///< reader-search candidates
+    RemovalUnit unit = RemovalUnit::mixer;
+    double critical = 0.6;       ///< B3: a layer is critical when its removal leaves gap < critical x baseline
+};
+
+struct Circuit {
+    PairScores baseline;                                  ///< B1
+    std::vector<LayerGroup> groups;
+    std::vector<PairScores> group_removed;                ///< B2, per group
+    std::vector<int> linear_layers;
+    std::vector<PairScores> layer_removed;                ///< B3, per linear layer
+    std::vector<int> critical_layers;
+    ReaderSearch reader;                                  ///< B4
+    std::vector<std::size_t> address_candidates;          ///< Gr-1, Gr-2 (group indices)
+    std::vector<std::array<std::array<SelectivityMean, 2>, 2>> selectivity;  ///< B6 per candidate
+    std::size_t encode = 0;                               ///< group index
+    std::size_t address = 0;                              ///< group index
+};
+
+/// Runs B1-B4 and B6 on the items and applies the rules above.
+template <class Model>
+Circuit identify_circuit(const Model& model, const std::vector<PairItem>& items, const CircuitOptions& opt = {}) {
+    check<ShapeError>(!items.empty(), "[identify_circuit] no items");
+    Circuit c;
+    c.groups = layer_groups(model.stack(), opt.group_size);
+    check<ShapeError>(!c.groups.empty() && !c.groups.front().layers.empty(),
+                      "[identify_circuit] the model has no group of linear layers before a softmax layer");
+    c.baseline = score_pairs(model, items);
+    std::vector<std::vector<int>> g, single;
+    for (const LayerGroup& lg : c.groups) g.push_back(lg.layers);
+    c.group_removed = removal_scan(model, items, g, opt.unit);
+    c.linear_layers = recurrent_layers(model.stack());
+    for (int l : c.linear_layers) single.push_back({l});
+    c.layer_removed = removal_scan(model, items, single, opt.unit);
+    for (std::size_t i = 0; i < c.linear_layers.size(); ++i)
+        if (c.layer_removed[i].gap.mean < opt.critical * c.baseline.gap.mean) c.critical_layers.push_back(c.linear_layers[i]);
+    c.reader = reader_search(model, items, opt.top);
+    // Gr-1: the group feeding the reader's layer (or the last group before it); Gr-2: the one before.
+    std::size_t r1 = c.groups.size();
+    for (std::size_t i = 0; i < c.groups.size(); ++i)
+        if (c.groups[i].softmax_layer <= c.reader.reader.layer && !c.groups[i].layers.empty()) r1 = i;
+    check<ShapeError>(r1 < c.groups.size(), "[identify_circuit] no group of linear layers before the reader layer ",
+                      c.reader.reader.layer);
+    c.address_candidates.push_back(r1);
+    if (r1 > 0 && !c.groups[r1 - 1].layers.empty()) c.address_candidates.push_back(r1 - 1);
+    for (std::size_t gi : c.address_candidates)
+        c.selectivity.push_back(
+            selectivity_2x2(model, items, c.groups[gi].layers, c.reader.reader.layer, c.reader.reader.head, opt.unit));
+    // Address: the lowest Q-only top-1 rate (ties: the lower selectivity).
+    std::size_t pick = 0;
+    for (std::size_t k = 1; k < c.selectivity.size(); ++k) {
+        const SelectivityMean &a = c.selectivity[k][1][0], &b = c.selectivity[pick][1][0];
+        if (a.top1 < b.top1 || (a.top1 == b.top1 && a.selectivity < b.selectivity)) pick = k;
+    }
+    c.address = c.address_candidates[pick];
+    c.encode = 0;
+    return c;
+}
+
+namespace detail {
+inline nlohmann::json scores_json(const PairScores& s) {
+    return {{"acc", s.acc}, {"gap", s.gap.mean}, {"gap_sem", s.gap.sem}, {"n", s.gap.n}};
+}
+}  // namespace detail
+
+/// The circuit file: encode / address groups (layers), the reader head, and every scan behind them.
+inline nlohmann::json to_json(const Circuit& c) {
+    nlohmann::json j;
+    j["encode"] = {{"group", c.encode}, {"layers", c.groups[c.encode].layers}};
+    j["address"] = {{"group", c.address}, {"layers", c.groups[c.address].layers},
+                    {"softmax_layer", c.groups[c.address].softmax_layer}};
+    j["reader"] = {{"layer", c.reader.reader.layer},
+                   {"head", c.reader.reader.head},
+                   {"target_mass", c.reader.reader.target_mass},
+                   {"gap_removed", c.reader.reader.gap_removed}};
+    j["baseline"] = detail::scores_json(c.baseline);
+    j["groups"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < c.groups.size(); ++i)
+        j["groups"].push_back({{"layers", c.groups[i].layers},
+                               {"softmax_layer", c.groups[i].softmax_layer},
+                               {"removed", detail::scores_json(c.group_removed[i])}});
+    j["layers"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < c.linear_layers.size(); ++i)
+        j["layers"].push_back({{"layer", c.linear_layers[i]}, {"removed", detail::scores_json(c.layer_removed[i])}});
+    j["critical_layers"] = c.critical_layers;
+    j["reader_candidates"] = nlohmann::json::array();
+    for (const HeadCandidate& h : c.reader.ranked)
+        j["reader_candidates"].push_back({{"layer", h.layer},
+                                          {"head", h.head},
+                                          {"target_mass", h.target_mass},
+                                          {"other_mass", h.other_mass},
+                                          {"first_mass", h.first_mass},
+                                          {"gap_removed", h.gap_removed}});
+    j["selectivity"] = nlohmann::json::array();
+    for (std::size_t k = 0; k < c.address_candidates.size(); ++k) {
+        nlohmann::json cells = nlohmann::json::object();
+        const char* names[2][2] = {{"intact", "k_ablated"}, {"q_ablated", "both_ablated"}};
+        for (int q = 0; q < 2; ++q)
+            for (int kk = 0; kk < 2; ++kk) {
+                const SelectivityMean& s = c.selectivity[k][q][kk];
+                cells[names[q][kk]] = {{"selectivity", s.selectivity}, {"margin", s.margin}, {"top1", s.top1}};
+            }
+        j["selectivity"].push_back({{"group", c.address_candidates[k]}, {"cells", cells}});
+    }
+    return j;
+}
+
+/// What the other studies read back from a circuit file.
+struct CircuitRoles {
+    std::vector<int> encode, address;
+    int reader_layer = -1;
+    std::size_t reader_head = 0;
+};
+inline CircuitRoles circuit_from_json(const nlohmann::json& j) {
+    check<FormatError>(j.contains("encode") && j.contains("address") && j.contains("reader"),
+                       "[circuit file] needs 'encode', 'address' and 'reader'");
+    CircuitRoles r;
+    r.encode = j.at("encode").at("layers").get<std::vector<int>>();
+    r.address = j.at("address").at("layers").get<std::vector<int>>();
+    r.reader_layer = j.at("reader").at("layer").get<int>();
+    r.reader_head = j.at("reader").at("head").get<std::size_t>();
+    return r;
+}
+
+}  // namespace hylens
