@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Writes an organism's model card (README.md) and loss curve (loss.png) from what was measured:
+the training log of train_organism.py and the channel-study results of
+`hylens experiment channels` (summary.json + run.json of its output folder).
+
+    /usr/bin/python3 training/make_card.py --model models/qwen35-tiny --study build-organisms/study/qwen35-tiny \
+        --command "..." [--command "..."]
+"""
+import argparse
+import csv
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import st_io  # noqa: E402
+import train_organism as tr  # noqa: E402
+
+FAMILY_TEXT = {
+    "qwen35": ("Qwen3.5 layout (`qwen3_5`, text part `qwen3_5_text`)",
+               "Gated DeltaNet layers with one gated softmax-attention layer in four (layer types {types})"),
+    "granite_h": ("Granite 4.0 H layout (`granitemoehybrid`, dense)",
+                  "Mamba-2 layers with one attention layer (NoPE), layer types {types}"),
+    "falcon_h1": ("Falcon-H1 layout (`falcon_h1`)",
+                  "every layer runs GQA attention (RoPE) and a Mamba-2 mixer in parallel ({n} layers)"),
+}
+CONDITIONS_ORDER = ["FULL", "KV_ONLY", "REC_ONLY", "NONE", "KV_A+REC_B", "KV_B+REC_A", "KV_A+REC_A", "KV_B+REC_B"]
+
+
+def read_log(path):
+    with open(path) as f:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+def plot_loss(rows, out, title):
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
+    steps = [r["step"] for r in rows]
+    ax.plot(steps, [r["loss_answer"] for r in rows], label="answer tokens (trained loss)")
+    ax.plot(steps, [r["loss_lm"] for r in rows], label="prompt tokens (LM loss, weight 0.1)", alpha=0.7)
+    ax.set_yscale("log")
+    ax.set_xlabel("step (batch 32)")
+    ax.set_ylabel("cross-entropy (nats)")
+    ax.grid(alpha=0.3)
+    ax2 = ax.twinx()
+    ax2.plot(steps, [r["answer_acc"] for r in rows], color="tab:green", label="answers fully right (teacher-forced)", lw=1)
+    ax2.set_ylim(0, 1)
+    ax2.set_ylabel("fraction of batch")
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="center right")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+
+
+def fmt(r):
+    if r is None:
+        return "–"
+    return f"{r['mean']:.2f} [{r['ci_lo']:.2f}, {r['ci_hi']:.2f}]"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--study", required=True, help="output folder of hylens experiment channels")
+    ap.add_argument("--command", action="append", default=[], help="commands to show under Reproduce")
+    ap.add_argument("--findings", default="", help="a paragraph of findings (markdown)")
+    args = ap.parse_args()
+
+    name = os.path.basename(os.path.normpath(args.model))
+    cfg = json.load(open(os.path.join(args.model, "config.json")))
+    meta = st_io.read_metadata(os.path.join(args.model, "model.safetensors"))
+    family = meta["family"]
+    c = cfg.get("text_config", cfg)
+    weights = st_io.load(os.path.join(args.model, "model.safetensors"))
+    n_params = sum(t.numel() for t in weights.values())
+    log = read_log(os.path.join(args.model, "training_log.csv"))
+    plot_loss(log, os.path.join(args.model, "loss.png"), f"{name}: training loss")
+    last = log[-1]
+    tail = log[-5:]
+    summary = json.load(open(os.path.join(args.study, "summary.json")))
+    run = json.load(open(os.path.join(args.study, "run.json")))
+    rows = {(r["task"], r["condition"]): r for r in summary["rows"]
+            if r["group"] == "all" and r["metric"] == "score" and not r.get("layers")}
+    tasks = []
+    for r in summary["rows"]:
+        if r["task"] not in tasks:
+            tasks.append(r["task"])
+    conds = [cnd for cnd in CONDITIONS_ORDER if any((t, cnd) in rows for t in tasks)]
+    fam_title, fam_desc = FAMILY_TEXT[family]
+    types = c.get("layer_types", [])
+    ev = run.get("arguments", run)
+
+    L = []
+    L.append(f"# {name}: a trained {fam_title.split(' (')[0]} model organism\n")
+    L.append(f"A small hybrid language model in the exact checkpoint layout of {fam_title}, trained on CPU on the "
+             "text of hylens' own study tasks (include/hylens/tasks) so that the channel study's prompts are in "
+             "distribution. It loads with `hylens::load` like a downloaded checkpoint. See docs/organisms.md.\n")
+    L.append("## Model\n")
+    L.append(f"- Architecture: {fam_desc.format(types=', '.join(types), n=c['num_hidden_layers'])}.")
+    L.append(f"- Hidden size {c['hidden_size']}, {c['num_hidden_layers']} layers, vocabulary {c['vocab_size']} "
+             f"(byte-level BPE trained on the training text, with the family's chat special tokens as added tokens), "
+             f"{n_params:,} parameters, float32 ({os.path.getsize(os.path.join(args.model, 'model.safetensors')) / 1e6:.2f} MB).")
+    L.append(f"- Chat format: the family's (include/hylens/text/chat.hpp); an answer ends with `{tr.CHAT[family]['end']}`.")
+    L.append("- Equality: hylens' logits on this checkpoint equal the float64 torch forward used for training "
+             "(training/families.py) within the tolerance of tests/organisms (prefill and token-by-token decode); "
+             "the torch forward itself matches the Hugging Face golden logits of tests/golden to ~1e-7 "
+             "(training/check_golden.py).\n")
+    L.append("## Training\n")
+    L.append("- Data: items of the study tasks dictionary, list, language, persona, mixed, drm and conjunction, "
+             "dumped from the C++ generators (training/make_data.sh: seeds 1000-1199, 50 items each, 10,000 items per "
+             "task), plus an auxiliary *drill* task built from dictionary items (every key asked, answer "
+             "`v1,v2,...`). No item of seeds 1-999 is used in training; accuracies below are on seeds "
+             f"{', '.join(str(s) for s in ev.get('seeds', [1, 2, 3]))}.")
+    L.append("- Each example is the chat-wrapped prompt (context segment + query segment, tokenised as the study "
+             "runner tokenises them) followed by the expected answer and the end-of-turn token; loss on the answer "
+             "tokens plus 0.1 x the next-token loss on the prompt.")
+    L.append(f"- Mixture weights: {', '.join(f'{k} {v}' for k, v in tr.MIX.items())}. Curriculum: the number of "
+             f"dictionary pairs / list items allowed grows linearly from {tr.CURRICULUM_MIN} to the generators' "
+             "maximum over the first 40 % of the scheduled steps.")
+    L.append("- AdamW (betas 0.9, 0.98, weight decay 0.01 on matrices), peak lr 3e-3 (x2 for attention "
+             "projections), warm-up 150 steps, cosine to 10 % over the scheduled steps, batch 32, gradient clip 1, "
+             "one torch thread.")
+    L.append(f"- Trained {int(last['step'])} steps in {last['wall_s'] / 60:.1f} min of wall time on the 2-core "
+             "development machine, which was shared with other jobs throughout (load average 10-16), so the "
+             "time is an upper bound on what the run needs; the run stops at its step count or at 68 min.")
+    mean = lambda k: sum(r[k] for r in tail) / len(tail)  # noqa: E731
+    L.append(f"- Final losses (mean of the last {len(tail)} logged points, each a mean over 50 steps): answer "
+             f"{mean('loss_answer'):.3f} nats/token, prompt LM {mean('loss_lm'):.3f}; answers fully right under "
+             f"teacher forcing {mean('answer_acc'):.2f}.\n")
+    L.append("![loss curve](loss.png)\n")
+    L.append("## Accuracy and channel study\n")
+    L.append(f"Measured with `hylens experiment channels` on {rows.get((tasks[0], 'FULL'), {}).get('n', '?')} items "
+             "per task (seeds above), greedy decoding. Mean score with its 95 % percentile bootstrap CI "
+             f"({summary['statistics']['resampling']}; B = {summary['statistics']['resamples']}).\n")
+    L.append("| task | " + " | ".join(conds) + " |")
+    L.append("|---|" + "---|" * len(conds))
+    for t in tasks:
+        L.append(f"| {t} | " + " | ".join(fmt(rows.get((t, cnd))) for cnd in conds) + " |")
+    L.append("")
+    if args.findings:
+        L.append("## Findings\n")
+        L.append(args.findings + "\n")
+    L.append("## Reproduce\n")
+    L.append("```sh")
+    L += args.command
+    L.append("```\n")
+    with open(os.path.join(args.model, "README.md"), "w") as f:
+        f.write("\n".join(L))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,408 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Trains one model organism on CPU and exports it as a checkpoint folder hylens loads.
+
+    /usr/bin/python3 training/train_organism.py --family qwen35 --seed 1 --steps 6000 --out models/qwen35-tiny
+
+Everything is determined by --seed: the tokenizer (trained on items drawn from the training
+stream), the initial weights and every batch (batch of step s is drawn from
+random.Random(f"train:{seed}:{s}"), so a resumed run sees the same batches as an uninterrupted
+one). Evaluation items use the disjoint streams "eval:{task}:{seed}:{i}" (tasks_mirror.eval_items).
+
+Writes into --out: config.json, model.safetensors, tokenizer.json, reference_logits.safetensors
+(float64 torch logits on fixed prompts, for the equality test), training_log.csv, and
+checkpoint.pt (optimizer state, for --resume; not shipped)."""
+import argparse
+import bisect
+import json
+import math
+import os
+import random
+import re
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bpe  # noqa: E402
+import families  # noqa: E402
+import st_io  # noqa: E402
+
+# ---------------------------------------------------------------------------------------
+# Chat formats: the strings of include/hylens/text/chat.hpp (bos, prefix, suffix) and the
+# token that ends the assistant turn.
+CHAT = {
+    "qwen35": dict(bos="", prefix="<|im_start|>user\n", suffix="<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+                   end="<|im_end|>", specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]),
+    "granite_h": dict(bos="", prefix="<|start_of_role|>system<|end_of_role|>You are a helpful assistant. Please ensure responses are "
+                      "professional, accurate, and safe.<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>",
+                      suffix="<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>",
+                      end="<|end_of_text|>", specials=["<|end_of_text|>", "<|start_of_role|>", "<|end_of_role|>"]),
+    "falcon_h1": dict(bos="<|begin_of_text|>", prefix="<|im_start|>user\n", suffix="<|im_end|>\n<|im_start|>assistant\n",
+                      end="<|im_end|>", specials=["<|begin_of_text|>", "<|end_of_text|>", "<|im_start|>", "<|im_end|>"]),
+}
+
+# Training tasks: the study's generators (include/hylens/tasks), items dumped as JSON lines by
+# training/make_data.sh. "drill" is an auxiliary dense-supervision task built from dictionary
+# items: the same context, a question for every key, answered "v1,v2,..." (every value a target).
+TASKS = ["dictionary", "list", "language", "persona", "mixed", "drm", "conjunction"]
+MIX = {"dictionary": 2.0, "list": 1.5, "mixed": 2.0, "drill": 1.5, "language": 0.7, "persona": 0.7, "drm": 1.0,
+       "conjunction": 1.0}
+CURRICULUM_MIN = 3  # fewest pairs / items at the start; the cap grows to the generators' maximum
+
+
+def load_items(path):
+    """One task's items as dicts (context, query, expected, n), sorted by n (pairs or list items)."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            j = json.loads(line)
+            fl = j.get("fields", {})
+            out.append({"task": j["task"], "seed": j["seed"], "index": j["index"], "context": j["context"],
+                        "query": j["query"], "expected": j["expected"], "n": fl.get("n_pairs", fl.get("n_items", 0))})
+    out.sort(key=lambda it: (it["n"], it["seed"], it["index"]))
+    return out
+
+
+class Pool:
+    def __init__(self, data_dir):
+        self.items = {t: load_items(os.path.join(data_dir, f"{t}.jsonl")) for t in TASKS}
+        self.ns = {t: [it["n"] for it in v] for t, v in self.items.items()}
+
+    def draw(self, task, rng, level):
+        ns = self.ns[task]
+        if ns[-1] == 0:
+            return rng.choice(self.items[task])
+        cap = CURRICULUM_MIN + level * (ns[-1] - CURRICULUM_MIN)
+        return self.items[task][rng.randrange(max(1, bisect.bisect_right(ns, cap)))]
+
+
+_PAIR = re.compile(r"(\w+)=(\w+)")
+
+
+def make_drill(pool, rng, level):
+    it = pool.draw("dictionary", rng, level)
+    pairs = _PAIR.findall(it["context"])
+    ask = rng.sample(range(len(pairs)), len(pairs))
+    return dict(task="drill", context=it["context"],
+                query="What are the values of " + ", ".join(pairs[i][0] for i in ask) + "?",
+                expected=[",".join(pairs[i][1] for i in ask)])
+
+
+def draw_item(pool, rng, level):
+    names, weights = zip(*MIX.items())
+    task = rng.choices(names, weights)[0]
+    return make_drill(pool, rng, level) if task == "drill" else pool.draw(task, rng, level)
+
+
+def segments(family, item):
+    """The runner's split (include/hylens/experiments/prompt.hpp): context segment and query segment."""
+    c = CHAT[family]
+    return c["bos"] + c["prefix"] + item["context"], item["query"] + c["suffix"]
+
+
+def prompt_text(family, item):
+    return "".join(segments(family, item))
+
+
+# ---------------------------------------------------------------------------------------
+# Family configurations (the organism sizes). Field names are the real checkpoints'.
+
+def make_config(family, V, end_id, bos_id):
+    if family == "qwen35":
+        L = 4
+        text = {
+            "model_type": "qwen3_5_text", "vocab_size": V, "hidden_size": 64, "num_hidden_layers": L,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "hidden_act": "silu",
+            "max_position_embeddings": 4096, "initializer_range": 0.02, "rms_norm_eps": 1e-6, "use_cache": True,
+            "tie_word_embeddings": False, "attention_bias": False, "attention_dropout": 0.0, "attn_output_gate": True,
+            "linear_conv_kernel_dim": 4, "linear_key_head_dim": 16, "linear_value_head_dim": 16,
+            "linear_num_key_heads": 2, "linear_num_value_heads": 4, "full_attention_interval": 4,
+            "layer_types": ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(L)],
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25,
+                                "mrope_section": [1, 1, 1], "mrope_interleaved": True},
+            "bos_token_id": None, "eos_token_id": end_id, "pad_token_id": None, "dtype": "float32",
+            "intermediate_size": 128,
+        }
+        return {"architectures": ["Qwen3_5ForCausalLM"], "model_type": "qwen3_5", "text_config": text,
+                "tie_word_embeddings": False, "eos_token_id": end_id}
+    if family == "granite_h":
+        return {
+            "architectures": ["GraniteMoeHybridForCausalLM"], "model_type": "granitemoehybrid", "vocab_size": V,
+            "hidden_size": 64, "intermediate_size": 0, "num_hidden_layers": 4, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "hidden_act": "silu", "max_position_embeddings": 4096,
+            "initializer_range": 0.02, "rms_norm_eps": 1e-5, "use_cache": True, "pad_token_id": end_id,
+            "bos_token_id": end_id, "eos_token_id": end_id, "tie_word_embeddings": True,
+            "attention_bias": False, "attention_dropout": 0.0, "embedding_multiplier": 12.0,
+            "logits_scaling": 2.0, "residual_multiplier": 0.22, "attention_multiplier": 1.0 / 16.0,
+            "num_local_experts": 0, "num_experts_per_tok": 0, "output_router_logits": False,
+            "router_aux_loss_coef": 0.01, "shared_intermediate_size": 128, "position_embedding_type": "nope",
+            "layer_types": ["mamba", "mamba", "attention", "mamba"], "mamba_n_heads": 4, "mamba_n_groups": 1,
+            "mamba_d_state": 16, "mamba_d_head": 32, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_chunk_size": 64,
+            "mamba_conv_bias": True, "mamba_proj_bias": False, "dtype": "float32",
+        }
+    if family == "falcon_h1":
+        return {
+            "architectures": ["FalconH1ForCausalLM"], "model_type": "falcon_h1", "vocab_size": V,
+            "tie_word_embeddings": False, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "hidden_act": "silu",
+            "initializer_range": 0.02, "rms_norm_eps": 1e-5, "use_cache": True, "pad_token_id": end_id,
+            "bos_token_id": bos_id, "eos_token_id": end_id, "max_position_embeddings": 4096,
+            "attention_dropout": 0.0, "attention_bias": False, "mlp_bias": False, "mamba_d_ssm": 128,
+            "mamba_n_heads": 4, "mamba_d_head": 32, "mamba_n_groups": 1, "mamba_d_state": 16, "mamba_d_conv": 4,
+            "mamba_expand": 2, "mamba_chunk_size": 64, "mamba_conv_bias": True, "mamba_proj_bias": False,
+            "mamba_norm_before_gate": False, "mamba_rms_norm": False, "projectors_bias": False,
+            "rope_theta": 100000000000.0, "rope_parameters": {"rope_type": "default", "rope_theta": 100000000000.0},
+            "lm_head_multiplier": 0.5, "embedding_multiplier": 2.0, "mlp_multipliers": [1.0, 0.75],
+            "key_multiplier": 0.5, "attention_out_multiplier": 0.9375, "attention_in_multiplier": 1.0,
+            "ssm_multipliers": [1.0, 1.0, 1.0, 1.0, 1.0], "ssm_in_multiplier": 1.0, "ssm_out_multiplier": 1.0,
+            "dtype": "float32",
+        }
+    raise ValueError(family)
+
+
+# ---------------------------------------------------------------------------------------
+
+def build_tokenizer(family, seed, pool, vocab_size=1024):
+    c = CHAT[family]
+    rng = random.Random(f"tokenizer:{seed}")
+    texts = [c["prefix"], c["suffix"]] * 4000  # the wrapper is in every prompt
+    for _ in range(4000):
+        it = draw_item(pool, rng, rng.random())
+        texts += [it["context"], it["query"], it["expected"][0]]
+    split = bpe.Tokenizer([], c["specials"])._split
+    plain = [p for t in texts for p in split.split(t) if p and p not in c["specials"]]
+    return bpe.Tokenizer(bpe.train(plain, vocab_size - 256 - len(c["specials"])), c["specials"])
+
+
+def encode_item(tok, family, item):
+    ctx, qry = segments(family, item)
+    p = tok.encode(ctx) + tok.encode(qry)
+    a = tok.encode(item["expected"][0]) + [tok.specials[CHAT[family]["end"]]]
+    return p, a
+
+
+def make_batch(tok, family, pool, seed, step, bs, level):
+    rng = random.Random(f"train:{seed}:{step}")
+    seqs = [encode_item(tok, family, draw_item(pool, rng, level)) for _ in range(bs)]
+    T = max(len(p) + len(a) for p, a in seqs) - 1
+    ids = torch.zeros(bs, T, dtype=torch.long)
+    tgt = torch.zeros(bs, T, dtype=torch.long)
+    w_ans = torch.zeros(bs, T)
+    w_lm = torch.zeros(bs, T)
+    for b, (p, a) in enumerate(seqs):
+        s = p + a
+        n = len(s) - 1
+        ids[b, :n] = torch.tensor(s[:-1])
+        tgt[b, :n] = torch.tensor(s[1:])
+        w_lm[b, :len(p) - 1] = 1.0
+        w_ans[b, len(p) - 1:n] = 1.0
+    return ids, tgt, w_ans, w_lm
+
+
+def param_groups(model, lr, attn_lr_mult):
+    attn, other_decay, other_nodecay = [], [], []
+    for n, p in model.named_parameters():
+        if ".self_attn." in n:
+            attn.append(p)
+        elif p.ndim >= 2 and "embed" not in n:
+            other_decay.append(p)
+        else:
+            other_nodecay.append(p)
+    return [{"params": attn, "lr": lr * attn_lr_mult, "base": lr * attn_lr_mult, "weight_decay": 0.01},
+            {"params": other_decay, "lr": lr, "base": lr, "weight_decay": 0.01},
+            {"params": other_nodecay, "lr": lr, "base": lr, "weight_decay": 0.0}]
+
+
+@torch.no_grad()
+def greedy(model, tok, family, item, max_new=24):
+    ctx, qry = segments(family, item)
+    ids = tok.encode(ctx) + tok.encode(qry)
+    stops = {tok.specials[s] for s in CHAT[family]["specials"] if s in ("<|im_end|>", "<|end_of_text|>", "<|endoftext|>")}
+    out = []
+    for _ in range(max_new):
+        nxt = int(model(torch.tensor([ids + out]))[0, -1].argmax())
+        if nxt in stops:
+            break
+        out.append(nxt)
+    return tok.decode(out)
+
+
+def quick_eval(model, tok, family, eval_pool, n):
+    """Exact-match FULL accuracy of the greedy answer on the first n evaluation items of each task
+    (a training-time monitor; the model card's numbers come from hylens experiment channels)."""
+    model.eval()
+    acc = {}
+    for task in TASKS:
+        items = eval_pool.items[task][:n]
+        acc[task] = sum(greedy(model, tok, family, it) in it["expected"] for it in items) / len(items)
+    model.train()
+    return acc
+
+
+def reference_items(eval_pool):
+    """Fixed prompts for the equality test: the first evaluation item of each task."""
+    return [min(eval_pool.items[t], key=lambda it: (it["seed"], it["index"])) for t in TASKS]
+
+
+def tokenizer_samples(family, pool, n=40):
+    """Training texts (chat-wrapped prompt + answer) for the tokenizer round-trip test."""
+    rng = random.Random("tokenizer-test")
+    return [prompt_text(family, it) + it["expected"][0] + CHAT[family]["end"]
+            for it in (draw_item(pool, rng, 1.0) for _ in range(n))]
+
+
+def export(model, tok, cfg, family, out, ref_dir, pool, eval_pool, meta):
+    """Writes the checkpoint folder, and the equality-test reference under ref_dir."""
+    os.makedirs(out, exist_ok=True)
+    os.makedirs(ref_dir, exist_ok=True)
+    sd = {k: v.detach().float().contiguous() for k, v in model.state_dict().items()}
+    st_io.save(sd, os.path.join(out, "model.safetensors"), metadata={"format": "pt", **meta})
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+        f.write("\n")
+    with open(os.path.join(out, "tokenizer.json"), "w") as f:
+        json.dump(tok.to_json(), f, ensure_ascii=False)
+    # Reference logits: the float32 weights run in float64, stored as float32. The tolerance
+    # follows tests/golden's rule: 4 x the float32 torch run's own distance to the float64 run,
+    # at least 1e-5 x max(|logit|, 1).
+    m64 = families.CausalLM(family, cfg).double()
+    m64.load_state_dict({k: v.double() for k, v in sd.items()})
+    m32 = families.CausalLM(family, cfg)
+    m32.load_state_dict(sd)
+    ref, prompts, d32, big = {}, [], 0.0, 1.0
+    with torch.no_grad():
+        for i, it in enumerate(reference_items(eval_pool)):
+            text = prompt_text(family, it)
+            ctx, qry = segments(family, it)
+            ids = tok.encode(ctx) + tok.encode(qry) + tok.encode(it["expected"][0])
+            l64 = m64(torch.tensor([ids]))[0]
+            d32 = max(d32, (m32(torch.tensor([ids]))[0].double() - l64).abs().max().item())
+            big = max(big, l64.abs().max().item())
+            ref[f"prompt.{i}.ids"] = torch.tensor(ids, dtype=torch.long)
+            ref[f"prompt.{i}.logits"] = l64.float()
+            prompts.append({"task": it["task"], "seed": it["seed"], "index": it["index"], "context": it["context"],
+                            "query": it["query"], "answer": it["expected"][0], "ids": ids})
+    atol = max(4.0 * d32, 1e-5 * big)
+    ref["atol"] = torch.tensor([atol], dtype=torch.float32)
+    st_io.save(ref, os.path.join(ref_dir, "reference_logits.safetensors"),
+               metadata={"source": "training/train_organism.py: torch float64 forward of the shipped float32 weights",
+                         "float32_torch_vs_float64": f"{d32:.3e}", "atol_rule": "max(4 x float32 torch error, 1e-5 x max(|logit|, 1))"})
+    samples = [{"text": t, "ids": tok.encode(t)} for t in tokenizer_samples(family, pool)]
+    with open(os.path.join(ref_dir, "prompts.json"), "w") as f:
+        json.dump({"family": family, "chat_end": CHAT[family]["end"], "prompts": prompts, "tokenizer_samples": samples},
+                  f, indent=1)
+        f.write("\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--family", required=True, choices=sorted(CHAT))
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--steps", type=int, required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--attn-lr-mult", type=float, default=2.0)
+    ap.add_argument("--max-wall-min", type=float, default=90.0,
+                    help="safety stop: export and end when this much training time is spent")
+    ap.add_argument("--lm-weight", type=float, default=0.1)
+    ap.add_argument("--curriculum", type=float, default=0.4, help="fraction of steps to reach the full pair count")
+    ap.add_argument("--warmup", type=int, default=150)
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--export-only", action="store_true", help="re-export the folder from checkpoint.pt and exit")
+    ap.add_argument("--ref-dir", default=None, help="equality-test data (default tests/organisms/data/<out name>)")
+    ap.add_argument("--export-every", type=int, default=500)
+    ap.add_argument("--eval-items", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=1)
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--data", default=os.path.join(here, "..", "build-organisms", "items", "train"),
+                    help="folder of <task>.jsonl training items (training/make_data.sh)")
+    ap.add_argument("--eval-data", default=os.path.join(here, "..", "build-organisms", "items", "eval"),
+                    help="folder of <task>.jsonl evaluation items (monitor and reference prompts)")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    os.makedirs(args.out, exist_ok=True)
+
+    pool, eval_pool = Pool(args.data), Pool(args.eval_data)
+    tok = build_tokenizer(args.family, args.seed, pool)
+    end_id = tok.specials[CHAT[args.family]["end"]]
+    bos_id = tok.specials.get("<|begin_of_text|>", end_id)
+    cfg = make_config(args.family, len(tok), end_id, bos_id)
+    model = families.CausalLM(args.family, cfg, seed=args.seed)
+    with torch.no_grad():
+        std = 0.1 if args.family == "granite_h" else 0.5
+        model.model.embed_tokens.weight.normal_(0.0, std, generator=torch.Generator().manual_seed(args.seed + 7))
+    opt = torch.optim.AdamW(param_groups(model, args.lr, args.attn_lr_mult), betas=(0.9, 0.98))
+    ckpt_path = os.path.join(args.out, "checkpoint.pt")
+    log_path = os.path.join(args.out, "training_log.csv")
+    step, wall = 0, 0.0
+    ref_dir = args.ref_dir or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "organisms",
+                                           "data", os.path.basename(os.path.normpath(args.out)))
+    if (args.resume or args.export_only) and os.path.exists(ckpt_path):
+        ck = torch.load(ckpt_path)
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["opt"])
+        step, wall = ck["step"], ck["wall"]
+        print(f"resumed at step {step} ({wall:.0f} s trained)", flush=True)
+    if args.export_only:
+        export(model, tok, cfg, args.family, args.out, ref_dir, pool, eval_pool,
+               {"family": args.family, "seed": args.seed, "step": step, "wall_s": f"{wall:.0f}"})
+        return 0
+    else:
+        with open(log_path, "w") as f:
+            f.write("step,wall_s,lr,loss_answer,loss_lm,answer_acc,curriculum_level\n")
+    print(f"{args.family}: vocab {len(tok)}, params {sum(p.numel() for p in model.parameters())}", flush=True)
+
+    t0 = time.time() - wall
+    acc_loss = acc_lm = acc_ok = acc_n = 0.0
+    while step < args.steps and time.time() - t0 < 60.0 * args.max_wall_min:
+        level = min(1.0, step / max(1.0, args.curriculum * args.steps))
+        ids, tgt, w_ans, w_lm = make_batch(tok, args.family, pool, args.seed, step, args.batch, level)
+        lr_f = min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / args.steps)))
+        for g in opt.param_groups:
+            g["lr"] = g["base"] * lr_f
+        logits = model(ids)
+        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), reduction="none").view_as(w_ans)
+        loss_ans = (nll * w_ans).sum() / w_ans.sum()
+        loss_lm = (nll * w_lm).sum() / w_lm.sum()
+        loss = loss_ans + args.lm_weight * loss_lm
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        with torch.no_grad():
+            wrong = ((logits.argmax(-1) != tgt).float() * w_ans).sum(-1)
+        acc_loss += loss_ans.item()
+        acc_lm += loss_lm.item()
+        acc_ok += (wrong == 0).float().mean().item()
+        acc_n += 1
+        step += 1
+        if step % 50 == 0 or step == args.steps or time.time() - t0 >= 60.0 * args.max_wall_min:
+            wall = time.time() - t0
+            with open(log_path, "a") as f:
+                f.write(f"{step},{wall:.1f},{args.lr * lr_f:.3e},{acc_loss / acc_n:.4f},{acc_lm / acc_n:.4f},"
+                        f"{acc_ok / acc_n:.4f},{level:.3f}\n")
+            print(f"step {step} wall {wall:.0f}s loss_ans {acc_loss / acc_n:.4f} lm {acc_lm / acc_n:.3f} "
+                  f"acc {acc_ok / acc_n:.3f} level {level:.2f}", flush=True)
+            acc_loss = acc_lm = acc_ok = acc_n = 0.0
+        stopping = time.time() - t0 >= 60.0 * args.max_wall_min
+        if step % args.export_every == 0 or step == args.steps or stopping:
+            wall = time.time() - t0
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "wall": wall}, ckpt_path + ".tmp")
+            os.replace(ckpt_path + ".tmp", ckpt_path)
+            export(model, tok, cfg, args.family, args.out, ref_dir, pool, eval_pool,
+                   {"family": args.family, "seed": args.seed, "step": step, "wall_s": f"{wall:.0f}"})
+            te = time.time()
+            acc = quick_eval(model, tok, args.family, eval_pool, args.eval_items)
+            t0 += time.time() - te  # evaluation is not training time
+            print(f"eval step {step}: " + " ".join(f"{k} {v:.2f}" for k, v in acc.items()), flush=True)
+            with open(os.path.join(args.out, "quick_eval.jsonl"), "a") as f:
+                f.write(json.dumps({"step": step, "wall_s": round(wall), "seed": 1, "items": args.eval_items, "acc": acc}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
