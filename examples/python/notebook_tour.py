@@ -4,9 +4,10 @@ capture and a transplant, and a matplotlib figure.
 
     PYTHONPATH=build/python /usr/bin/python3 examples/python/notebook_tour.py [MODEL_DIR] [--png OUT.png]
 
-MODEL_DIR defaults to the small Qwen3.5 model shipped with the tests (random weights, so the
-predicted tokens mean nothing; the mechanics are the point). Each cell below is what one
-notebook cell would hold.
+MODEL_DIR defaults to the Qwen3.5 organism in models/qwen35-tiny when it is there (a trained
+tiny model with its tokenizer: the prompts are text), else to the small Qwen3.5 model shipped
+with the tests (random weights, token ids, so the predicted tokens mean nothing; the mechanics
+are the point). Each cell below is what one notebook cell would hold.
 """
 
 import argparse
@@ -18,7 +19,9 @@ import hylens
 
 ROOT = Path(__file__).resolve().parents[2]
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-ap.add_argument("model", nargs="?", default=str(ROOT / "tests" / "golden" / "models" / "qwen3_5_dense"))
+ORGANISM = ROOT / "models" / "qwen35-tiny"
+DEFAULT = ORGANISM if (ORGANISM / "config.json").exists() else ROOT / "tests" / "golden" / "models" / "qwen3_5_dense"
+ap.add_argument("model", nargs="?", default=str(DEFAULT))
 ap.add_argument("--png", default="notebook_tour.png", help="where the figure goes")
 args = ap.parse_args()
 
@@ -28,10 +31,19 @@ print(model)
 print("layer kinds:", model.layer_kinds)
 print("attention layers:", model.attention_layers, " recurrent layers:", model.recurrent_layers)
 
-rng = np.random.default_rng(7)  # numpy's PCG64: the same ids on every machine
-ctx_a = rng.integers(0, model.vocab, 24)
-ctx_b = rng.integers(0, model.vocab, 24)
-query = rng.integers(0, model.vocab, 6)
+tok_path = Path(args.model) / "tokenizer.json"
+tok = hylens.Tokenizer(str(tok_path)) if tok_path.exists() else None
+if tok:  # text prompts: two contexts, one question
+    ctx_a = tok.encode_ids("The key is under the red mat. Remember it.")
+    ctx_b = tok.encode_ids("The key is under the old oak tree. Remember it.")
+    query = tok.encode_ids(" Where is the key? It is under the")
+    show = tok.decode
+else:  # token ids (numpy's PCG64: the same ids on every machine)
+    rng = np.random.default_rng(7)
+    ctx_a = rng.integers(0, model.vocab, 24)
+    ctx_b = rng.integers(0, model.vocab, 24)
+    query = rng.integers(0, model.vocab, 6)
+    show = list
 
 # --- cell 2: split-prefill: which channel carries the context? -----------------------------
 print("\nsplit-prefill of context A, then the query and 4 greedy tokens")
@@ -41,7 +53,7 @@ for mode in ["FULL", "KV_ONLY", "REC_ONLY", "NONE"]:
     s = model.split_prefill(ctx_a, query, mode, max_new=4)
     moved = float(np.abs(s.run.prompt_logits[-1] - full.run.prompt_logits[-1]).max())
     rows.append((mode, moved))
-    print(f"  {mode:9s} query starts at {s.position:2d}  greedy {s.run.ids.tolist()}  max|logit - FULL| {moved:.4f}")
+    print(f"  {mode:9s} query starts at {s.position:2d}  greedy {show(s.run.ids.tolist())!r}  max|logit - FULL| {moved:.4f}")
 
 # --- cell 3: a state swap: K/V of A with the recurrent state of B ---------------------------
 a, b = model.prefill(ctx_a), model.prefill(ctx_b)
@@ -51,19 +63,21 @@ g_swap = model.generate(query, cache=swapped, max_new=4)
 g_a = model.generate(query, cache=a.clone(), max_new=4)
 g_b = model.generate(query, cache=b.clone(), max_new=4)
 print("\nstate swap (KV of A, recurrent state of B)")
-print(f"  A: {g_a.ids.tolist()}  B: {g_b.ids.tolist()}  KV A + state B: {g_swap.ids.tolist()}")
+print(f"  A: {show(g_a.ids.tolist())!r}  B: {show(g_b.ids.tolist())!r}  KV A + state B: {show(g_swap.ids.tolist())!r}")
 print(f"  the swapped cache continues at position {start} (its KV source's length)")
 
 # --- cell 4: a capture and a transplant -----------------------------------------------------
+n = min(len(ctx_a), len(ctx_b))  # transplants pair equal lengths: donor A, host B
+donor_ids, host_ids = ctx_a[:n], ctx_b[:n]
 layer = model.recurrent_layers[len(model.recurrent_layers) // 2]
 site = model.mixer_site(layer)  # "mixer_out.<l>" (Falcon-H1: "ssm_out.<l>")
-donor = model.run(ctx_a, capture=[hylens.site(site.split(".")[0], layer, "last")])
+donor = model.run(donor_ids, capture=[hylens.site(site.split(".")[0], layer, "last")])
 rows_a = donor.captures[site]  # NumPy [1, 1, hidden], the C++ buffer itself
-host = model.run(ctx_b).logits[-1]
-patched = model.run(ctx_b, interventions=[hylens.patch(hylens.site(site.split(".")[0], layer, "last"), rows_a)]).logits[-1]
+host = model.run(host_ids).logits[-1]
+patched = model.run(host_ids, interventions=[hylens.patch(hylens.site(site.split(".")[0], layer, "last"), rows_a)]).logits[-1]
 print(f"\ncapture {site} at the last position of A: shape {rows_a.shape}, norm {np.linalg.norm(rows_a):.3f}")
 print(f"  transplanted into B's last position: max|logit change| {np.abs(patched - host).max():.4f}")
-state_logits = model.transplant_state(ctx_a, ctx_b, [layer])[0]
+state_logits = model.transplant_state(donor_ids, host_ids, [layer])[0]
 print(f"  state transplant (exp32-B) of layer {layer}: max|logit change| {np.abs(state_logits - host).max():.4f}")
 
 # --- cell 5: a figure ----------------------------------------------------------------------
