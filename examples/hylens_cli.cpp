@@ -10,6 +10,7 @@
 
 #include "cli/bench.hpp"
 #include "cli/dump.hpp"
+#include "cli/experiment.hpp"
 #include "cli/generate.hpp"
 #include "cli/info.hpp"
 #include "cli/patch.hpp"
@@ -36,6 +37,7 @@ constexpr const char* kHelp =
     "  surgery     cache surgery conditions (KV-only, REC-only, state swaps ...) on text, ids or a surgery file\n"
     "  patch       mixer-output and recurrent-state patches on text, ids or a surgery file\n"
     "  tasks       print the items of the channel-study tasks (text or JSON lines)\n"
+    "  experiment  channel study (split-prefill, state swap) with bootstrap CIs; merge of sharded results\n"
     "  tokenize    text lines from stdin -> token ids (tokenizer.json)\n"
     "  detokenize  token-id lines from stdin -> text\n";
 
@@ -54,6 +56,7 @@ int main(int argc, char** argv) {
         if (cmd == "surgery") return hylens::cli::run_surgery(argc, argv);
         if (cmd == "patch") return hylens::cli::run_patch(argc, argv);
         if (cmd == "tasks") return hylens::cli::run_tasks(argc, argv);
+        if (cmd == "experiment") return hylens::cli::run_experiment(argc, argv);
         if (cmd == "generate") return hylens::cli::run_generate(argc, argv);
         if (cmd == "top-k") return hylens::cli::run_top_k(argc, argv);
         if (cmd == "verify") return hylens::cli::run_verify(argc, argv);

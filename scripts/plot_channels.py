@@ -32,6 +32,10 @@ COLORS = {
     "KV_A+REC_A": "#4c4c4c", "KV_A+REC_B": "#3b75af", "KV_B+REC_A": "#d1762d", "KV_B+REC_B": "#8c8c8c",
 }
 
+# The conditions that have layer sweeps, one colour each (tab10).
+SWEEP_COLORS = {"KV_ONLY": "#1f77b4", "REC_ONLY": "#ff7f0e", "NONE": "#7f7f7f", "KV_A+REC_B": "#2ca02c",
+                "KV_B+REC_A": "#d62728"}
+
 
 def num(s):
     return float(s) if s not in ("", None) else math.nan
@@ -139,9 +143,10 @@ def plot_layers(rows, tasks, metric, group, out):
                 continue
             rs.sort(key=lambda r: layer_x(r["layers"]))
             xs = [layer_x(r["layers"]) for r in rs]
-            ax.plot(xs, [r["mean"] for r in rs], marker="o", ms=2.5, lw=1, color=COLORS.get(base),
+            color = SWEEP_COLORS[base] if base in SWEEP_COLORS else "#777777"
+            ax.plot(xs, [r["mean"] for r in rs], marker="o", ms=2.5, lw=1, color=color,
                     ls="-" if kind == "single" else "--", label=f"{base} ({kind})")
-            ax.fill_between(xs, [r["ci_lo"] for r in rs], [r["ci_hi"] for r in rs], color=COLORS.get(base), alpha=0.15)
+            ax.fill_between(xs, [r["ci_lo"] for r in rs], [r["ci_hi"] for r in rs], color=color, alpha=0.12)
         full = pick(rows, t, group, metric, "FULL")
         if full:
             ax.axhline(full["mean"], color="k", lw=0.7, ls=":")

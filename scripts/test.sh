@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs every test: the Release suite (tests, examples, benchmarks compiled,
-# -Wall -Wextra -Werror; the Python module and its pytest suite too), then the whole suite
+# -Wall -Wextra -Werror; the Python module and its pytest suite too; the hylens tool with MPI,
+# so `mpirun -np 2 hylens experiment` is checked against one process), then the whole suite
 # again under ASan + UBSan, built without -march=native so that CI also runs the kernels'
 # run-time SIMD dispatch as an includer without arch flags gets it.
 set -euo pipefail
@@ -8,7 +9,7 @@ cd "$(dirname "$0")/.."
 JOBS="${JOBS:-$(nproc)}"
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DHYLENS_BUILD_TESTS=ON -DHYLENS_BUILD_EXAMPLES=ON \
-      -DHYLENS_BUILD_BENCHMARKS=ON -DHYLENS_BUILD_PYTHON=ON > build.log 2>&1 || { cat build.log; exit 1; }
+      -DHYLENS_BUILD_BENCHMARKS=ON -DHYLENS_BUILD_PYTHON=ON -DHYLENS_WITH_MPI=ON > build.log 2>&1 || { cat build.log; exit 1; }
 cmake --build build -j "$JOBS"
 ctest --test-dir build --output-on-failure -j "$JOBS"
 

@@ -91,6 +91,16 @@ inline std::string read_text(const std::filesystem::path& p) {
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+/// The result files of two study folders that differ (or are missing); empty when the study
+/// results are the same (run.json aside: it holds timings and arguments).
+inline std::vector<std::string> differing_results(const std::filesystem::path& a, const std::filesystem::path& b) {
+    std::vector<std::string> out;
+    for (const char* f : {"items.jsonl", "summary.csv", "summary.json", "diffs.csv", "skipped.jsonl"})
+        if (!std::filesystem::exists(a / f) || !std::filesystem::exists(b / f) || read_text(a / f) != read_text(b / f))
+            out.push_back(f);
+    return out;
+}
+
 namespace detail {
 inline std::uint64_t fixture_mix(std::uint64_t z) {
     z += 0x9e3779b97f4a7c15ULL;

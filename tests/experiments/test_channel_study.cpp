@@ -52,14 +52,7 @@ StudyResult run(const StudyOptions& o, const AnyModel& any = qwen_model()) {
     return any.visit([&](const auto& m) { return run_channel_study(m, test::tiny_tokenizer(), ChatFamily::qwen35, o); });
 }
 
-const std::vector<std::string> kResultFiles = {"items.jsonl", "summary.csv", "summary.json", "diffs.csv", "skipped.jsonl"};
 
-void check_same_results(const fs::path& a, const fs::path& b) {
-    for (const auto& f : kResultFiles) {
-        INFO(f);
-        CHECK(test::read_text(a / f) == test::read_text(b / f));
-    }
-}
 
 }  // namespace
 
@@ -158,7 +151,7 @@ TEST_CASE("channel study: batched and one-at-a-time runs write identical results
     o.out = b.path;
     o.batch = 1;
     run(o);
-    check_same_results(a.path, b.path);
+    CHECK(hylens::test::differing_results(a.path, b.path).empty());
     // The batch dimension was used: some group of this study has several items.
     CHECK(nlohmann::json::parse(test::read_text(a.path / "run.json"))["batch"] == 16);
 }
@@ -184,7 +177,7 @@ TEST_CASE("channel study: merge of the shards == the unsharded run; bad merges a
     }());
     CHECK(m.records == r0.records + r1.records);
     CHECK(m.incomplete == 0);
-    check_same_results(whole.path, merged.path);
+    CHECK(hylens::test::differing_results(whole.path, merged.path).empty());
     // The same shard twice, or a folder of another study, is an error.
     test::TempDir bad("badmerge");
     CHECK_THROWS_AS(merge_results({s0.path, s0.path}, bad.path), Error);
@@ -218,11 +211,11 @@ TEST_CASE("channel study: resume after a kill (torn items.jsonl) == uninterrupte
     const StudyResult r = run(o);
     CHECK(r.resumed > 0);
     CHECK(r.resumed + r.written == r.records);
-    check_same_results(whole.path, killed.path);
+    CHECK(hylens::test::differing_results(whole.path, killed.path).empty());
     // Resuming a finished run adds nothing.
     const StudyResult again = run(o);
     CHECK(again.written == 0);
-    check_same_results(whole.path, killed.path);
+    CHECK(hylens::test::differing_results(whole.path, killed.path).empty());
     // Resuming with another study definition is an error.
     o.items = 7;
     CHECK_THROWS_AS(run(o), Error);

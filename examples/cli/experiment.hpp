@@ -1,0 +1,208 @@
+#pragma once
+// hylens experiment: the channel study (split-prefill and state swap) on a model folder, and
+// the merge of sharded result folders. See docs/experiments.md.
+//
+//   hylens experiment channels --model DIR [--tokenizer FILE] --task T[,T...] [--conditions LIST]
+//       [--items N] [--seeds LIST] [--max-new N] [--layers SPEC] [--shard I/N] [--resume] --out DIR
+//   hylens experiment merge DIR... --out DIR
+//
+// Built with HYLENS_WITH_MPI, `mpirun -np N hylens experiment channels ...` runs shard r/N on
+// rank r into OUT/ranks/rank-r-of-N and rank 0 merges them into OUT.
+
+#include <hylens/core/thread_pool.hpp>
+#include <hylens/experiments/channel_study.hpp>
+#include <hylens/experiments/merge.hpp>
+#include <hylens/models/load.hpp>
+#include <hylens/tasks/registry.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#ifdef HYLENS_WITH_MPI
+#include <mpi.h>
+#endif
+
+#include "args.hpp"
+
+#ifndef HYLENS_VERSION
+#define HYLENS_VERSION "unknown"
+#endif
+
+namespace hylens::cli {
+
+namespace detail {
+
+struct ChannelsArgs {
+    std::string model, tokenizer, conditions = "FULL,KV_ONLY,REC_ONLY,NONE,KV_A+REC_B,KV_B+REC_A,KV_A+REC_A,KV_B+REC_B";
+    std::vector<std::string> tasks;
+    std::size_t items = 600, max_new = 0;
+    std::vector<std::uint64_t> seeds{1, 2, 3};
+    std::string layers, shard, out;
+    bool resume = false;
+};
+
+/// Rank and size of the MPI job (0 and 1 without MPI or outside mpirun).
+struct MpiJob {
+    int rank = 0, size = 1, local_size = 1;
+    bool owns_init = false;
+    MpiJob() {
+#ifdef HYLENS_WITH_MPI
+        int init = 0;
+        MPI_Initialized(&init);
+        if (!init) {
+            MPI_Init(nullptr, nullptr);
+            owns_init = true;
+        }
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        MPI_Comm local;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+        MPI_Comm_size(local, &local_size);
+        MPI_Comm_free(&local);
+#endif
+    }
+    MpiJob(const MpiJob&) = delete;
+    MpiJob& operator=(const MpiJob&) = delete;
+    ~MpiJob() {
+#ifdef HYLENS_WITH_MPI
+        if (owns_init) MPI_Finalize();
+#endif
+    }
+    /// True on every rank when `ok` holds on every rank.
+    bool all(bool ok) const {
+#ifdef HYLENS_WITH_MPI
+        int mine = ok ? 1 : 0, every = 0;
+        MPI_Allreduce(&mine, &every, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        return every == 1;
+#else
+        return ok;
+#endif
+    }
+};
+
+inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& argv_all, const std::string& usage) {
+    namespace ex = experiments;
+    ex::StudyOptions opt;
+    // Arguments that CLI11 cannot check on its own: usage errors (exit 2).
+    try {
+        for (const std::string& t : a.tasks) opt.tasks.push_back(&tasks::find_task(t));
+        opt.conditions = ex::parse_conditions(a.conditions);
+        if (!a.layers.empty()) opt.layers = ex::parse_layer_spec(a.layers);
+        if (!a.shard.empty()) opt.shard = ex::parse_shard(a.shard);
+        check(a.items >= 1, "--items must be at least 1");
+        check(!a.seeds.empty(), "--seeds is empty");
+    } catch (const Error& e) {
+        std::cerr << "hylens experiment channels: " << e.what() << "\n" << usage << "\n";
+        return 2;
+    }
+    MpiJob mpi;
+    if (mpi.size > 1) {
+        check(a.shard.empty(), "--shard cannot be combined with mpirun: the ranks are the shards");
+        opt.shard = {static_cast<std::size_t>(mpi.rank), static_cast<std::size_t>(mpi.size)};
+        // The ranks of a node share its cores.
+        const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+        ThreadPool::set_num_threads(std::max<std::size_t>(1, cores / static_cast<std::size_t>(mpi.local_size)));
+    }
+    const std::filesystem::path out(a.out);
+    const auto rank_dir = [&](int r) {
+        return out / "ranks" / ("rank-" + std::to_string(r) + "-of-" + std::to_string(mpi.size));
+    };
+    opt.out = mpi.size > 1 ? rank_dir(mpi.rank) : out;
+    opt.items = a.items;
+    opt.seeds = a.seeds;
+    opt.max_new = a.max_new;
+    opt.resume = a.resume;
+
+    bool ok = true;
+    std::string error;
+    try {
+        const AnyModel model = load(a.model);
+        const std::filesystem::path tok_path =
+            a.tokenizer.empty() ? std::filesystem::path(a.model) / "tokenizer.json" : std::filesystem::path(a.tokenizer);
+        check(std::filesystem::exists(tok_path), "[experiment] ", tok_path.string(),
+              " does not exist: the study renders text, pass --tokenizer FILE");
+        const Tokenizer tok = Tokenizer::from_file(tok_path.string());
+        const ChatFamily family = ex::chat_family(model.config().model_type);
+        opt.run_info = {{"model", std::filesystem::absolute(a.model).string()},
+                        {"model_type", model.config().model_type},
+                        {"tokenizer", std::filesystem::absolute(tok_path).string()},
+                        {"hylens_version", HYLENS_VERSION},
+                        {"arguments", argv_all},
+                        {"mpi_ranks", mpi.size}};
+        const ex::StudyResult r =
+            model.visit([&](const auto& m) { return ex::run_channel_study(m, tok, family, opt); });
+        std::cerr << "hylens experiment channels: " << r.records << " records (" << r.written << " new, " << r.resumed
+                  << " resumed, " << r.skipped_items << " items skipped) in " << r.seconds << " s -> "
+                  << opt.out.string() << "\n";
+    } catch (const std::exception& e) {
+        ok = false;
+        error = e.what();
+    }
+    const bool all_ok = mpi.all(ok);
+    if (!ok) {
+        if (mpi.size > 1) std::cerr << "hylens experiment channels (rank " << mpi.rank << "): ";
+        else std::cerr << "hylens experiment channels: ";
+        std::cerr << "error: " << error << "\n";
+        return 1;
+    }
+    if (!all_ok) return 1;
+    if (mpi.size > 1 && mpi.rank == 0) {
+        std::vector<std::filesystem::path> dirs;
+        for (int r = 0; r < mpi.size; ++r) dirs.push_back(rank_dir(r));
+        const ex::MergeResult m = ex::merge_results(dirs, out);
+        std::cerr << "hylens experiment channels: rank 0 merged " << m.folders << " ranks, " << m.records
+                  << " records -> " << out.string() << "\n";
+    }
+    return 0;
+}
+
+}  // namespace detail
+
+inline int run_experiment(int argc, char** argv) {
+    CLI::App app("studies on a model folder; results as items.jsonl, summary.csv/json, diffs.csv, run.json",
+                 "hylens experiment");
+    app.require_subcommand(1);
+    detail::ChannelsArgs a;
+    CLI::App* ch = app.add_subcommand(
+        "channels",
+        "split-prefill and state-swap study: tasks x seeds x items x conditions, greedy answers, scores, bootstrap CIs");
+    ch->add_option("--model", a.model, "model folder (config.json + *.safetensors)")->required()->check(CLI::ExistingDirectory);
+    ch->add_option("--tokenizer", a.tokenizer, "tokenizer.json (default: the model folder's)")->check(CLI::ExistingFile);
+    ch->add_option("--task", a.tasks, "tasks, comma-separated (hylens tasks --list)")->required()->delimiter(',');
+    ch->add_option("--conditions", a.conditions,
+                   "comma-separated: FULL, KV_ONLY, REC_ONLY, NONE, KV_A+REC_B, KV_B+REC_A, KV_A+REC_A, KV_B+REC_B, "
+                   "each optionally @LAYERS (e.g. KV_ONLY@0-3+5); default: all eight")
+        ->capture_default_str();
+    ch->add_option("--items", a.items, "items per task and seed")->capture_default_str()->check(CLI::PositiveNumber);
+    ch->add_option("--seeds", a.seeds, "data-generation seeds, comma-separated")->capture_default_str()->delimiter(',');
+    ch->add_option("--max-new", a.max_new, "tokens generated per answer (default: each task's own)")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{4096}));
+    ch->add_option("--layers", a.layers,
+                   "layer sweeps, comma-separated: single, cumulative, cumulative-top, or a layer set like 0-3+5");
+    ch->add_option("--shard", a.shard, "run shard I of N (items numbered in study order, taken I mod N)");
+    ch->add_flag("--resume", a.resume, "continue a killed run in --out (records already there are kept)");
+    ch->add_option("--out", a.out, "result folder")->required();
+    std::vector<std::string> merge_dirs;
+    std::string merge_out;
+    CLI::App* mg = app.add_subcommand("merge", "merge the result folders of a sharded study (recomputes the summaries)");
+    mg->add_option("dirs", merge_dirs, "result folders (one per shard)")->required()->check(CLI::ExistingDirectory);
+    mg->add_option("--out", merge_out, "merged result folder")->required();
+    if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
+    if (ch->parsed()) {
+        const std::vector<std::string> all(argv, argv + argc);
+        return detail::run_channels(a, all, usage_line(*ch));
+    }
+    std::vector<std::filesystem::path> dirs(merge_dirs.begin(), merge_dirs.end());
+    const experiments::MergeResult m = experiments::merge_results(dirs, merge_out);
+    std::cerr << "hylens experiment merge: " << m.folders << " folders, " << m.records << " records"
+              << (m.incomplete ? " (" + std::to_string(m.incomplete) + " folders not complete)" : std::string()) << " -> "
+              << merge_out << "\n";
+    return 0;
+}
+
+}  // namespace hylens::cli
