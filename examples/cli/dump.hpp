@@ -2,7 +2,6 @@
 // hylens dump: prefill a prompt, decode tokens one at a time, write every tensor of the
 // golden format (tests/golden/README.md) to safetensors and / or a readable JSON summary.
 
-#include <hylens/interp/dump.hpp>
 #include <hylens/io/safetensors.hpp>
 #include <hylens/io/safetensors_writer.hpp>
 #include <hylens/models/load.hpp>
@@ -11,6 +10,7 @@
 #include <iostream>
 
 #include "args.hpp"
+#include "../../tests/support/reference_format.hpp"  // dump_run: the golden-file format
 
 namespace hylens::cli {
 
@@ -75,7 +75,7 @@ inline int run_dump(int argc, char** argv) {
         ids = in.read_i64("input_ids");
         if (decode.empty() && in.contains("decode.input_ids")) decode = in.read_i64("decode.input_ids");
     }
-    const NamedTensors t = model.visit([&](const auto& m) { return dump_run(m, ids, decode); });
+    const NamedTensors t = model.visit([&](const auto& m) { return test::dump_run(m, ids, decode); });
     if (!mi.no_finite_check) check_dump_finite(t, model.num_layers(), model.config().model_type);
     if (!out.empty()) write_named(t, out);
     if (!json.empty()) {

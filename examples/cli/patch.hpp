@@ -91,7 +91,7 @@ inline int run_patch(int argc, char** argv) {
         });
     }
     const NamedTensors t =
-        model.visit([&](const auto& m) { return patch_reference_tensors(m, d, h, layers, attn_layer); });
+        model.visit([&](const auto& m) { return test::patch_reference_tensors(m, d, h, layers, attn_layer); });
     if (!mi.no_finite_check)
         for (const auto& [name, x] : t.all()) {
             const std::size_t i = hylens::detail::first_non_finite(x.values.data(), x.values.size());

@@ -50,7 +50,6 @@
 #include "stack/hybrid_stack.hpp"
 #include "stack/split_prefill.hpp"
 
-#include "interp/dump.hpp"
 #include "interp/circuit.hpp"
 #include "interp/lens.hpp"
 #include "interp/metrics.hpp"

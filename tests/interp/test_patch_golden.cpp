@@ -8,6 +8,7 @@
 #include <hylens/models/load.hpp>
 
 #include "../models/golden_compare.hpp"
+#include "../support/reference_format.hpp"
 
 #include <doctest/doctest.h>
 
@@ -65,7 +66,7 @@ TEST_CASE("interp/patch: mixer-output and state patches match the surgery refere
             const SurgeryCase c = open_case(dir);
             const AnyModel model = load(c.model_dir);
             const NamedTensors got = model.visit(
-                [&](const auto& m) { return patch_reference_tensors(m, c.donor, c.host, c.layers, c.attn_layer); });
+                [&](const auto& m) { return test::patch_reference_tensors(m, c.donor, c.host, c.layers, c.attn_layer); });
             CHECK(test::compare_to_golden(got, c.file, c.tensors, dir.filename().string()) == 8);
         }
     }
@@ -159,7 +160,7 @@ TEST_CASE("interp/patch: every shipped model folder, surgery reference or not, p
                 CHECK(max_abs_diff(moved.host.logits, plain) > 1e-6f);
                 CHECK(max_abs_diff(transplant_state(m, H, H, rec), transplant_state(m, H, H, {})) == 0.0f);
                 if (!att.empty()) {
-                    const NamedTensors t = patch_reference_tensors(m, donor, host, layers, att.front());
+                    const NamedTensors t = test::patch_reference_tensors(m, donor, host, layers, att.front());
                     CHECK(t.size() == 8);
                 }
             });

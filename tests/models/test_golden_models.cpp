@@ -2,10 +2,10 @@
 // float64 Hugging Face reference: logits, every layer's residual stream, the final norm,
 // every cache after prefill, and five decode steps with their caches (manifest atol).
 
-#include <hylens/interp/dump.hpp>
 #include <hylens/models/load.hpp>
 
 #include "golden_compare.hpp"
+#include "../support/reference_format.hpp"
 
 #include <doctest/doctest.h>
 
@@ -33,7 +33,7 @@ void check_model(const fs::path& dir, const fs::path& weights_dir, const std::st
     const std::vector<std::int64_t> prompt = golden.read_i64("input_ids");
     const std::vector<std::int64_t> decode = golden.read_i64("decode.input_ids");
     AnyModel model = load(weights_dir);
-    const NamedTensors got = model.visit([&](const auto& m) { return dump_run(m, prompt, decode); });
+    const NamedTensors got = model.visit([&](const auto& m) { return test::dump_run(m, prompt, decode); });
     const int n = test::compare_to_golden(got, golden, tensors, label);
     CHECK(n >= 8);
 }

@@ -1,13 +1,11 @@
 #pragma once
-// The two transplants of Paper A (experiments.md §A.8, §A.9 B), built from run() and
+// The two transplants of Paper A, built from run() and
 // copy_recurrent():
 //   * mixer transplant (exp22): run the donor, keep the mixer outputs of some layers at some
 //     positions, run the host with those rows overwritten as each mixer produces them;
 //   * state transplant (exp32-B): prefill donor and host over all but the final token, copy
 //     the recurrent state (and conv window) of some layers from donor to host, then run the
 //     host's final token.
-// patch_reference_tensors() computes the `patch.*` / `state_patch.*` outputs of the surgery
-// reference files (tests/golden/README.md, 'Mixer-output patch' and 'State patch').
 
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::int64_t
@@ -17,7 +15,7 @@
 #include "../core/error.hpp"
 #include "../stack/tokens.hpp"
 #include "interventions.hpp"
-#include "named_tensors.hpp"
+#include "named_tensors.hpp"  // MixerTransplant::donor
 #include "run.hpp"
 #include "sites.hpp"
 #include "state_patch.hpp"
@@ -88,47 +86,6 @@ std::vector<int> recurrent_layers(const Stack& stack) {
 template <class Stack>
 std::vector<int> attention_layers(const Stack& stack) {
     return mixer_layers(stack, MixerChannel::attention);
-}
-
-/// The outputs of a surgery reference file for one model (batch 1): donor and host prompts of
-/// equal length, the recurrent layers `layers` and the attention layer `attn_layer`.
-///   patch.donor.mixer_out [|layers|, hidden], patch.attn.donor.mixer_out [hidden],
-///   patch.host.logits_final / patch.attn.host.logits_final [V],
-///   state_patch{,.ssm_only,.all,.control}.logits_final [V].
-template <class Model>
-NamedTensors patch_reference_tensors(const Model& model, const std::vector<std::int64_t>& donor_ids,
-                                     const std::vector<std::int64_t>& host_ids, const std::vector<int>& layers,
-                                     int attn_layer) {
-    const TokenBatch donor(donor_ids), host(host_ids);
-    const std::size_t H = model.config().hidden, V = model.config().vocab, T = host.T();
-    NamedTensors out;
-    const auto final_row = [&](const Tensor3& lg, std::size_t row) {
-        return std::vector<float>(lg.data() + row * V, lg.data() + (row + 1) * V);
-    };
-
-    const MixerTransplant rec = transplant_mixer(model, donor, host, layers, Positions::last());
-    std::vector<float> rows;
-    for (int l : layers) {
-        const auto& r = rec.donor.at(SiteRef{mixer_site(model.stack(), l, MixerChannel::recurrent), l}.name()).values;
-        rows.insert(rows.end(), r.begin(), r.end());
-    }
-    out.put("patch.donor.mixer_out", {layers.size(), H}, std::move(rows));
-    out.put("patch.host.logits_final", {V}, final_row(rec.host.logits, T - 1));
-
-    const MixerTransplant att =
-        transplant_mixer(model, donor, host, {attn_layer}, Positions::last(), MixerChannel::attention);
-    out.put("patch.attn.donor.mixer_out", {H},
-            att.donor.at(SiteRef{mixer_site(model.stack(), attn_layer, MixerChannel::attention), attn_layer}.name())
-                .values);
-    out.put("patch.attn.host.logits_final", {V}, final_row(att.host.logits, T - 1));
-
-    out.put("state_patch.logits_final", {V}, final_row(transplant_state(model, donor, host, layers, true), 0));
-    out.put("state_patch.ssm_only.logits_final", {V},
-            final_row(transplant_state(model, donor, host, layers, false), 0));
-    out.put("state_patch.all.logits_final", {V},
-            final_row(transplant_state(model, donor, host, recurrent_layers(model.stack()), true), 0));
-    out.put("state_patch.control.logits_final", {V}, final_row(transplant_state(model, donor, host, {}, true), 0));
-    return out;
 }
 
 }  // namespace hylens
