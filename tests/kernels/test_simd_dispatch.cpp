@@ -153,3 +153,32 @@ TEST_CASE("simd: rms_norm at every level against a double-precision twin") {
         CHECK(worst <= 1e-5);
     }
 }
+
+TEST_CASE("linear: the same result with 1, 2 and 3 threads (bitwise for M <= 4, float32 rounding for sgemm)") {
+    std::mt19937 rng(5);
+    const std::size_t out = 301, in = 257;
+    const std::size_t before = ThreadPool::instance().size();
+    for (bool bf : {false, true})
+        for (std::size_t M : {1u, 4u, 37u}) {
+            const auto wv = randn(out * in, rng), x = randn(M * in, rng);
+            const Weight W = bf ? Weight::from_floats_bf16(wv, {out, in}, "w") : Weight::from_floats(wv, {out, in}, "w");
+            std::vector<std::vector<float>> ys;
+            for (std::size_t threads : {1u, 2u, 3u}) {
+                ThreadPool::instance().resize(threads);
+                ys.emplace_back(M * out);
+                kernels::linear(x.data(), in, M, W, nullptr, ys.back().data(), out);
+            }
+            INFO("bf16 " << bf << " M " << M);
+            for (std::size_t k = 1; k < ys.size(); ++k) {
+                if (M <= kernels::kMatvecMaxRows) {
+                    CHECK(std::memcmp(ys[0].data(), ys[k].data(), ys[0].size() * sizeof(float)) == 0);
+                } else {
+                    double worst = 0;
+                    for (std::size_t i = 0; i < ys[0].size(); ++i) worst = std::max(worst, rel_err(ys[k][i], ys[0][i]));
+                    CHECK(worst <= 1e-6);
+                }
+            }
+        }
+    ThreadPool::instance().resize(before);
+    CHECK(ThreadPool::instance().size() == before);
+}
