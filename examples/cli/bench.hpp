@@ -2,10 +2,10 @@
 // hylens bench: the llama-bench counterpart for any model folder. Prefill (pp<N>) and decode
 // (tg<N>) tokens/s over repetitions, and beside each the floor measured in the same run and
 // the achieved fraction of it:
-//  * prefill: the pool's sgemm rate (GFLOP/s, [512 x 1024] x [1024 x 2048] f32), turned into
+//  * prefill: the pool's sgemm rate (best of 5, GFLOP/s, [512 x 1024] x [1024 x 2048] f32), turned into
 //    tokens/s with 2 x (matrix weight elements) FLOPs per token (attention and recurrence
 //    FLOPs are not counted, so the fraction is a slight underestimate);
-//  * decode: the pool's read bandwidth (GB/s, dispatched dot products over a 256 MiB buffer),
+//  * decode: the pool's read bandwidth (best of 5, GB/s, dispatched dot products over a 256 MiB buffer),
 //    turned into tokens/s with the bytes a decode step must read: every tensor of the
 //    checkpoint except an untied embedding table (of which one row is read).
 // Like llama-bench: pp runs the prompt on a fresh cache (logits of the last token only); tg
@@ -73,7 +73,8 @@ inline ModelTraffic model_traffic(const std::filesystem::path& dir, bool tied) {
     return t;
 }
 
-/// The pool's sgemm rate in GFLOP/s (median of reps).
+/// The pool's sgemm rate in GFLOP/s: the best of reps (a floor is what the machine can do; on a
+/// shared machine the median would drop with the neighbours' load and flatter the fraction).
 inline double sgemm_gflops(int reps) {
     const std::size_t M = 512, N = 2048, K = 1024;
     std::vector<float> A(M * K, 0.5f), B(N * K, 0.25f), C(M * N);
@@ -84,10 +85,10 @@ inline double sgemm_gflops(int reps) {
         blas::gemm(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C.data(), N);
         r.push_back(2.0 * M * N * K / seconds_since(t0) * 1e-9);
     }
-    return median(r);
+    return *std::max_element(r.begin(), r.end());
 }
 
-/// The pool's read bandwidth in GB/s (median of reps): the decode kernel's access pattern
+/// The pool's read bandwidth in GB/s, best of reps: the decode kernel's access pattern
 /// (rows of a matrix dotted with one vector) over a buffer far larger than the caches.
 inline double read_gbps(int reps) {
     const std::size_t in = 4096, rows = (std::size_t{256} << 20) / (in * sizeof(float));
@@ -99,7 +100,7 @@ inline double read_gbps(int reps) {
         kernels::matvec(x.data(), in, 1, W.data(), rows, in, y.data(), rows);
         r.push_back(static_cast<double>(W.size() * sizeof(float)) / seconds_since(t0) * 1e-9);
     }
-    return median(r);
+    return *std::max_element(r.begin(), r.end());
 }
 
 inline std::vector<std::int64_t> bench_tokens(std::size_t n, std::size_t vocab, std::uint64_t seed) {
