@@ -7,8 +7,8 @@
 //   T6  KV_ONLY on a pure-attention stack == FULL (and REC_ONLY on a recurrent-only one)
 //   T7  REC_ONLY starts at 0, its KV holds m positions after the query, it differs from NONE
 //   T8  state_swap of a cache with itself == FULL
-// plus: swap with one source == that source; KV_ONLY on layers S = {} == FULL, S = all ==
-// KV_ONLY; NONE == the query alone.
+// plus: swap with one source == that source; KV_ONLY on layers S = {} == FULL, S = every
+// recurrent layer == KV_ONLY; NONE == the query alone.
 
 #include <hylens/cache/surgery.hpp>
 #include <hylens/models/load.hpp>
@@ -149,17 +149,18 @@ void check_conditions(const Model& m, double tol, const std::string& label) {
     CHECK(run_logits(self_swap.run) == got);
     CHECK(self_swap.run.ids == full.run.ids);
 
-    // KV_ONLY on S = {} == FULL, on S = all == KV_ONLY (exactly).
+    // KV_ONLY on S = {} == FULL, on S = every recurrent layer == KV_ONLY (exactly).
     const auto kv_only = run_split(m, a, TokenBatch(q), SplitMode::KV_ONLY, gen_opts());
     const auto kv_none = run_split(m, a, TokenBatch(q), SplitMode::KV_ONLY, gen_opts(LayerSet::none()));
-    const auto kv_all = run_split(m, a, TokenBatch(q), SplitMode::KV_ONLY, gen_opts(LayerSet::range(0, a.num_layers())));
+    const auto kv_all = run_split(m, a, TokenBatch(q), SplitMode::KV_ONLY, gen_opts(LayerSet(layers_with<channel::recurrent>(a))));
     CHECK(run_logits(kv_none.run) == got);
     CHECK(run_logits(kv_all.run) == run_logits(kv_only.run));
     CHECK(rel(run_logits(kv_only.run).data(), got.data(), got.size()) > 1e-3);  // the reset matters
-    // A swap continues from its KV source; swap on all layers == swap on the explicit full set.
+    // A swap continues from its KV source; swap on all layers == swap on the explicit sets of
+    // the layers holding each channel.
     const Cache ab = state_swap(a, b);
     CHECK(continue_position(ab) == kCtx);
-    CHECK(ab == state_swap(a, b, LayerSet::range(0, a.num_layers()), LayerSet::range(0, a.num_layers())));
+    CHECK(ab == state_swap(a, b, LayerSet(layers_with<channel::kv>(a)), LayerSet(layers_with<channel::recurrent>(a))));
 
     // T4: surgered and patched runs, then a plain run: unchanged, bit for bit.
     (void)run_split(m, ab, TokenBatch(q), SplitMode::FULL, gen_opts());

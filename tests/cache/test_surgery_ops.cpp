@@ -53,7 +53,13 @@ void check_channel_ops(const Model& m, const std::string& label) {
     const auto a = m.prefill(test::random_batch(2, n, m.config().vocab, 1));
     const auto a_copy = a;
     const std::size_t L = a.num_layers();
-    const LayerSet some = LayerSet({1, 2});
+    // Layers 1 and 2, as far as they hold the channel (a layer set may only name layers that do).
+    const auto among_1_2 = [&](std::vector<std::size_t> v) {
+        std::erase_if(v, [](std::size_t i) { return i != 1 && i != 2; });
+        return LayerSet(std::move(v));
+    };
+    const LayerSet rec_some = among_1_2(layers_with<channel::recurrent>(a));
+    const LayerSet kv_some = among_1_2(layers_with<channel::kv>(a));
     // A prefilled cache: every KV holds n positions, every recurrent part is non-zero.
     for (std::size_t i = 0; i < L; ++i) {
         const LayerView v = view(a, i);
@@ -96,20 +102,17 @@ void check_channel_ops(const Model& m, const std::string& label) {
         }
     }
     SUBCASE("drop on a layer set touches only those layers") {
-        const auto d = drop<channel::recurrent>(a, some);
-        const auto k = drop<channel::kv>(a, some);
+        const auto d = drop<channel::recurrent>(a, rec_some);
+        const auto k = drop<channel::kv>(a, kv_some);
         for (std::size_t i = 0; i < L; ++i) {
-            const bool in = i == 1 || i == 2;
             const LayerView vd = view(d, i), vk = view(k, i);
-            if (vd.has_rec) CHECK((vd.conv_zero && vd.state_zero) == in);
-            if (vk.has_kv) CHECK((vk.kv_len == 0) == in);
-            if (!in) {
-                CHECK(diff(d, a, LayerSet({i})).max() == 0.0);
-                CHECK(diff(k, a, LayerSet({i})).max() == 0.0);
-            }
+            if (vd.has_rec) CHECK((vd.conv_zero && vd.state_zero) == rec_some.contains(i));
+            if (vk.has_kv) CHECK((vk.kv_len == 0) == kv_some.contains(i));
+            if (!rec_some.contains(i)) CHECK(diff(d, a, LayerSet({i})).max() == 0.0);
+            if (!kv_some.contains(i)) CHECK(diff(k, a, LayerSet({i})).max() == 0.0);
         }
         CHECK(drop<channel::recurrent>(a, LayerSet::none()) == a);
-        CHECK(drop<channel::recurrent>(a, LayerSet::range(0, L)) == drop<channel::recurrent>(a));
+        CHECK(drop<channel::recurrent>(a, LayerSet(layers_with<channel::recurrent>(a))) == drop<channel::recurrent>(a));
     }
     SUBCASE("drop<recurrent> with ssm_only keeps the conv window") {
         const auto d = drop<channel::recurrent>(a, {}, DropOptions{.ssm_only = true});
@@ -138,9 +141,9 @@ void check_channel_ops(const Model& m, const std::string& label) {
         auto bb = state_swap(a, b, LayerSet::none(), LayerSet::all());
         bb.set_tokens_seen(b.tokens_seen());
         CHECK(bb == b);
-        const auto part = state_swap(a, b, LayerSet::all(), some);
+        const auto part = state_swap(a, b, LayerSet::all(), rec_some);
         for (std::size_t i = 0; i < L; ++i) {
-            const bool in = i == 1 || i == 2;
+            const bool in = rec_some.contains(i);
             const CacheDiff to_a = diff(part, a, LayerSet({i}));
             CHECK((to_a.conv == 0.0 && to_a.state == 0.0) != (in && view(a, i).has_rec));
         }
@@ -153,16 +156,47 @@ void check_channel_ops(const Model& m, const std::string& label) {
     SUBCASE("patch_state copies states of the listed layers only; host -> host is the identity") {
         const auto d = m.prefill(test::random_batch(2, n, m.config().vocab, 3));
         CHECK(patch_state(a, a, LayerSet::all()) == a);
-        const auto p = patch_state(a, d, some);
-        const auto p_noconv = patch_state(a, d, some, false);
+        const auto p = patch_state(a, d, rec_some);
+        const auto p_noconv = patch_state(a, d, rec_some, false);
         for (std::size_t i = 0; i < L; ++i) {
-            const bool in = (i == 1 || i == 2) && view(a, i).has_rec;
+            const bool in = rec_some.contains(i) && view(a, i).has_rec;
             CHECK((diff(p, d, LayerSet({i})).state == 0.0) == (in || !view(a, i).has_rec));
             CHECK((diff(p, a, LayerSet({i})).state == 0.0) == !in);
             CHECK(diff(p_noconv, a, LayerSet({i})).conv == 0.0);
         }
         CHECK(diff(p, a).kv == 0.0);
         CHECK(a == a_copy);
+    }
+    SUBCASE("a layer set entry naming a layer without the channel is a ChannelError, not a no-op") {
+        const auto d = m.prefill(test::random_batch(2, n, m.config().vocab, 3));
+        for (std::size_t i = 0; i < L; ++i) {
+            INFO("layer ", i);
+            const LayerView v = view(a, i);
+            if (!v.has_kv) {
+                CHECK_THROWS_AS((void)drop<channel::kv>(a, LayerSet({i})), ChannelError);
+                CHECK_THROWS_AS((void)keep_only<channel::kv>(a, LayerSet({i})), ChannelError);
+                CHECK_THROWS_AS((void)state_swap(a, d, LayerSet({i}), LayerSet::all()), ChannelError);
+            }
+            if (!v.has_rec) {
+                CHECK_THROWS_AS((void)drop<channel::recurrent>(a, LayerSet({i})), ChannelError);
+                CHECK_THROWS_AS((void)drop<channel::ssm>(a, LayerSet({i})), ChannelError);
+                CHECK_THROWS_AS((void)patch_state(a, d, LayerSet({i})), ChannelError);
+                CHECK_THROWS_AS((void)state_swap(a, d, LayerSet::all(), LayerSet({i})), ChannelError);
+                try {
+                    (void)drop<channel::recurrent>(a, LayerSet({i}));
+                } catch (const ChannelError& e) {
+                    const std::string w = e.what();
+                    CHECK(w.find("[drop] layer " + std::to_string(i) + " (attention) does not hold the requested "
+                                 "channel (channel::recurrent") != std::string::npos);
+                }
+            }
+        }
+        CHECK(a == a_copy);
+    }
+    SUBCASE("patch_state: host and donor must come from prefixes of equal length") {
+        const auto longer = m.prefill(test::random_batch(2, n + 1, m.config().vocab, 3));
+        CHECK_THROWS_WITH_AS((void)patch_state(a, longer, LayerSet::all()),
+                             doctest::Contains("has seen 9 tokens and the donor 10"), ShapeError);
     }
     SUBCASE("mask_state and patch_heads edit single heads and channels") {
         const auto z = mask_state<channel::ssm>(a, LayerSet::all(), {0});

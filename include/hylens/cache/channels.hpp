@@ -1,5 +1,5 @@
 #pragma once
-// Channel tags: which part of a layer's cache carries what (experiments.md §B.6).
+// Channel tags: which part of a layer's cache carries what.
 //   channel::kv        the attention K and V of every cached position
 //   channel::recurrent the recurrent part: conv window (channel::conv) and SSM / delta-rule
 //                      state (channel::ssm)

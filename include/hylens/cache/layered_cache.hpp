@@ -7,12 +7,14 @@
 
 #include <concepts>     // std::copyable, std::equality_comparable, std::convertible_to
 #include <cstddef>      // std::size_t
+#include <string>       // std::string
 #include <tuple>        // std::tuple
 #include <type_traits>  // std::is_same_v, std::false_type, std::true_type
 #include <vector>       // std::vector
 
 #include "../core/error.hpp"
 #include "channels.hpp"
+#include "layer_set.hpp"
 #include "parts.hpp"
 
 namespace hylens {
@@ -111,20 +113,83 @@ void for_each_layer_pair(Cache& a, const Cache& b, F&& f) {
 
 }  // namespace detail
 
-/// The layers whose cache holds `Channel` (in layer order).
+/// The layers whose cache holds `Channel` (in layer order; a stitched block's layer counts
+/// when one of its donor layers holds it).
 template <class Channel, LayeredCache Cache>
 std::vector<std::size_t> layers_with(const Cache& cache) {
     static_assert(detail::require_channel<Cache, Channel>());
     std::vector<std::size_t> out;
     for (std::size_t i = 0; i < cache.num_layers(); ++i)
         cache.visit(i, [&](const auto& c) {
-            if constexpr (std::is_same_v<Channel, channel::kv>) {
-                if (kv_part(c)) out.push_back(i);
-            } else {
-                if (recurrent_part(c)) out.push_back(i);
-            }
+            if (layer_holds<Channel>(c)) out.push_back(i);
         });
     return out;
 }
+
+/// A channel op asked for a channel that the model's layers (or the listed ones) do not hold:
+/// the run-time twin of the compile-time channel check, for models whose stack type allows a
+/// channel that their layer list lacks (an all-Mamba Granite, whose type allows attention).
+class ChannelError : public Error {
+public:
+    using Error::Error;
+};
+
+template <class Channel>
+constexpr const char* channel_name() noexcept {
+    if constexpr (std::is_same_v<Channel, channel::kv>) return "channel::kv";
+    else if constexpr (std::is_same_v<Channel, channel::recurrent>) return "channel::recurrent";
+    else if constexpr (std::is_same_v<Channel, channel::conv>) return "channel::conv";
+    else return "channel::ssm";
+}
+
+namespace detail {
+
+/// "model granitemoehybrid, layers 0-2: mamba2 mamba2 mamba2" (what the cache knows of itself).
+template <class Cache>
+std::string describe_layers(const Cache& cache) {
+    std::string out;
+    if constexpr (requires { cache.model(); })
+        out = "model " + (cache.model().empty() ? std::string("(unnamed)") : cache.model()) + ", ";
+    out += cache.num_layers() ? "layers 0-" + std::to_string(cache.num_layers() - 1) + ":" : "no layers";
+    for (std::size_t i = 0; i < cache.num_layers(); ++i) {
+        if constexpr (requires { cache.kind_name(i); })
+            out += " " + std::string(cache.kind_name(i));
+        else
+            out += " ?";
+    }
+    return out;
+}
+
+/// The run-time channel check of every channel op: with `layers` = all, some layer must hold
+/// `Channel`; with an explicit list, every listed layer must (ChannelError otherwise, naming the
+/// model, its layers and the channel, in the wording of the static check).
+template <class Channel, class Cache>
+void require_channel_held(const Cache& cache, const LayerSet& layers, const char* op) {
+    using Held = std::conditional_t<std::is_same_v<Channel, channel::kv>, channel::kv, channel::recurrent>;
+    std::vector<std::size_t> held;
+    for (std::size_t i = 0; i < cache.num_layers(); ++i)
+        cache.visit(i, [&](const auto& c) {
+            if (layer_holds<Held>(c)) held.push_back(i);
+        });
+    std::string held_s;
+    for (std::size_t i : held) held_s += (held_s.empty() ? "" : ", ") + std::to_string(i);
+    if (layers.is_all()) {
+        check<ChannelError>(!held.empty(), "hylens: [", op, "] this model has no layer with the requested channel (",
+                            channel_name<Channel>(), "; ", describe_layers(cache),
+                            "); ask only for a channel that one of the model's layers holds.");
+        return;
+    }
+    for (std::size_t l : layers.indices()) {
+        bool ok = false;
+        for (std::size_t h : held) ok = ok || h == l;
+        std::string kind;
+        if constexpr (requires { cache.kind_name(l); }) kind = " (" + std::string(cache.kind_name(l)) + ")";
+        check<ChannelError>(ok, "hylens: [", op, "] layer ", l, kind, " does not hold the requested channel (",
+                            channel_name<Channel>(), "; ", describe_layers(cache), "); list only layers that hold it",
+                            held.empty() ? std::string(": none does") : ": " + held_s, ".");
+    }
+}
+
+}  // namespace detail
 
 }  // namespace hylens

@@ -1,5 +1,5 @@
 #pragma once
-// Head- and channel-level cache edits (experiments.md §C.6 mask_state): set selected heads or
+// Head- and channel-level cache edits (mask_state): set selected heads or
 // channels of one part of the cache to a value (zero ablation, or any constant), or copy them
 // from a donor cache. The part is a channel tag:
 //   channel::ssm   heads of the SSM / delta-rule state: the first axis of state_shape()

@@ -1,10 +1,14 @@
 #pragma once
 // Generic access to the channel parts of any layer cache: kv_part(c) is the KVCache inside c
 // (or nullptr), recurrent_part(c) the RecurrentCache (or nullptr). Works through nested
-// ParallelCache halves, so every operation written on parts covers every layer kind.
+// ParallelCache halves, so every operation written on parts covers every layer kind. The
+// for_each_* forms also reach the layers of a nested stack cache (a stitched block's).
 
 #include <type_traits>  // std::is_same_v, std::remove_const_t
 
+#include <cstddef>  // std::size_t
+
+#include "channels.hpp"
 #include "kv_cache.hpp"
 #include "recurrent_cache.hpp"
 
@@ -34,6 +38,72 @@ auto recurrent_part(C& c) {
     } else {
         return static_cast<Out>(nullptr);
     }
+}
+
+}  // namespace hylens
+
+namespace hylens {
+
+/// Calls f(Part&) for every part of type Part (KVCache or RecurrentCache) inside a layer
+/// cache: its own, both halves of a ParallelCache, and every layer of a nested stack cache (a
+/// stitched block's donor layers).
+template <class Part, class C, class F>
+void for_each_part(C& c, F&& f) {
+    if constexpr (std::is_same_v<std::remove_const_t<C>, Part>) {
+        f(c);
+    } else if constexpr (requires { c.first; c.second; }) {
+        for_each_part<Part>(c.first, f);
+        for_each_part<Part>(c.second, f);
+    } else if constexpr (requires { c.inner.num_layers(); }) {
+        for (std::size_t i = 0; i < c.inner.num_layers(); ++i) c.inner.visit(i, [&](auto& lc) { for_each_part<Part>(lc, f); });
+    }
+}
+template <class C, class F>
+void for_each_kv_part(C& c, F&& f) {
+    for_each_part<KVCache>(c, f);
+}
+template <class C, class F>
+void for_each_recurrent_part(C& c, F&& f) {
+    for_each_part<RecurrentCache>(c, f);
+}
+
+/// Calls f(dst_part, src_part) for the matching parts of type Part of two layer caches of one
+/// type (equal layouts: nested stack caches of one model).
+template <class Part, class C, class F>
+void for_each_part_pair(C& dst, const C& src, F&& f) {
+    if constexpr (std::is_same_v<C, Part>) {
+        f(dst, src);
+    } else if constexpr (requires { dst.first; dst.second; }) {
+        for_each_part_pair<Part>(dst.first, src.first, f);
+        for_each_part_pair<Part>(dst.second, src.second, f);
+    } else if constexpr (requires { dst.inner.num_layers(); }) {
+        for (std::size_t i = 0; i < dst.inner.num_layers(); ++i)
+            dst.inner.visit(i, [&](auto& d) {
+                src.inner.visit(i, [&](const auto& s) {
+                    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(d)>, std::remove_cvref_t<decltype(s)>>)
+                        for_each_part_pair<Part>(d, s, f);
+                });
+            });
+    }
+}
+template <class C, class F>
+void for_each_kv_pair(C& dst, const C& src, F&& f) {
+    for_each_part_pair<KVCache>(dst, src, f);
+}
+template <class C, class F>
+void for_each_recurrent_pair(C& dst, const C& src, F&& f) {
+    for_each_part_pair<RecurrentCache>(dst, src, f);
+}
+
+/// Whether a layer cache holds `Channel` at run time (some part of it, nested ones included).
+template <class Channel, class C>
+bool layer_holds(const C& c) {
+    bool found = false;
+    if constexpr (std::is_same_v<Channel, channel::kv>)
+        for_each_kv_part(c, [&](const KVCache&) { found = true; });
+    else
+        for_each_recurrent_part(c, [&](const RecurrentCache&) { found = true; });
+    return found;
 }
 
 }  // namespace hylens

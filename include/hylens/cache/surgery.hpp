@@ -1,5 +1,5 @@
 #pragma once
-// Cache surgery (experiments.md §B.3, §C.6): keep or drop the KV and recurrent channels of a
+// Cache surgery: keep or drop the KV and recurrent channels of a
 // stack cache, swap the recurrent part between caches, patch recurrent states from a donor.
 // Every op is generic over the channel declarations of the layer caches (through kv_part /
 // recurrent_part), so ParallelLayer caches (Falcon-H1: both channels in every layer) need
@@ -32,31 +32,34 @@
 namespace hylens {
 
 struct DropOptions {
-    /// channel::recurrent only: zero the SSM state and keep the conv window (experiments.md
-    /// §B.6: NOT a reset — the window still holds the last conv inputs of the context).
+    /// channel::recurrent only: zero the SSM state and keep the conv window (NOT a reset: the
+    /// window still holds the last conv inputs of the context).
     bool ssm_only = false;
 };
 
 namespace detail {
 
-/// Empties or zeroes `Channel` in one layer cache, if that layer holds it.
+/// Empties or zeroes `Channel` in one layer cache, if that layer holds it (every part of it,
+/// the donor layers of a stitched block included).
 template <class Channel, class LayerCache>
 void drop_channel(LayerCache& c, const DropOptions& opt) {
     if constexpr (std::is_same_v<Channel, channel::kv>) {
-        if (KVCache* kv = kv_part(c)) kv->clear();
-    } else if (RecurrentCache* r = recurrent_part(c)) {
-        if constexpr (std::is_same_v<Channel, channel::recurrent>) {
-            if (opt.ssm_only) {
-                r->zero_state();
+        for_each_kv_part(c, [](KVCache& kv) { kv.clear(); });
+    } else {
+        for_each_recurrent_part(c, [&](RecurrentCache& r) {
+            if constexpr (std::is_same_v<Channel, channel::recurrent>) {
+                if (opt.ssm_only) {
+                    r.zero_state();
+                } else {
+                    r.reset();  // conv window and state zero = exactly a fresh sequence start
+                }
+            } else if constexpr (std::is_same_v<Channel, channel::conv>) {
+                r.zero_conv();
             } else {
-                r->reset();  // conv window and state zero = exactly a fresh sequence start
+                static_assert(std::is_same_v<Channel, channel::ssm>);
+                r.zero_state();
             }
-        } else if constexpr (std::is_same_v<Channel, channel::conv>) {
-            r->zero_conv();
-        } else {
-            static_assert(std::is_same_v<Channel, channel::ssm>);
-            r->zero_state();
-        }
+        });
     }
 }
 
@@ -103,12 +106,15 @@ Cache clone(const Cache& cache) {
 
 /// In the layers of `layers`, empties (channel::kv) or zeroes (channel::recurrent: conv window
 /// and state, or the state only with opt.ssm_only; channel::conv; channel::ssm) the channel.
-/// Layers that do not hold the channel are left alone. Does not compile for a channel that no
-/// layer kind of the stack has. Throws ShapeError for a layer index out of range.
+/// With every layer (the default), layers that do not hold the channel are left alone. Does
+/// not compile for a channel that no layer kind of the stack has; throws ChannelError when no
+/// layer of the model holds it, or when `layers` lists a layer that does not; ShapeError for
+/// a layer index out of range.
 template <class Channel, LayeredCache Cache>
 void drop_in_place(Cache& cache, const LayerSet& layers = {}, const DropOptions& opt = {}) {
     static_assert(detail::require_channel<Cache, Channel>());
     layers.check_against(cache.num_layers(), "drop");
+    detail::require_channel_held<Channel>(cache, layers, "drop");
     detail::drop_if_present<Channel>(cache, layers, opt);
 }
 
@@ -125,10 +131,13 @@ Cache drop(const Cache& cache, const LayerSet& layers = {}, const DropOptions& o
 ///   keep_only<channel::recurrent>  KV emptied = REC-ONLY
 ///   keep_only<channel::ssm>        KV emptied, conv window zeroed
 ///   keep_only<channel::conv>       KV emptied, state zeroed
+/// ChannelError when no layer of the model holds `Channel` (keep_only<channel::kv> on an
+/// all-Mamba Granite would silently reset everything), or when `layers` lists one that does not.
 template <class Channel, LayeredCache Cache>
 void keep_only_in_place(Cache& cache, const LayerSet& layers = {}) {
     static_assert(detail::require_channel<Cache, Channel>());
     layers.check_against(cache.num_layers(), "keep_only");
+    detail::require_channel_held<Channel>(cache, layers, "keep_only");
     if constexpr (!std::is_same_v<Channel, channel::kv>) detail::drop_if_present<channel::kv>(cache, layers, {});
     if constexpr (std::is_same_v<Channel, channel::kv>) detail::drop_if_present<channel::recurrent>(cache, layers, {});
     if constexpr (std::is_same_v<Channel, channel::ssm>) detail::drop_if_present<channel::conv>(cache, layers, {});
@@ -142,14 +151,15 @@ Cache keep_only(const Cache& cache, const LayerSet& layers = {}) {
     return out;
 }
 
-/// State swap (experiments.md §B.3, §C.6): per layer l of the result
+/// State swap: per layer l of the result
 ///   KV part        = (l in layers_kv  ? kv_from : rec_from)'s
 ///   recurrent part = (l in layers_rec ? rec_from : kv_from)'s  (with conv_with_state = false
 ///                    only the SSM state comes from rec_from; the conv window stays kv_from's)
 /// With the defaults: KV of kv_from, recurrent part of rec_from everywhere. tokens_seen is
 /// kv_from's, so the result continues at the KV source's position. Both caches must be of
 /// the same stack type (else it does not compile) and layout (else ShapeError); their KV
-/// lengths may differ.
+/// lengths may differ. An explicit layers_kv entry must name a layer holding K/V, a layers_rec
+/// entry one holding a recurrent part (ChannelError). A stitched block's donor layers swap too.
 template <LayeredCache Cache, class Other>
 void state_swap_in_place(Cache& kv_from, const Other& rec_from, const LayerSet& layers_kv = {},
                          const LayerSet& layers_rec = {}, bool conv_with_state = true) {
@@ -158,16 +168,21 @@ void state_swap_in_place(Cache& kv_from, const Other& rec_from, const LayerSet& 
         detail::check_same_layout(kv_from, rec_from, "state_swap");
         layers_kv.check_against(kv_from.num_layers(), "state_swap");
         layers_rec.check_against(kv_from.num_layers(), "state_swap");
+        if (!layers_kv.is_all()) detail::require_channel_held<channel::kv>(kv_from, layers_kv, "state_swap");
+        if (!layers_rec.is_all()) detail::require_channel_held<channel::recurrent>(kv_from, layers_rec, "state_swap");
         // Check every layer before copying anything, so a mismatch leaves kv_from untouched.
         detail::for_each_layer_pair(kv_from, rec_from, [&](std::size_t i, auto& dst, const auto& src) {
-            if (const KVCache* kv = kv_part(std::as_const(dst))) detail::check_same_kv(*kv, *kv_part(src), i, "state_swap");
-            if (const RecurrentCache* r = recurrent_part(std::as_const(dst)))
-                detail::check_same_recurrent(*r, *recurrent_part(src), i, "state_swap");
+            for_each_kv_pair(dst, src, [&](const KVCache& d, const KVCache& s) { detail::check_same_kv(d, s, i, "state_swap"); });
+            for_each_recurrent_pair(dst, src, [&](const RecurrentCache& d, const RecurrentCache& s) {
+                detail::check_same_recurrent(d, s, i, "state_swap");
+            });
         });
         detail::for_each_layer_pair(kv_from, rec_from, [&](std::size_t i, auto& dst, const auto& src) {
-            if (KVCache* kv = kv_part(dst); kv && !layers_kv.contains(i)) *kv = *kv_part(src);
-            if (RecurrentCache* r = recurrent_part(dst); r && layers_rec.contains(i))
-                detail::copy_recurrent(*r, *recurrent_part(src), conv_with_state);
+            if (!layers_kv.contains(i)) for_each_kv_pair(dst, src, [](KVCache& d, const KVCache& s) { d = s; });
+            if (layers_rec.contains(i))
+                for_each_recurrent_pair(dst, src, [&](RecurrentCache& d, const RecurrentCache& s) {
+                    detail::copy_recurrent(d, s, conv_with_state);
+                });
         });
     }
 }
@@ -180,12 +195,20 @@ Cache state_swap(const Cache& kv_from, const Other& rec_from, const LayerSet& la
     return out;
 }
 
-/// State patch (Paper A exp32-B, experiments.md §C.6): a copy of `host` whose recurrent
+/// State patch (Paper A exp32-B): a copy of `host` whose recurrent
 /// layers in `layers` take the donor's SSM state (and conv window when include_conv). The
-/// host's K/V and position are kept. Both caches should come from prefixes of equal length.
+/// host's K/V and position are kept. Both caches must come from prefixes of equal length
+/// (equal tokens_seen(), else ShapeError), and the layers must hold a recurrent part
+/// (ChannelError, as for every channel op).
 template <LayeredCache Cache, class Other>
 Cache patch_state(const Cache& host, const Other& donor, const LayerSet& layers, bool include_conv = true) {
     static_assert(detail::require_channel<Cache, channel::recurrent>());
+    static_assert(detail::require_same_stack<Cache, Other>());
+    layers.check_against(host.num_layers(), "patch_state");
+    detail::require_channel_held<channel::recurrent>(host, layers, "patch_state");
+    check<ShapeError>(host.tokens_seen() == donor.tokens_seen(), "[patch_state] the host cache has seen ",
+                      host.tokens_seen(), " tokens and the donor ", donor.tokens_seen(),
+                      "; a state patch copies between prefixes of equal length");
     Cache out = host;
     state_swap_in_place(out, donor, LayerSet::all(), layers, include_conv);
     return out;

@@ -1,5 +1,5 @@
 #pragma once
-// Block replacement and stitching (experiments.md §A.11, §C.7; design.md §3). A receiver's
+// Block replacement and stitching. A receiver's
 // contiguous block of decoder layers [lo, hi] is replaced by
 //     h_out = h_in + g(h_in),   g(h) = M_out( B_donor(M_in(h)) - M_in(h) )
 // over the whole sequence, where B_donor is a donor model's unchanged decoder layers and
@@ -13,7 +13,8 @@
 // (prefill, decode, hooks, interventions, generation). Each stitched block takes ONE layer
 // slot: receiver layers after a block shift down by hi - lo (StitchPlan::map_layer).
 // The block's cache is the donor block's own StackCache, so a fresh cache is exactly the
-// "zero recurrent and conv state" of §A.11, and decoding continues it.
+// "zero recurrent and conv state" of a fresh start, and decoding continues it. It declares the donor
+// layers' channels, and cache surgery (drop, keep_only, state_swap, patch_state) edits them.
 
 #include <algorithm>    // std::copy, std::fill
 #include <concepts>     // std::convertible_to
@@ -25,6 +26,7 @@
 #include <utility>      // std::move
 #include <vector>       // std::vector
 
+#include "../cache/layered_cache.hpp"
 #include "../core/blas.hpp"
 #include "../core/error.hpp"
 #include "../layers/decoder.hpp"
@@ -92,9 +94,9 @@ concept StitchAdapter = requires {
 template <class S>
 struct StitchBlockCache {
     S inner;
-    struct channels {  // the donor block's caches sit inside; surgery does not reach them
+    struct channels {  // the donor block's channels: surgery reaches its layers (cache/parts.hpp)
         template <class C>
-        static constexpr bool has = false;
+        static constexpr bool has = stack_has_channel<S, C>;
     };
     friend bool operator==(const StitchBlockCache&, const StitchBlockCache&) = default;
 };
@@ -213,7 +215,7 @@ template <class RecvStack, class DonorStack, class Adapter>
 using StitchedStack = typename detail::append_kind<RecvStack, StitchBlock<Adapter, DonorStack>>::type;
 
 /// One replaced block: receiver layers [lo, hi] (inclusive) become one block made of the
-/// donor's layers `donor_layers`, applied in order (§A.11's exp34 "seq" mode lists the
+/// donor's layers `donor_layers`, applied in order (exp34's "seq" mode lists the
 /// layers on both sides of a softmax layer it skips).
 struct ReplaceBlock {
     int lo = 0, hi = 0;
@@ -313,7 +315,7 @@ std::vector<float> run_block(const Model& donor, const std::vector<int>& layers,
 }
 
 /// One fit item: the receiver's tokens, the donor's tokens of the same text, and the aligned
-/// token positions (receiver position, donor position) used to fit M_in (§A.4.7). Empty
+/// token positions (receiver position, donor position) used to fit M_in. Empty
 /// donor ids mean the same tokens, every position aligned.
 struct StitchItem {
     std::vector<std::int64_t> recv_ids;
@@ -379,7 +381,7 @@ StitchFit fit_stitch(const RecvModel& recv, int lo, int hi, const DonorModel& do
     return fit;
 }
 
-/// Multi-slot stitching in order (§A.11 exp34): slot k's maps are fitted with slots < k
+/// Multi-slot stitching in order (exp34): slot k's maps are fitted with slots < k
 /// already replaced. Returns the stitched model and each slot's fit.
 template <class RecvModel, class DonorModel>
 auto fit_stitch_slots(const RecvModel& recv, const StitchPlan& plan, const DonorModel& donor,
@@ -400,7 +402,7 @@ auto fit_stitch_slots(const RecvModel& recv, const StitchPlan& plan, const Donor
     return std::make_pair(std::move(current), std::move(fits));
 }
 
-/// fit_query_map (C.7, §A.10): a ridge map from donor features at T-1 [n, dx] to the
+/// fit_query_map: a ridge map from donor features at T-1 [n, dx] to the
 /// receiver's Address-layer mixer outputs at T-1 [n, |layers| * H], query_map variant.
 inline Ridge fit_query_map(const std::vector<float>& donor_features, const std::vector<float>& receiver_targets,
                            std::size_t n) {

@@ -70,7 +70,11 @@ public:
     const std::vector<float>& final_norm() const noexcept { return norm_; }
 
     /// A fresh cache for `batch` sequences (every state zero, no K/V).
-    cache_type new_cache(std::size_t batch = 1) const { return stack_.new_cache(batch); }
+    cache_type new_cache(std::size_t batch = 1) const {
+        cache_type c = stack_.new_cache(batch);
+        c.set_model(c_.model_type);
+        return c;
+    }
 
     /// Runs ids [B, T] on top of `cache` (updated in place); returns logits [B, T, V]
     /// (or [B, 1, V] with last_only).

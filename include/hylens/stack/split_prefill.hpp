@@ -1,5 +1,5 @@
 #pragma once
-// Split-prefill (experiments.md §B.3, §C.6): prefill a context, keep or drop the KV and
+// Split-prefill: prefill a context, keep or drop the KV and
 // recurrent parts of its cache, then run a query (and greedy tokens) on the edited cache.
 //
 //   mode      KV part   recurrent part                      query starts at
@@ -10,10 +10,11 @@
 //
 // `layers` restricts the edit (a reset, or a KV drop) to those layers; conv_with_state =
 // false makes a reset zero the SSM state only and keep the conv window (not a true reset:
-// the window still holds the context's last conv inputs, experiments.md §B.6). Stacks
+// the window still holds the context's last conv inputs). Stacks
 // without attention skip the KV edits (REC_ONLY == FULL there) and restart their position
 // counter at 0 for REC_ONLY and NONE; stacks without recurrent layers skip the resets
-// (KV_ONLY == FULL there).
+// (KV_ONLY == FULL there). An explicit `layers` list must name layers that hold what the mode
+// edits: recurrent layers for KV_ONLY, attention layers for REC_ONLY (ChannelError).
 
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::int64_t
@@ -57,12 +58,18 @@ EditedCache<Cache> apply_split_mode(const Cache& prefilled, SplitMode mode, cons
     const bool drop_kv = mode == SplitMode::REC_ONLY || mode == SplitMode::NONE;
     const bool reset_rec = mode == SplitMode::KV_ONLY || mode == SplitMode::NONE;
     layers.check_against(c.num_layers(), "split_prefill");
+    // Every layer: a mode skips the channels the model lacks (the table above). An explicit
+    // layer list must name layers holding what the mode edits (ChannelError otherwise).
+    if (!layers.is_all()) {
+        if (reset_rec && !drop_kv) detail::require_channel_held<channel::recurrent>(c, layers, "split_prefill");
+        if (drop_kv && !reset_rec) detail::require_channel_held<channel::kv>(c, layers, "split_prefill");
+    }
     if constexpr (stack_has_channel<Cache, channel::recurrent>) {
-        if (reset_rec) drop_in_place<channel::recurrent>(c, layers, DropOptions{.ssm_only = !conv_with_state});
+        if (reset_rec) detail::drop_if_present<channel::recurrent>(c, layers, DropOptions{.ssm_only = !conv_with_state});
     }
     bool any_kv = false;
     if constexpr (stack_has_channel<Cache, channel::kv>) {
-        if (drop_kv) drop_in_place<channel::kv>(c, layers);
+        if (drop_kv) detail::drop_if_present<channel::kv>(c, layers, {});
         any_kv = !layers_with<channel::kv>(c).empty();  // the type may allow attention that the model lacks
     }
     // No KV to carry the position (e.g. an all-Mamba Granite): restart at 0 as the table says.

@@ -4,8 +4,10 @@
 // stack's kinds, so a cache of one stack type cannot be handed to another. Values: copy,
 // compare, reset.
 
-#include <cstddef>  // std::size_t
-#include <tuple>    // std::tuple, std::get
+#include <cstddef>      // std::size_t
+#include <string>       // std::string
+#include <string_view>  // std::string_view
+#include <tuple>        // std::tuple, std::get
 #include <utility>  // std::index_sequence
 #include <vector>   // std::vector
 
@@ -33,6 +35,16 @@ public:
     std::size_t num_layers() const noexcept { return order_.size(); }
     std::size_t batch() const noexcept { return batch_; }
     const std::vector<LayerSlot>& order() const noexcept { return order_; }
+    /// The kind_name of layer i's kind ("gdn", "mamba2", "attention", ...), for messages.
+    std::string_view kind_name(std::size_t layer) const {
+        check<ShapeError>(layer < order_.size(), "[StackCache] layer ", layer, " out of ", order_.size());
+        static constexpr std::string_view names[] = {std::string_view(Kinds::kind_name)...};
+        return names[order_[layer].kind];
+    }
+    /// The model_type of the model that made the cache (set by CausalLM::new_cache), for
+    /// messages; not part of the value (two caches compare equal whatever their names).
+    const std::string& model() const noexcept { return model_; }
+    void set_model(std::string name) { model_ = std::move(name); }
 
     /// The per-layer caches of kind number K (in layer order).
     template <std::size_t K>
@@ -51,7 +63,7 @@ public:
     }
 
     /// KV length of the first layer holding K/V (0 when there is none): the position at which
-    /// the next token goes (experiments.md §C.3).
+    /// the next token goes.
     std::size_t kv_len() const {
         for (std::size_t i = 0; i < num_layers(); ++i) {
             std::size_t n = 0;
@@ -84,13 +96,15 @@ public:
     void reset() {
         for (std::size_t i = 0; i < num_layers(); ++i)
             visit(i, [](auto& c) {
-                if (auto* kv = kv_part(c)) kv->clear();
-                if (auto* r = recurrent_part(c)) r->reset();
+                for_each_kv_part(c, [](KVCache& kv) { kv.clear(); });
+                for_each_recurrent_part(c, [](RecurrentCache& r) { r.reset(); });
             });
         seen_ = 0;
     }
 
-    friend bool operator==(const StackCache&, const StackCache&) = default;
+    friend bool operator==(const StackCache& a, const StackCache& b) {
+        return a.parts_ == b.parts_ && a.order_ == b.order_ && a.batch_ == b.batch_ && a.seen_ == b.seen_;
+    }
 
 private:
     template <class Self, class F, std::size_t... K>
@@ -105,6 +119,7 @@ private:
     std::vector<LayerSlot> order_;
     std::size_t batch_ = 0;
     std::size_t seen_ = 0;
+    std::string model_;
 };
 
 }  // namespace hylens

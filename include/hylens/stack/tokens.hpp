@@ -1,5 +1,6 @@
 #pragma once
-// TokenBatch: B sequences of equal length T, row-major [B, T] token ids.
+// TokenBatch: B sequences of equal length T, row-major [B, T] token ids. Token ids are
+// std::int64_t across the API; the tokenizer's int32 ids widen into them.
 
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::int64_t
@@ -17,6 +18,8 @@ struct TokenBatch {
     /// One sequence.
     TokenBatch(std::vector<std::int64_t> one) : ids(std::move(one)), batch(1) {}  // NOLINT: implicit on purpose
     TokenBatch(std::initializer_list<std::int64_t> one) : ids(one), batch(1) {}
+    /// One sequence of tokenizer ids (Tokenizer::encode_ids gives int32; ids are int64 here).
+    explicit TokenBatch(const std::vector<std::int32_t>& one) : ids(one.begin(), one.end()), batch(1) {}
     /// B sequences of equal length (clean / corrupted pairs and the like).
     explicit TokenBatch(const std::vector<std::vector<std::int64_t>>& seqs) : batch(seqs.size()) {
         check<ShapeError>(!seqs.empty(), "[TokenBatch] no sequences");

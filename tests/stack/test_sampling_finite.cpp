@@ -1,0 +1,147 @@
+// Sampling in generate (fixed portable PRNG, temperature / top-k / top-p against exact
+// probabilities; greedy stays the default) and the forward's non-finite check (first layer and
+// site of a NaN, from damaged weights or from a hook).
+
+#include <hylens/models/load.hpp>
+#include <hylens/stack/generate.hpp>
+#include <hylens/stack/sampling.hpp>
+
+#include "../support/damaged_model.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <unistd.h>  // getpid
+
+using namespace hylens;
+
+namespace {
+
+/// Frequencies of choose_token over n draws of one stream.
+std::vector<double> frequencies(const std::vector<float>& row, const SamplingOptions& opt, std::size_t n) {
+    SplitMix64 rng(opt.seed);
+    std::vector<double> f(row.size(), 0.0);
+    for (std::size_t i = 0; i < n; ++i) f[static_cast<std::size_t>(choose_token(row.data(), row.size(), opt, rng))] += 1.0;
+    for (double& x : f) x /= static_cast<double>(n);
+    return f;
+}
+
+}  // namespace
+
+TEST_SUITE("stack/sampling") {
+    TEST_CASE("SplitMix64 gives the reference sequence (the same on every machine)") {
+        SplitMix64 r(0);
+        CHECK(r.next() == 0xE220A8397B1DCDAFull);
+        CHECK(r.next() == 0x6E789E6AA1B965F4ull);
+        CHECK(r.next() == 0x06C45D188009454Full);
+        SplitMix64 u(42);
+        for (int i = 0; i < 1000; ++i) {
+            const double x = u.uniform();
+            REQUIRE((x >= 0.0 && x < 1.0));
+        }
+    }
+
+    TEST_CASE("choose_token: greedy is the argmax; draws follow softmax(z / T) within top-k / top-p") {
+        // p = 0.1, 0.2, 0.3, 0.4 at temperature 1.
+        const std::vector<float> row = {std::log(1.0f), std::log(2.0f), std::log(3.0f), std::log(4.0f)};
+        SplitMix64 rng(1);
+        CHECK(choose_token(row.data(), 4, {}, rng) == 3);
+        const std::vector<float> tie = {1.0f, 5.0f, 5.0f, 0.0f};
+        CHECK(choose_token(tie.data(), 4, {}, rng) == 1);  // first index on ties, as before
+        const std::size_t n = 40000;  // binomial sd <= 0.0025: 0.012 is ~5 sd
+        SamplingOptions t1{.temperature = 1.0f, .seed = 7};
+        const auto f1 = frequencies(row, t1, n);
+        for (std::size_t v = 0; v < 4; ++v) CHECK(std::fabs(f1[v] - 0.1 * double(v + 1)) < 0.012);
+        // Temperature 0.5 squares the probabilities: 1, 4, 9, 16 over 30.
+        const auto f2 = frequencies(row, {.temperature = 0.5f, .seed = 8}, n);
+        for (std::size_t v = 0; v < 4; ++v) CHECK(std::fabs(f2[v] - double((v + 1) * (v + 1)) / 30.0) < 0.012);
+        // top_k = 2: ids 3 and 2 only, renormalized 4/7 and 3/7.
+        const auto f3 = frequencies(row, {.temperature = 1.0f, .top_k = 2, .seed = 9}, n);
+        CHECK(f3[0] == 0.0);
+        CHECK(f3[1] == 0.0);
+        CHECK(std::fabs(f3[3] - 4.0 / 7.0) < 0.012);
+        // top_p = 0.65: the smallest prefix by probability reaching 0.65 is {3, 2} (0.7).
+        const auto f4 = frequencies(row, {.temperature = 1.0f, .top_p = 0.65f, .seed = 10}, n);
+        CHECK(f4[0] == 0.0);
+        CHECK(f4[1] == 0.0);
+        CHECK(std::fabs(f4[2] - 3.0 / 7.0) < 0.012);
+        // top_k = 1 is greedy whatever the seed; one seed, one sequence.
+        for (std::uint64_t seed : {1u, 2u, 3u}) CHECK(frequencies(row, {.temperature = 2.0f, .top_k = 1, .seed = seed}, 50)[3] == 1.0);
+        SplitMix64 r1(5), r2(5);
+        for (int i = 0; i < 100; ++i) CHECK(choose_token(row.data(), 4, t1, r1) == choose_token(row.data(), 4, t1, r2));
+        // Non-finite logits cannot be sampled; bad options are errors.
+        const std::vector<float> bad = {0.0f, std::numeric_limits<float>::quiet_NaN()};
+        CHECK_THROWS_AS(choose_token(bad.data(), 2, t1, rng), Error);
+        CHECK_THROWS_AS(SamplingOptions{.temperature = -1.0f}.validate(), ShapeError);
+        CHECK_THROWS_AS(SamplingOptions{.top_p = 0.0f}.validate(), ShapeError);
+    }
+
+    TEST_CASE("generate: greedy by default; a seed reproduces a sampled continuation") {
+        const auto m = load_as<Qwen35Model>(std::string(HYLENS_GOLDEN_DIR) + "/models/qwen3_5_dense");
+        const TokenBatch prompt({3, 14, 15, 92, 65});
+        CHECK(TokenBatch(std::vector<std::int32_t>{3, 14, 15, 92, 65}).ids == prompt.ids);  // tokenizer ids widen
+        const auto run = [&](GenerateOptions g) {
+            auto c = m.new_cache(1);
+            g.max_new = 10;
+            return generate(m, c, prompt, g).ids[0];
+        };
+        // Greedy: every token is the argmax of the logits a plain forward gives (the old rule).
+        const auto greedy = run({});
+        std::vector<std::int64_t> seq(prompt.ids);
+        for (std::size_t i = 0; i < greedy.size(); ++i) {
+            auto c = m.new_cache(1);
+            const Tensor3 lg = m.forward(TokenBatch(seq), c, {.last_only = true});
+            CHECK(greedy[i] == detail::argmax_row(lg.data(), m.config().vocab));
+            seq.push_back(greedy[i]);
+        }
+        GenerateOptions s;
+        s.sampling = {.temperature = 1.0f, .top_p = 0.9f, .seed = 123};
+        CHECK(run(s) == run(s));
+        GenerateOptions s2 = s;
+        s2.sampling.seed = 124;
+        CHECK(run(s) != run(s2));
+    }
+}
+
+TEST_SUITE("stack/finite_check") {
+    TEST_CASE("check_finite names the first layer and site of a NaN; off, the NaN reaches the logits") {
+        namespace fs = std::filesystem;
+        const fs::path dir = test::damaged_model(std::string(HYLENS_GOLDEN_DIR) + "/models/qwen3_5_dense",
+                                                 fs::temp_directory_path() / ("hylens_nan_" + std::to_string(::getpid())),
+                                                 "model.language_model.layers.2.mlp.down_proj.weight");
+        const auto m = load_as<Qwen35Model>(dir);
+        const TokenBatch ids({1, 2, 3});
+        auto c = m.new_cache(1);
+        const Tensor3 lg = m.forward(ids, c);  // the library default: no check
+        CHECK(std::isnan(lg(0, 2, 0)));
+        auto c2 = m.new_cache(1);
+        CHECK_THROWS_WITH_AS(m.forward(ids, c2, {.check_finite = true}),
+                             doctest::Contains(": first non-finite value (nan) at layer 2, site mlp_out, sequence 0, "
+                                               "token 0 (position 0), index 0"),
+                             NonFiniteError);
+        GenerateOptions g;
+        g.check_finite = true;
+        auto c3 = m.new_cache(1);
+        CHECK_THROWS_AS(generate(m, c3, ids, g), NonFiniteError);
+        fs::remove_all(dir);
+
+        // A hook that writes an infinity: the check sees what the hook left, at that site.
+        const auto good = load_as<Qwen35Model>(std::string(HYLENS_GOLDEN_DIR) + "/models/qwen3_5_dense");
+        Hook h;
+        h.wants = [](Site s, int l) { return s == Site::mixer_out && l == 1; };
+        h.fn = [](Site, int, const ActivationView& v, const std::int64_t*) { v.row(0, 1)[4] = INFINITY; };
+        auto c4 = good.new_cache(1);
+        CHECK_THROWS_WITH_AS(good.forward(ids, c4, {.hook = &h, .check_finite = true}),
+                             doctest::Contains("(inf) at layer 1, site mixer_out, sequence 0, token 1 (position 1), index 4"),
+                             NonFiniteError);
+        auto c5 = good.new_cache(1);
+        const Tensor3 ok = good.forward(ids, c5, {.check_finite = true});
+        auto c6 = good.new_cache(1);
+        CHECK(max_abs_diff(ok, good.forward(ids, c6)) == 0.0f);  // the check reads, never writes
+    }
+}
