@@ -5,6 +5,7 @@ trip, the tokenizer matches the Hugging Face reference ids and offsets."""
 import copy
 import tarfile
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -202,7 +203,33 @@ def test_generate_batch_and_stop(qwen):
     assert single.cache.next_position == len(IDS) + 2
 
 
-def test_gil_is_released_and_a_cache_is_not_shared(qwen):
+def test_gil_is_released_during_a_forward(qwen):
+    """A Python thread keeps running while another thread is inside a forward: with the GIL
+    held it could not take a single step in the middle of that call."""
+    ids = np.arange(2000) % qwen.vocab
+    stamps, window = [], []
+    done = threading.Event()
+
+    def spin():
+        while not done.is_set():
+            stamps.append(time.perf_counter())
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        time.sleep(0.01)
+        t0 = time.perf_counter()
+        qwen.forward(ids)
+        t1 = time.perf_counter()
+        window = (t0 + 0.1 * (t1 - t0), t1 - 0.1 * (t1 - t0))
+    finally:
+        done.set()
+        t.join()
+    inside = [x for x in stamps if window[0] < x < window[1]]
+    assert inside, "no Python step ran while the forward was running: the GIL was held"
+
+
+def test_two_threads_run_forwards_at_once(qwen):
     """Two threads run forwards at once on their own caches (results equal to serial runs)."""
     ids = np.array(IDS * 6)
     want = qwen.forward(ids)
