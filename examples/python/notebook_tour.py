@@ -4,10 +4,10 @@ capture and a transplant, and a matplotlib figure.
 
     PYTHONPATH=build/python /usr/bin/python3 examples/python/notebook_tour.py [MODEL_DIR] [--png OUT.png]
 
-MODEL_DIR defaults to the Qwen3.5 organism in models/qwen35-tiny when it is there (a trained
-tiny model with its tokenizer: the prompts are text), else to the small Qwen3.5 model shipped
-with the tests (random weights, token ids, so the predicted tokens mean nothing; the mechanics
-are the point). Each cell below is what one notebook cell would hold.
+MODEL_DIR defaults to the first trained organism in models/ (qwen35-tiny, granite-h-tiny,
+falcon-h1-tiny: tiny models with their tokenizer, so the prompts are text), else to the small
+Qwen3.5 model shipped with the tests (random weights, token ids, so the predicted tokens mean
+nothing; the mechanics are the point). Each cell below is what one notebook cell would hold.
 """
 
 import argparse
@@ -19,8 +19,9 @@ import hylens
 
 ROOT = Path(__file__).resolve().parents[2]
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-ORGANISM = ROOT / "models" / "qwen35-tiny"
-DEFAULT = ORGANISM if (ORGANISM / "config.json").exists() else ROOT / "tests" / "golden" / "models" / "qwen3_5_dense"
+ORGANISMS = [ROOT / "models" / name for name in ("qwen35-tiny", "granite-h-tiny", "falcon-h1-tiny")]
+DEFAULT = next((d for d in ORGANISMS if all((d / f).exists() for f in ("config.json", "model.safetensors", "tokenizer.json"))),
+               ROOT / "tests" / "golden" / "models" / "qwen3_5_dense")
 ap.add_argument("model", nargs="?", default=str(DEFAULT))
 ap.add_argument("--png", default="notebook_tour.png", help="where the figure goes")
 args = ap.parse_args()
@@ -33,24 +34,32 @@ print("attention layers:", model.attention_layers, " recurrent layers:", model.r
 
 tok_path = Path(args.model) / "tokenizer.json"
 tok = hylens.Tokenizer(str(tok_path)) if tok_path.exists() else None
-if tok:  # text prompts: two contexts, one question
-    ctx_a = tok.encode_ids("The key is under the red mat. Remember it.")
-    ctx_b = tok.encode_ids("The key is under the old oak tree. Remember it.")
-    query = tok.encode_ids(" Where is the key? It is under the")
+if tok:  # text: a DRM recognition item (the organisms' `drm` task), chat-wrapped as the study runner does
+    def segments(context, query):
+        """Context segment (bos + prefix + context) and query segment (query + suffix) of the chat prompt."""
+        p = hylens.wrap_chat(model.model_type, context + query)
+        cut = p.user[0] + len(context)
+        return tok.encode(p.text[:cut]).ids, tok.encode(p.text[cut:]).ids
+
+    probe = "Was the word chair in the list? Answer yes or no."
+    ctx_a, query = segments("Study these words: table, chair, legs, seat, couch, desk, sofa, wood.", probe)  # "yes"
+    ctx_b, _ = segments("Study these words: table, sit, legs, seat, couch, desk, sofa, wood.", probe)  # "no"
     show = tok.decode
+    stop = [i for i in (tok.token_to_id("<|im_end|>"), tok.token_to_id("<|end_of_text|>")) if i is not None]
 else:  # token ids (numpy's PCG64: the same ids on every machine)
     rng = np.random.default_rng(7)
     ctx_a = rng.integers(0, model.vocab, 24)
     ctx_b = rng.integers(0, model.vocab, 24)
     query = rng.integers(0, model.vocab, 6)
     show = list
+    stop = None
 
 # --- cell 2: split-prefill: which channel carries the context? -----------------------------
 print("\nsplit-prefill of context A, then the query and 4 greedy tokens")
-full = model.split_prefill(ctx_a, query, "FULL", max_new=4)
+full = model.split_prefill(ctx_a, query, "FULL", max_new=4, stop=stop)
 rows = []
 for mode in ["FULL", "KV_ONLY", "REC_ONLY", "NONE"]:
-    s = model.split_prefill(ctx_a, query, mode, max_new=4)
+    s = model.split_prefill(ctx_a, query, mode, max_new=4, stop=stop)
     moved = float(np.abs(s.run.prompt_logits[-1] - full.run.prompt_logits[-1]).max())
     rows.append((mode, moved))
     print(f"  {mode:9s} query starts at {s.position:2d}  greedy {show(s.run.ids.tolist())!r}  max|logit - FULL| {moved:.4f}")
@@ -59,9 +68,9 @@ for mode in ["FULL", "KV_ONLY", "REC_ONLY", "NONE"]:
 a, b = model.prefill(ctx_a), model.prefill(ctx_b)
 swapped = hylens.state_swap(a, b)
 start = swapped.next_position  # read before generate() advances the cache
-g_swap = model.generate(query, cache=swapped, max_new=4)
-g_a = model.generate(query, cache=a.clone(), max_new=4)
-g_b = model.generate(query, cache=b.clone(), max_new=4)
+g_swap = model.generate(query, cache=swapped, max_new=4, stop=stop)
+g_a = model.generate(query, cache=a.clone(), max_new=4, stop=stop)
+g_b = model.generate(query, cache=b.clone(), max_new=4, stop=stop)
 print("\nstate swap (KV of A, recurrent state of B)")
 print(f"  A: {show(g_a.ids.tolist())!r}  B: {show(g_b.ids.tolist())!r}  KV A + state B: {show(g_swap.ids.tolist())!r}")
 print(f"  the swapped cache continues at position {start} (its KV source's length)")
