@@ -1,5 +1,5 @@
 #pragma once
-// Interventions as data (experiments.md §C.5): a site, a set of layers, a set of positions
+// Interventions as data: a site, a set of layers, a set of positions
 // and an action. A list of them is handed to run() (interp/run.hpp), which applies each one at
 // the moment its site is computed, so everything downstream is recomputed. Nothing here holds
 // global state; an empty list is the plain forward.
@@ -143,7 +143,7 @@ inline Intervention patch(Site s, const std::vector<int>& layers, Positions posi
     for (int l : layers) set.rows.push_back(donor.at(SiteRef{s, l, positions, write}.name()).values);
     return {s, layers, std::move(positions), std::move(set), write};
 }
-/// Zero a site at several layers (mixer_out on a block's layers is the default removal of §A.6).
+/// Zero a site at several layers (mixer_out on a block's layers is the default removal of).
 inline Intervention zero(Site s, std::vector<int> layers, Positions positions = Positions::all()) {
     return {s, std::move(layers), std::move(positions), Zero{}, false};
 }

@@ -1,6 +1,6 @@
 #pragma once
-// run(): one forward of a CausalLM with interventions applied and sites captured
-// (experiments.md §C.4, §C.5). The interventions are data; run() composes them into one Hook
+// run(): one forward of a CausalLM with interventions applied and sites captured.
+// The interventions are data; run() composes them into one Hook
 // for the forward, so each is applied at the moment its site is computed and everything
 // downstream is recomputed. With no intervention and no capture it is the plain forward
 // (the hook pointer is null). At a site, interventions act in list order, then captures

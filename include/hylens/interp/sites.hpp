@@ -1,5 +1,5 @@
 #pragma once
-// Site descriptors (experiments.md §C.4): which activation, at which decoder layer, at which
+// Site descriptors: which activation, at which decoder layer, at which
 // positions of a run. A SiteRef names one tensor of one forward; Positions says which rows.
 //
 //   site::mixer_out(13)                          every position of layer 13's mixer output
@@ -92,7 +92,7 @@ struct SiteRef {
     }
 };
 
-/// Site descriptors, one per row of experiments.md §C.4.
+/// Site descriptors, one per activation site.
 namespace site {
 // Token embedding after the family's embedding multiplier (Granite / Falcon-H1 scale it).
 inline SiteRef embed(Positions p = Positions::all()) { return {Site::embed, -1, std::move(p), false}; }

@@ -1,8 +1,7 @@
 #pragma once
-// Recurrent-state patching between caches of one model (experiments.md §A.9 B, §A.13, §C.4
-// state_after): copy the SSM state (and optionally the conv window) of chosen recurrent layers
-// from a donor cache into a host cache, and the state after a prefix of a prompt. The K/V of
-// the host is never touched.
+// Recurrent-state patching between caches of one model: copy the SSM state (and optionally
+// the conv window) of chosen recurrent layers from a donor cache into a host cache, and the
+// state after a prefix of a prompt (state_after). The K/V of the host is never touched.
 
 #include <algorithm>  // std::copy
 #include <cstddef>    // std::size_t
@@ -47,8 +46,8 @@ void copy_recurrent(Cache& host, const Cache& donor, const std::vector<int>& lay
     }
 }
 
-/// The cache after consuming ids[0..t] (inclusive) of a fresh run: state_after(l, t) of
-/// §C.4 is recurrent_part of layer l of the result.
+/// The cache after consuming ids[0..t] (inclusive) of a fresh run: state_after(l, t)
+/// is recurrent_part of layer l of the result.
 template <class Model>
 typename Model::cache_type state_after(const Model& model, const TokenBatch& ids, std::size_t t) {
     check<ShapeError>(t < ids.T(), "[state_after] position ", t, " is outside a prompt of ", ids.T(), " tokens");
