@@ -2,7 +2,8 @@
 // Fixtures of the study tests: a byte-level tokenizer small enough for the golden models'
 // 320-token vocabulary (256 byte tokens, no merges, and the chat specials <|endoftext|>,
 // <|im_start|>, <|im_end|> as ids 256..258), and two small tasks (a dictionary lookup with a
-// B source for the swaps, and one without) defined here, independent of tasks/.
+// B source for the swaps, and one without) defined here, independent of tasks/. The same
+// tokenizer ships as tests/experiments/byte_tokenizer.json for the demo study of the docs.
 
 #include <hylens/experiments/channel_study.hpp>
 #include <hylens/tasks/task.hpp>

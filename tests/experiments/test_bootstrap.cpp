@@ -56,6 +56,10 @@ TEST_CASE("bootstrap: binary scores give the binomial interval and spread (close
     // about 1 / sqrt(2 B) = 0.7 %, so 4 % is over five standard errors.
     const std::vector<double> r = boot.resample_means(0);
     CHECK(r.size() == 10000);
+    std::vector<double> copy = r;
+    CHECK(m.lo == percentile(copy, 0.025));  // the interval is the percentile of the resample means
+    copy = r;
+    CHECK(m.hi == percentile(copy, 0.975));
     double mu = 0, var = 0;
     for (double v : r) mu += v;
     mu /= static_cast<double>(r.size());

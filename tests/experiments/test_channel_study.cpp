@@ -255,3 +255,9 @@ TEST_CASE("channel study: a parallel hybrid (Falcon-H1) runs every condition and
     // cumulative [0, 0] = single {0}) + the 8 whole-model ones.
     CHECK(r.records == 2 * (8 + 5 * 7));
 }
+
+TEST_CASE("channel study: the shipped byte-level tokenizer (docs' demo study) is the test tokenizer") {
+    const fs::path shipped = fs::path(HYLENS_GOLDEN_DIR).parent_path() / "experiments" / "byte_tokenizer.json";
+    CHECK(nlohmann::json::parse(test::read_text(shipped)) == nlohmann::json::parse(test::tiny_tokenizer_json()));
+    CHECK(Tokenizer::from_file(shipped.string()).vocab_size() == 259);
+}

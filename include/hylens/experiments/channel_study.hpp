@@ -8,7 +8,7 @@
 // (and the same conditions still to run) are run as one batch: one prefill of the contexts
 // [B, n] (and of the B sources), then per condition one edited copy of that cache and one
 // generation of the queries [B, m]. Each row is computed as it would be alone; rows that hit
-// a stop id early are cut there. RunOptions::batch = 1 runs one item at a time.
+// a stop id early are cut there. StudyOptions::batch = 1 runs one item at a time.
 //
 // Sharding: the (task, seed, item) triples are numbered in study order (tasks as listed, seeds
 // as listed, items 0..N-1); shard I of N takes those whose number is I mod N.
