@@ -62,12 +62,17 @@ inline std::int64_t argmax_row(const float* row, std::size_t V) noexcept {
 
 }  // namespace detail
 
-/// The token ids of `row` [V] by descending logit (ties: lower id first), the first `k` only
-/// (k = 0 or k >= V: all).
+/// The token ids of `row` [V] by descending logit (ties: lower id first; NaN last), the first
+/// `k` only (k = 0 or k >= V: all).
 inline std::vector<std::size_t> top_ids(const float* row, std::size_t V, std::size_t k = 0) {
     std::vector<std::size_t> idx(V);
     std::iota(idx.begin(), idx.end(), std::size_t{0});
-    const auto before = [row](std::size_t a, std::size_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); };
+    // NaN orders last (a strict weak order even on non-finite rows).
+    const auto key = [row](std::size_t i) { return std::isnan(row[i]) ? -INFINITY : row[i]; };
+    const auto before = [&key](std::size_t a, std::size_t b) {
+        const float ka = key(a), kb = key(b);
+        return ka > kb || (ka == kb && a < b);
+    };
     if (k == 0 || k >= V) {
         std::sort(idx.begin(), idx.end(), before);
     } else {
