@@ -1,7 +1,7 @@
 #pragma once
 // hylens::Error and its subclasses as Python exceptions with the same message. The Python
-// classes keep the C++ hierarchy (hylens.Error is a RuntimeError); the argument errors
-// (ShapeError, FormatError, ConfigError, UnsupportedError) are also ValueErrors, so
+// classes keep the C++ hierarchy; hylens.Error is both a RuntimeError and a ValueError (the
+// library throws it for input it rejects: bad arguments, shapes, channels, files), so
 // `except ValueError` catches every bad input.
 
 #include <hylens/core/error.hpp>
@@ -40,17 +40,13 @@ inline PyObject* new_exception(pyb::module_& m, const char* name, const char* do
 inline void register_errors(pyb::module_& m) {
     ErrorTypes& t = error_types();
     const pyb::handle value_error(PyExc_ValueError);
-    t.base = new_exception(m, "Error", "Base of every error hylens raises (a RuntimeError).",
-                           pyb::make_tuple(pyb::handle(PyExc_RuntimeError)));
-    const pyb::handle base(t.base);
-    t.shape = new_exception(m, "ShapeError", "A tensor, cache, id or argument has the wrong shape, length or range.",
-                            pyb::make_tuple(base, value_error));
-    t.format = new_exception(m, "FormatError", "A file is missing, malformed, truncated or inconsistent.",
-                             pyb::make_tuple(base, value_error));
-    t.config = new_exception(m, "ConfigError", "config.json is missing a field or describes an impossible model.",
-                             pyb::make_tuple(base, value_error));
-    t.unsupported = new_exception(m, "UnsupportedError", "Well-formed input asking for something hylens does not do.",
-                                  pyb::make_tuple(base, value_error));
+    t.base = new_exception(m, "Error", "Base of every error hylens raises (a RuntimeError and a ValueError).",
+                           pyb::make_tuple(pyb::handle(PyExc_RuntimeError), value_error));
+    const pyb::tuple base = pyb::make_tuple(pyb::handle(t.base));
+    t.shape = new_exception(m, "ShapeError", "A tensor, cache, id or argument has the wrong shape, length or range.", base);
+    t.format = new_exception(m, "FormatError", "A file is missing, malformed, truncated or inconsistent.", base);
+    t.config = new_exception(m, "ConfigError", "config.json is missing a field or describes an impossible model.", base);
+    t.unsupported = new_exception(m, "UnsupportedError", "Well-formed input asking for something hylens does not do.", base);
     pyb::register_exception_translator([](std::exception_ptr p) {
         const ErrorTypes& e = error_types();
         try {

@@ -1,6 +1,6 @@
 """Shared fixtures of the Python suite: where the golden data is, a reader for safetensors
 files that does not go through hylens (so the references are read independently of the code
-under test), the manifests' tolerances, and the `hylens` command-line tool for the bit-for-bit
+under test), the manifests' tolerances, and the `hylens` command-line tool for the
 comparisons (HYLENS_CLI, set by ctest when the tool is built)."""
 
 import json
@@ -57,6 +57,28 @@ def assert_bitwise(got, ref, what):
     assert got.shape == ref.shape, f"{what}: shape {got.shape} != {ref.shape}"
     assert got.dtype == ref.dtype, f"{what}: dtype {got.dtype} != {ref.dtype}"
     assert got.tobytes() == ref.tobytes(), f"{what}: not bit-identical (max |diff| {max_abs_diff(got, ref):.3g})"
+
+
+# Python and the hylens tool run the same C++ functions, compiled in two translation units. g++
+# contracts a*b+c into FMAs by default in C++ (-ffp-contract=fast) and decides per TU and
+# inlining context where, so two binaries can differ in the last bits (seen: decode steps,
+# up to 1e-5 on the Qwen models, whose random layers amplify float32 rounding the most, README
+# of tests/golden). The comparison with the tool is therefore bit for bit when the binaries
+# agree and otherwise within 1e-5 relative to the largest value (below the manifests' atol
+# scale, 1e-5 x max|value| at least); integer outputs (greedy ids, positions) are always exact.
+TOOL_RTOL = 1e-5
+
+
+def assert_matches_tool(got, want, what):
+    got = np.ascontiguousarray(got)
+    want = np.ascontiguousarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, f"{what}: {got.shape} {got.dtype} vs {want.shape} {want.dtype}"
+    if got.tobytes() == want.tobytes():
+        return True
+    assert got.dtype.kind == "f", f"{what}: integer outputs differ"
+    bound = TOOL_RTOL * max(1.0, float(np.abs(want).max()))
+    assert_close(got, want, bound, what + " (not bit-identical; within float32 rounding?)")
+    return False
 
 
 def golden_model_dirs():

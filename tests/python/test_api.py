@@ -65,7 +65,9 @@ def test_bad_ids_raise(qwen, bad, exc):
 def test_errors_keep_the_cpp_message_and_class(qwen):
     with pytest.raises(hylens.ShapeError, match=r"token id 320 at sequence 0, position 1 is outside the vocabulary \[0, 320\)"):
         qwen.forward([1, 320])
-    assert issubclass(hylens.ShapeError, ValueError) and issubclass(hylens.Error, RuntimeError)
+    assert issubclass(hylens.ShapeError, hylens.Error) and issubclass(hylens.Error, RuntimeError)
+    assert all(issubclass(e, ValueError) for e in (hylens.Error, hylens.ShapeError, hylens.FormatError,
+                                                    hylens.ConfigError, hylens.UnsupportedError))
     with pytest.raises(hylens.FormatError, match="no such model folder"):
         hylens.load("/nonexistent/model")
     with pytest.raises(ValueError, match="positions"):

@@ -67,5 +67,7 @@ def test_channel_study_records_and_summaries(tokenizer, tmp_path):
     assert again.stats["written"] == 0 and again.stats["resumed"] == n
     assert isinstance(again.records, pd.DataFrame) and len(again.records) == n
     assert isinstance(again.summary, pd.DataFrame) and len(again.summary) == len(r.summary)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown task 'no_such_task'"):
         hylens.experiment(model, tokenizer, ["no_such_task"], tmp_path / "x", items=1, seeds=[1])
+    with pytest.raises(ValueError):  # the C++ condition parser's hylens::Error, as a ValueError
+        hylens.experiment(model, tokenizer, [task], tmp_path / "y", conditions="FULL,SIDEWAYS", items=1, seeds=[1])

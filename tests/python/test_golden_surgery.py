@@ -1,13 +1,14 @@
 """The cache-surgery references (tests/golden/surgery) through Python: the ten split-prefill /
 state-swap conditions, the state patches (exp32-B) and the mixer transplants (exp22) within
 the manifest's atol (greedy ids and positions exact), from the F32 and the BF16 checkpoint;
-the conditions also bit for bit against `hylens surgery`."""
+the conditions also against `hylens surgery` (bit for bit when the binaries agree, else within
+float32 rounding, ids and positions exact)."""
 
 import numpy as np
 import pytest
 
 import hylens
-from conftest import GOLDEN, assert_bitwise, assert_close, load_manifest, read_safetensors, run_cli, surgery_dirs
+from conftest import GOLDEN, assert_bitwise, assert_matches_tool, assert_close, load_manifest, read_safetensors, run_cli, surgery_dirs
 
 DIRS = surgery_dirs()
 
@@ -91,7 +92,7 @@ def test_split_prefill_matches_the_edited_caches(surgery):
     assert prefilled == model.prefill(ref["ctx_a.ids"]), "split_prefill changed the prefilled cache"
 
 
-def test_bit_identical_to_cli_surgery(surgery, cli, tmp_path):
+def test_matches_cli_surgery(surgery, cli, tmp_path):
     d, ref, _ = surgery
     out = tmp_path / "surgery.safetensors"
     run_cli(cli, "surgery", "--model", model_dir(d, True), "--input", d / "surgery.safetensors", "--out", out)
@@ -99,7 +100,7 @@ def test_bit_identical_to_cli_surgery(surgery, cli, tmp_path):
     got = run_conditions(hylens.load(str(model_dir(d, True))), ref)
     assert set(want) == set(got)
     for name in sorted(want):
-        assert_bitwise(got[name], want[name], f"{d.name} {name} (Python vs hylens surgery)")
+        assert_matches_tool(got[name], want[name], f"{d.name} {name} (Python vs hylens surgery)")
 
 
 @pytest.mark.parametrize("bf16", [False, True], ids=["f32", "bf16"])
