@@ -17,6 +17,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -147,6 +148,11 @@ TEST_CASE("identify_circuit: groups, removal scans, reader search and B6 on a Qw
         CHECK(c.group_removed.size() == n_groups);
         CHECK(c.layer_removed.size() == n_linear);
         CHECK(c.encode == 0);
+        // critical layers: only against a positive baseline gap, and then by the rule
+        if (c.baseline.gap.mean <= 0.0) CHECK(c.critical_layers.empty());
+        for (std::size_t i = 0; i < c.linear_layers.size(); ++i)
+            CHECK(std::count(c.critical_layers.begin(), c.critical_layers.end(), c.linear_layers[i]) ==
+                  (c.baseline.gap.mean > 0.0 && c.layer_removed[i].gap.mean < 0.6 * c.baseline.gap.mean ? 1 : 0));
         CHECK(c.reader.ranked.size() >= 4);
         // the reader is one of the top candidates by target mass, and the least gap once removed
         for (std::size_t i = 0; i < 4; ++i) CHECK(c.reader.reader.gap_removed <= c.reader.ranked[i].gap_removed);

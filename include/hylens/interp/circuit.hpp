@@ -75,8 +75,10 @@ Circuit identify_circuit(const Model& model, const std::vector<PairItem>& items,
     c.linear_layers = recurrent_layers(model.stack());
     for (int l : c.linear_layers) single.push_back({l});
     c.layer_removed = removal_scan(model, items, single, opt.unit);
+    // A model that does not solve the task (baseline gap <= 0) has no critical layer.
     for (std::size_t i = 0; i < c.linear_layers.size(); ++i)
-        if (c.layer_removed[i].gap.mean < opt.critical * c.baseline.gap.mean) c.critical_layers.push_back(c.linear_layers[i]);
+        if (c.baseline.gap.mean > 0.0 && c.layer_removed[i].gap.mean < opt.critical * c.baseline.gap.mean)
+            c.critical_layers.push_back(c.linear_layers[i]);
     c.reader = reader_search(model, items, opt.top);
     // Gr-1: the group feeding the reader's layer (or the last group before it); Gr-2: the one before.
     std::size_t r1 = c.groups.size();
