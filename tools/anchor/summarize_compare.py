@@ -28,7 +28,7 @@ def main(path):
             frac[key] = (r["fraction_of_floor"], r["floor_name"], r["floor_rate"])
     print("| model | dtype | test | threads | llama.cpp t/s | hylens t/s | hylens / llama.cpp | hylens of floor (floor) |")
     print("|---|---|---|---|---|---|---|---|")
-    for key in sorted(med):
+    for key in sorted(med, key=lambda k: (k[3], k[0], k[1], k[2])):  # threads, model, dtype, test
         e = med[key]
         if "llama.cpp" not in e or "hylens" not in e:
             continue
