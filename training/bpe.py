@@ -1,9 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """A small byte-level BPE (GPT-2 style) trained on the organisms' training text, written as a
 Hugging Face tokenizer.json that hylens' tokenizer reads. The Python encoder here implements
-the same pipeline for ASCII text (the GPT-2 pre-tokenizer regex with \\p{L} = [A-Za-z] and
-\\p{N} = [0-9], exact for ASCII); tests/organisms checks that hylens encodes the reference
-prompts to the same ids."""
+the same pipeline (added tokens split out first, GPT-2's pre-tokenizer regex, byte-level BPE);
+tests/organisms checks that hylens encodes the training samples to the same ids."""
 import collections
 import re
 

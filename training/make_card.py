@@ -72,6 +72,7 @@ def main():
     ap.add_argument("--study", required=True, help="output folder of hylens experiment channels")
     ap.add_argument("--command", action="append", default=[], help="commands to show under Reproduce")
     ap.add_argument("--findings", default="", help="a paragraph of findings (markdown)")
+    ap.add_argument("--check-items", type=int, default=4, help="items of seed 1 the card test reruns")
     args = ap.parse_args()
 
     name = os.path.basename(os.path.normpath(args.model))
@@ -81,22 +82,23 @@ def main():
     c = cfg.get("text_config", cfg)
     weights = st_io.load(os.path.join(args.model, "model.safetensors"))
     n_params = sum(t.numel() for t in weights.values())
-    log = read_log(os.path.join(args.model, "training_log.csv"))
+    log = [r for r in read_log(os.path.join(args.model, "training_log.csv")) if r["step"] <= int(meta["step"])]
     plot_loss(log, os.path.join(args.model, "loss.png"), f"{name}: training loss")
     last = log[-1]
     tail = log[-5:]
     summary = json.load(open(os.path.join(args.study, "summary.json")))
     run = json.load(open(os.path.join(args.study, "run.json")))
-    rows = {(r["task"], r["condition"]): r for r in summary["rows"]
-            if r["group"] == "all" and r["metric"] == "score" and not r.get("layers")}
+    allrows = {(r["task"], r["group"], r["metric"], r["condition"]): r for r in summary["rows"]
+               if r.get("layers", "all") in ("", "all")}
+    rows = {(t, cnd): r for (t, g, m, cnd), r in allrows.items() if g == "all" and m == "score"}
     tasks = []
     for r in summary["rows"]:
         if r["task"] not in tasks:
             tasks.append(r["task"])
-    conds = [cnd for cnd in CONDITIONS_ORDER if any((t, cnd) in rows for t in tasks)]
+    conds = [cnd for cnd in CONDITIONS_ORDER[:4] if any((t, cnd) in rows for t in tasks)]
     fam_title, fam_desc = FAMILY_TEXT[family]
     types = c.get("layer_types", [])
-    ev = run.get("arguments", run)
+    ev = run["study"]
 
     L = []
     L.append(f"# {name}: a trained {fam_title.split(' (')[0]} model organism\n")
@@ -128,7 +130,7 @@ def main():
     L.append("- AdamW (betas 0.9, 0.98, weight decay 0.01 on matrices), peak lr 3e-3 (x2 for attention "
              "projections), warm-up 150 steps, cosine to 10 % over the scheduled steps, batch 32, gradient clip 1, "
              "one torch thread.")
-    L.append(f"- Trained {int(last['step'])} steps in {last['wall_s'] / 60:.1f} min of wall time on the 2-core "
+    L.append(f"- Trained {int(meta['step'])} steps in {float(meta['wall_s']) / 60:.1f} min of wall time on the 2-core "
              "development machine, which was shared with other jobs throughout (load average 10-16), so the "
              "time is an upper bound on what the run needs; the run stops at its step count or at 68 min.")
     mean = lambda k: sum(r[k] for r in tail) / len(tail)  # noqa: E731
@@ -137,7 +139,7 @@ def main():
              f"teacher forcing {mean('answer_acc'):.2f}.\n")
     L.append("![loss curve](loss.png)\n")
     L.append("## Accuracy and channel study\n")
-    L.append(f"Measured with `hylens experiment channels` on {rows.get((tasks[0], 'FULL'), {}).get('n', '?')} items "
+    L.append(f"Measured with `hylens experiment channels` on {ev['items']} items per task and seed, {rows.get((tasks[0], 'FULL'), {}).get('n', '?')} "
              "per task (seeds above), greedy decoding. Mean score with its 95 % percentile bootstrap CI "
              f"({summary['statistics']['resampling']}; B = {summary['statistics']['resamples']}).\n")
     L.append("| task | " + " | ".join(conds) + " |")
@@ -145,6 +147,37 @@ def main():
     for t in tasks:
         L.append(f"| {t} | " + " | ".join(fmt(rows.get((t, cnd))) for cnd in conds) + " |")
     L.append("")
+    L.append("Scores: dictionary / list exact match of the value; language: the answer's language (CLD2) is the "
+             "instructed one; persona: the rule-based rubric; mixed: value from the KV source and language from the "
+             "recurrent source both right; drm / conjunction: the yes/no answer is right.\n")
+    rec = [t for t in tasks if (t, "all", "false_positive", "FULL") in allrows]
+    if rec:
+        L.append("Recognition traps: rate of \"yes\" per probe kind (false positives on absent probes, hits on "
+                 "present ones), 95 % CI.\n")
+        L.append("| task | probe | FULL | KV_ONLY | REC_ONLY |")
+        L.append("|---|---|---|---|---|")
+        for t in rec:
+            groups = sorted({g for (tt, g, m, cnd) in allrows if tt == t and g != "all"})
+            for g in groups:
+                m = "true_positive" if (t, g, "true_positive", "FULL") in allrows else "false_positive"
+                L.append(f"| {t} | {g} | " + " | ".join(fmt(allrows.get((t, g, m, cnd))) for cnd in
+                                                     ("FULL", "KV_ONLY", "REC_ONLY")) + " |")
+        L.append("")
+    swap_metrics = {"dictionary": [("value", "exact")], "list": [("value", "exact")], "language": [("language", "lang")],
+                    "persona": [("persona", "rubric")], "mixed": [("value", "value"), ("language", "lang")]}
+    swaps = [(t, what, m) for t in tasks for what, m in swap_metrics.get(t, []) if (t, "all", m + "_a", "KV_A+REC_B") in allrows]
+    if swaps:
+        L.append("State swaps: which source the answer follows. In KV_A+REC_B the KV part comes from context A and the "
+                 "recurrent part from context B (KV_B+REC_A is the mirror); the columns give the rate at which the "
+                 "answer matches the KV source's and the recurrent source's answer, 95 % CI.\n")
+        L.append("| task | what | KV_A+REC_B: follows KV | follows REC | KV_B+REC_A: follows KV | follows REC |")
+        L.append("|---|---|---|---|---|---|")
+        for t, what, m in swaps:
+            L.append(f"| {t} | {what} | {fmt(allrows.get((t, 'all', m + '_a', 'KV_A+REC_B')))} | "
+                     f"{fmt(allrows.get((t, 'all', m + '_b', 'KV_A+REC_B')))} | "
+                     f"{fmt(allrows.get((t, 'all', m + '_b', 'KV_B+REC_A')))} | "
+                     f"{fmt(allrows.get((t, 'all', m + '_a', 'KV_B+REC_A')))} |")
+        L.append("")
     if args.findings:
         L.append("## Findings\n")
         L.append(args.findings + "\n")
@@ -154,7 +187,31 @@ def main():
     L.append("```\n")
     with open(os.path.join(args.model, "README.md"), "w") as f:
         f.write("\n".join(L))
+    write_card_check(args, name, tasks)
     return 0
+
+
+CHECK_CONDITIONS = ["FULL", "KV_ONLY", "REC_ONLY", "NONE"]
+
+
+def write_card_check(args, name, tasks):
+    """The reduced rerun tests/organisms makes of the card's study, and the records it must match."""
+    ref_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "organisms", "data", name)
+    os.makedirs(ref_dir, exist_ok=True)
+    keep = []
+    with open(os.path.join(args.study, "items.jsonl")) as f:
+        for line in f:
+            r = json.loads(line)
+            if r["seed"] == 1 and r["item"] < args.check_items and r["condition"] in CHECK_CONDITIONS:
+                keep.append({k: r[k] for k in ("task", "seed", "item", "condition", "generated", "score")})
+    with open(os.path.join(ref_dir, "card_records.jsonl"), "w") as f:
+        for r in keep:
+            f.write(json.dumps(r) + "\n")
+    with open(os.path.join(ref_dir, "card_check.json"), "w") as f:
+        json.dump({"tasks": tasks, "conditions": ",".join(CHECK_CONDITIONS), "seeds": [1], "items": args.check_items,
+                   "source": f"records of seed 1, items 0-{args.check_items - 1} of the study in models/{name}/README.md"},
+                  f, indent=1)
+        f.write("\n")
 
 
 if __name__ == "__main__":

@@ -312,6 +312,8 @@ def main():
     ap.add_argument("--curriculum", type=float, default=0.4, help="fraction of steps to reach the full pair count")
     ap.add_argument("--warmup", type=int, default=150)
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--stop-at", type=int, default=None,
+                    help="export and stop after this step (the schedule still follows --steps)")
     ap.add_argument("--export-only", action="store_true", help="re-export the folder from checkpoint.pt and exit")
     ap.add_argument("--ref-dir", default=None, help="equality-test data (default tests/organisms/data/<out name>)")
     ap.add_argument("--export-every", type=int, default=500)
@@ -347,18 +349,23 @@ def main():
         opt.load_state_dict(ck["opt"])
         step, wall = ck["step"], ck["wall"]
         print(f"resumed at step {step} ({wall:.0f} s trained)", flush=True)
+        if os.path.exists(log_path):  # drop log lines written after the checkpoint
+            with open(log_path) as f:
+                lines = f.readlines()
+            with open(log_path, "w") as f:
+                f.writelines([lines[0]] + [ln for ln in lines[1:] if int(ln.split(",")[0]) <= step])
+    else:
+        with open(log_path, "w") as f:
+            f.write("step,wall_s,lr,loss_answer,loss_lm,answer_acc,curriculum_level\n")
     if args.export_only:
         export(model, tok, cfg, args.family, args.out, ref_dir, pool, eval_pool,
                {"family": args.family, "seed": args.seed, "step": step, "wall_s": f"{wall:.0f}"})
         return 0
-    else:
-        with open(log_path, "w") as f:
-            f.write("step,wall_s,lr,loss_answer,loss_lm,answer_acc,curriculum_level\n")
     print(f"{args.family}: vocab {len(tok)}, params {sum(p.numel() for p in model.parameters())}", flush=True)
 
     t0 = time.time() - wall
     acc_loss = acc_lm = acc_ok = acc_n = 0.0
-    while step < args.steps and time.time() - t0 < 60.0 * args.max_wall_min:
+    while step < args.steps and time.time() - t0 < 60.0 * args.max_wall_min and step != args.stop_at:
         level = min(1.0, step / max(1.0, args.curriculum * args.steps))
         ids, tgt, w_ans, w_lm = make_batch(tok, args.family, pool, args.seed, step, args.batch, level)
         lr_f = min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / args.steps)))
@@ -388,7 +395,7 @@ def main():
             print(f"step {step} wall {wall:.0f}s loss_ans {acc_loss / acc_n:.4f} lm {acc_lm / acc_n:.3f} "
                   f"acc {acc_ok / acc_n:.3f} level {level:.2f}", flush=True)
             acc_loss = acc_lm = acc_ok = acc_n = 0.0
-        stopping = time.time() - t0 >= 60.0 * args.max_wall_min
+        stopping = time.time() - t0 >= 60.0 * args.max_wall_min or step == args.stop_at
         if step % args.export_every == 0 or step == args.steps or stopping:
             wall = time.time() - t0
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "wall": wall}, ckpt_path + ".tmp")
