@@ -2,7 +2,7 @@
 caches, then five decode steps with theirs, against the float64 reference within the
 manifest's atol (the tolerances of the C++ suite), from the F32 and the BF16 checkpoint; and
 against `hylens dump` (the same C++ functions in the command-line tool): bit for bit when the
-two binaries agree, else within float32 rounding (conftest.assert_matches_tool says why)."""
+two binaries are built with -ffp-contract=off (conftest.assert_matches_tool says why)."""
 
 import numpy as np
 import pytest
