@@ -3,7 +3,8 @@
 // the merge of sharded result folders. See docs/experiments.md.
 //
 //   hylens experiment channels --model DIR [--tokenizer FILE] --task T[,T...] [--conditions LIST]
-//       [--items N] [--seeds LIST] [--max-new N] [--layers SPEC] [--shard I/N] [--resume] --out DIR
+//       [--items N] [--seeds LIST] [--max-new N] [--layers SPEC] [--shard I/N] [--resume]
+//       [--judge DIR [--judge-tokenizer FILE]] --out DIR
 //   hylens experiment merge DIR... --out DIR
 //
 // Built with HYLENS_WITH_MPI, `mpirun -np N hylens experiment channels ...` runs shard r/N on
@@ -13,12 +14,14 @@
 #include <hylens/experiments/channel_study.hpp>
 #include <hylens/experiments/merge.hpp>
 #include <hylens/models/load.hpp>
+#include <hylens/tasks/judge.hpp>
 #include <hylens/tasks/registry.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,7 +45,7 @@ struct ChannelsArgs {
     std::vector<std::string> tasks;
     std::size_t items = 600, max_new = 0;
     std::vector<std::uint64_t> seeds{1, 2, 3};
-    std::string layers, shard, out;
+    std::string layers, shard, out, judge, judge_tokenizer;
     bool resume = false;
 };
 
@@ -121,6 +124,26 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
     bool ok = true;
     std::string error;
     try {
+        // The judge model (persona) is loaded first: a bad --judge fails before any item runs.
+        std::optional<AnyModel> judge_model;
+        std::optional<Tokenizer> judge_tok;
+        std::optional<tasks::ModelJudge> judge;
+        if (!a.judge.empty()) {
+            check(std::filesystem::is_directory(a.judge), "[experiment] --judge ", a.judge,
+                  " is not a model folder (config.json + *.safetensors)");
+            judge_model.emplace(load(a.judge));
+            const std::filesystem::path jt = a.judge_tokenizer.empty() ? std::filesystem::path(a.judge) / "tokenizer.json"
+                                                                       : std::filesystem::path(a.judge_tokenizer);
+            check(std::filesystem::exists(jt), "[experiment] ", jt.string(),
+                  " does not exist: the judge reads text, pass --judge-tokenizer FILE");
+            judge_tok.emplace(Tokenizer::from_file(jt.string()));
+            const ChatFamily jf = ex::chat_family(judge_model->config().model_type);
+            judge.emplace(*judge_model, *judge_tok, jf, 4, ex::PromptRenderer(*judge_tok, jf).stop_ids());
+            opt.judge = &*judge;
+            opt.judge_info = {{"model", std::filesystem::absolute(a.judge).string()},
+                              {"model_type", judge_model->config().model_type},
+                              {"tokenizer", std::filesystem::absolute(jt).string()}};
+        }
         const AnyModel model = load(a.model);
         const std::filesystem::path tok_path =
             a.tokenizer.empty() ? std::filesystem::path(a.model) / "tokenizer.json" : std::filesystem::path(a.tokenizer);
@@ -186,6 +209,11 @@ inline int run_experiment(int argc, char** argv) {
                    "layer sweeps, comma-separated: single, cumulative, cumulative-top, or a layer set like 0-3+5");
     ch->add_option("--shard", a.shard, "run shard I of N (items numbered in study order, taken I mod N)");
     ch->add_flag("--resume", a.resume, "continue a killed run in --out (records already there are kept)");
+    CLI::Option* judge = ch->add_option(
+        "--judge", a.judge, "persona judge: a model folder loaded with hylens answers a yes/no rubric (default: the rule rubric)");
+    ch->add_option("--judge-tokenizer", a.judge_tokenizer, "the judge's tokenizer.json (default: the judge folder's)")
+        ->check(CLI::ExistingFile)
+        ->needs(judge);
     ch->add_option("--out", a.out, "result folder")->required();
     std::vector<std::string> merge_dirs;
     std::string merge_out;

@@ -1,8 +1,9 @@
 // `hylens experiment` end to end on a shipped random model (a golden model folder copied with
 // the test tokenizer): bad arguments are usage errors (exit 2); a run over real tasks writes
 // every result file; the CLI's shards merged == the unsharded run; the figure script draws
-// from the result folder; built with MPI, `mpirun -np 2` == one process. Built only when the
-// tool is (HYLENS_CLI).
+// from the result folder; built with MPI, `mpirun -np 2` == one process; --judge scores the
+// persona task with a second model; a model whose weights hold a NaN fails the run at the
+// non-finite site. Built only when the tool is (HYLENS_CLI).
 
 #ifdef HYLENS_CLI
 #include <doctest/doctest.h>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <sys/wait.h>  // WEXITSTATUS
@@ -38,6 +40,48 @@ fs::path model_folder(const fs::path& root) {
     return m;
 }
 
+/// The records of items.jsonl.
+std::vector<nlohmann::json> records(const fs::path& dir) {
+    std::vector<nlohmann::json> out;
+    std::istringstream in(hylens::test::read_text(dir / "items.jsonl"));
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+    return out;
+}
+
+/// Overwrites the data of tensor `name` in a safetensors file with 0xFF bytes (a float32 NaN),
+/// leaving the header intact.
+void poison_tensor(const fs::path& file, const std::string& name) {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    REQUIRE(f.good());
+    unsigned char len[8];
+    f.read(reinterpret_cast<char*>(len), 8);
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
+    std::string header(n, '\0');
+    f.read(header.data(), static_cast<std::streamsize>(n));
+    const nlohmann::json h = nlohmann::json::parse(header);
+    REQUIRE(h.contains(name));
+    REQUIRE(h[name]["dtype"] == "F32");
+    const std::uint64_t begin = h[name]["data_offsets"][0], end = h[name]["data_offsets"][1];
+    REQUIRE(end > begin);
+    f.seekp(static_cast<std::streamoff>(8 + n + begin));
+    const std::string nan_bytes(end - begin, '\xff');
+    f.write(nan_bytes.data(), static_cast<std::streamsize>(nan_bytes.size()));
+    REQUIRE(f.good());
+}
+
+/// Every record was scored by `by` ("judge" or "rubric"): its score is that verdict; the rule
+/// rubric is recorded either way, the judge's answer only when it decided.
+void check_scored_by(const std::vector<nlohmann::json>& recs, const std::string& by) {
+    for (const auto& r : recs) {
+        CHECK(r["scored_by"] == by);
+        REQUIRE(r["score_fields"].contains(by));
+        CHECK(r["score_fields"].contains("rubric"));
+        CHECK(r["score_fields"].contains("judge") == (by == "judge"));
+        CHECK(r["score"] == (r["score_fields"][by] == true ? 1.0 : 0.0));
+    }
+}
 
 }  // namespace
 
@@ -103,6 +147,72 @@ TEST_CASE("cli: hylens experiment channels on real tasks; shards merged == unsha
     } else {
         MESSAGE("matplotlib not installed: figure script not run");
     }
+}
+
+TEST_CASE("cli: hylens experiment channels --judge scores persona with a second model") {
+    hylens::test::TempDir dir("cli_judge");
+    const fs::path model = model_folder(dir.path);
+    const fs::path judge_root = dir.path / "j";
+    const fs::path judge = model_folder(judge_root);
+    const fs::path judge_tok = dir.path / "judge_tokenizer.json";
+    std::ofstream(judge_tok) << hylens::test::tiny_tokenizer_json();
+    fs::remove(judge / "tokenizer.json");  // the judge's tokenizer comes from --judge-tokenizer
+    const std::string study = kCli + " experiment channels --model " + model.string() +
+                              " --task persona --items 6 --seeds 1 --max-new 4 --conditions FULL,NONE";
+    const fs::path judged = dir.path / "judged", ruled = dir.path / "ruled";
+    REQUIRE(sh(study + " --judge " + judge.string() + " --judge-tokenizer " + judge_tok.string() + " --out " +
+               judged.string() + " 2>/dev/null") == 0);
+    const nlohmann::json run = nlohmann::json::parse(hylens::test::read_text(judged / "run.json"));
+    CHECK(run["status"] == "complete");
+    CHECK(run["judge"]["model"] == fs::absolute(judge).string());
+    CHECK(run["judge"]["tokenizer"] == fs::absolute(judge_tok).string());
+    CHECK(run["study"]["judge"] == run["judge"]);
+    CHECK(run["check_finite"] == true);
+    // Swap items whose A and B contexts differ in token length are skipped (skipped.jsonl).
+    const std::size_t kept = 6 - run["skipped_items"].get<std::size_t>();
+    REQUIRE(kept >= 1);
+    const std::vector<nlohmann::json> jr = records(judged);
+    REQUIRE(jr.size() == 2 * kept);
+    check_scored_by(jr, "judge");
+    // Without --judge the rule rubric decides, and run.json says so.
+    REQUIRE(sh(study + " --out " + ruled.string() + " 2>/dev/null") == 0);
+    CHECK(nlohmann::json::parse(hylens::test::read_text(ruled / "run.json"))["judge"] == "rubric");
+    const std::vector<nlohmann::json> rr = records(ruled);
+    REQUIRE(rr.size() == 2 * kept);
+    check_scored_by(rr, "rubric");
+    // The judge changes the score only: the same answers, the same rubric verdicts.
+    for (std::size_t i = 0; i < rr.size(); ++i) {
+        CHECK(jr[i]["generated"] == rr[i]["generated"]);
+        CHECK(jr[i]["score_fields"]["rubric"] == rr[i]["score_fields"]["rubric"]);
+    }
+    // Resuming a judged run without its judge is another study.
+    CHECK(sh(study + " --resume --out " + judged.string() + " >/dev/null 2>&1") == 1);
+    // A missing judge folder is an error of the run before any item; --judge-tokenizer needs --judge.
+    const fs::path missing = dir.path / "missing";
+    CHECK(sh(study + " --judge " + (dir.path / "nojudge").string() + " --out " + missing.string() + " >/dev/null 2>&1") == 1);
+    CHECK_FALSE(fs::exists(missing / "items.jsonl"));
+    CHECK(sh(study + " --judge " + judge.string() + " --out " + missing.string() + " >/dev/null 2>&1") == 1);  // no tokenizer
+    CHECK_FALSE(fs::exists(missing / "items.jsonl"));
+    CHECK(sh(study + " --judge-tokenizer " + judge_tok.string() + " --out " + missing.string() + " >/dev/null 2>&1") == 2);
+}
+
+TEST_CASE("cli: hylens experiment channels stops at the first non-finite value of a damaged model") {
+    hylens::test::TempDir dir("cli_nan");
+    const fs::path model = model_folder(dir.path);
+    poison_tensor(model / "model.safetensors", "model.language_model.layers.2.mlp.down_proj.weight");
+    const fs::path out = dir.path / "o", log = dir.path / "stderr.txt";
+    const int rc = sh(kCli + " experiment channels --model " + model.string() +
+                      " --task drm --items 2 --seeds 1 --max-new 2 --conditions FULL --out " + out.string() +
+                      " 2>" + log.string());
+    CHECK(rc == 1);
+    const std::string err = hylens::test::read_text(log);
+    INFO(err);
+    CHECK(err.find("non-finite") != std::string::npos);
+    CHECK(err.find("layer 2, site mlp_out") != std::string::npos);
+    CHECK_FALSE(fs::exists(out / "summary.json"));
+    CHECK_FALSE(fs::exists(out / "summary.csv"));
+    CHECK(nlohmann::json::parse(hylens::test::read_text(out / "run.json"))["status"] == "running");
+    CHECK(records(out).empty());
 }
 
 #ifdef HYLENS_MPIRUN

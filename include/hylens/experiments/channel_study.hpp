@@ -13,6 +13,15 @@
 // Sharding: the (task, seed, item) triples are numbered in study order (tasks as listed, seeds
 // as listed, items 0..N-1); shard I of N takes those whose number is I mod N.
 //
+// Non-finite check: with StudyOptions::check_finite (the default) every forward of the study,
+// prefill and generation, runs with ForwardOptions::check_finite, so a model that produces a
+// NaN or infinity stops the run with a NonFiniteError naming the layer and site; no summary is
+// written and run.json stays "running".
+//
+// Judge: StudyOptions::judge (may be null) is handed to every scorer (the persona task asks it
+// instead of its rule rubric); each record's "scored_by" says "judge" when the judge decided
+// its score and "rubric" when a rule rubric did (tasks without either have no such field).
+//
 // Crash safety: records are appended as whole lines and fsynced after each batch and
 // condition; resume drops a torn last line and skips the (task, seed, item, condition) keys
 // already on disk. A finished run rewrites items.jsonl in canonical order (task, seed, item,
@@ -74,6 +83,10 @@ struct StudyOptions {
     std::size_t batch = 16;             ///< most items per forward
     std::filesystem::path out;
     tasks::Judge* judge = nullptr;
+    /// What the judge is, for run.json and the study definition (e.g. {"model": DIR}); null
+    /// when there is no judge (run.json then says "rubric").
+    nlohmann::json judge_info = nullptr;
+    bool check_finite = true;           ///< the non-finite check on every forward (see above)
     bool progress = true;
     BootstrapOptions bootstrap{};
     nlohmann::json run_info = nlohmann::json::object();  ///< merged into run.json (model, arguments, version, ...)
@@ -92,8 +105,12 @@ inline nlohmann::json study_definition(const StudyOptions& o, const std::vector<
     nlohmann::json tasks = nlohmann::json::array(), conds = nlohmann::json::array();
     for (const auto* t : o.tasks) tasks.push_back(t->name);
     for (const auto& c : expanded) conds.push_back(c.name());
-    return {{"tasks", tasks}, {"conditions", conds}, {"items", o.items},  {"seeds", o.seeds},
-            {"max_new", o.max_new}, {"shard", o.shard.text()}};
+    nlohmann::json d = {{"tasks", tasks}, {"conditions", conds}, {"items", o.items},  {"seeds", o.seeds},
+                        {"max_new", o.max_new}, {"shard", o.shard.text()}};
+    // Only a judged study names its judge (a resumed run must use the same one); the
+    // definitions of rubric-scored studies stay as they were.
+    if (o.judge) d["judge"] = o.judge_info.is_null() ? nlohmann::json("unnamed") : o.judge_info;
+    return d;
 }
 
 namespace detail {
@@ -113,6 +130,14 @@ inline nlohmann::json read_json_file(const std::filesystem::path& p) {
     } catch (const nlohmann::json::exception& e) {
         fail<FormatError>("[experiment] ", p.string(), " is not JSON: ", e.what());
     }
+}
+
+/// "judge" when the judge decided a score (its scorer recorded the judge's answer), "rubric"
+/// when a rule rubric did, null for tasks scored otherwise.
+inline const char* scored_by(const tasks::Score& s) {
+    if (s.fields.contains("judge")) return "judge";
+    if (s.fields.contains("rubric")) return "rubric";
+    return nullptr;
 }
 
 inline std::string utc_now() {
@@ -161,6 +186,8 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     run["chat_family"] = family_name(family);
     run["stop_ids"] = renderer.stop_ids();
     run["batch"] = opt.batch;
+    run["judge"] = opt.judge ? (opt.judge_info.is_null() ? nlohmann::json("unnamed") : opt.judge_info) : nlohmann::json("rubric");
+    run["check_finite"] = opt.check_finite;
     run["status"] = "running";
     run["started"] = detail::utc_now();
     if (renderer.stop_ids().empty())
@@ -228,8 +255,10 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
             const std::vector<std::size_t>& pending = std::get<3>(key);
             bool need_b = false;
             for (std::size_t c : pending) need_b = need_b || conds[c].needs_b();
-            const Cache a = model.prefill(TokenBatch(ctx));
-            const Cache b = need_b ? model.prefill(TokenBatch(alt)) : Cache();
+            ForwardOptions fo;
+            fo.check_finite = opt.check_finite;
+            const Cache a = model.prefill(TokenBatch(ctx), fo);
+            const Cache b = need_b ? model.prefill(TokenBatch(alt), fo) : Cache();
             const TokenBatch query(qry);
             for (const std::size_t c : pending) {
                 const Condition& cond = conds[c];
@@ -238,6 +267,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
                 g.max_new = max_new;
                 g.stop_ids = renderer.stop_ids();
                 g.start_position = e.position;
+                g.check_finite = opt.check_finite;
                 const GenerateResult r = generate(model, e.cache, query, g);
                 for (std::size_t k = b0; k < b1; ++k) {
                     const detail::Work& w = work[members[k]];
@@ -259,6 +289,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
                     rec["generated_ids"] = ids;
                     rec["stopped"] = stopped;
                     rec["score"] = s.score;
+                    if (const char* by = detail::scored_by(s)) rec["scored_by"] = by;
                     if (w.ids.first_a) rec["first_token"] = !r.ids[k - b0].empty() && r.ids[k - b0][0] == *w.ids.first_a;
                     if (w.ids.first_b) rec["first_token_b"] = !r.ids[k - b0].empty() && r.ids[k - b0][0] == *w.ids.first_b;
                     rec["context_tokens"] = w.ids.context.size();
