@@ -42,6 +42,7 @@ public:
             GenerateOptions opt;
             opt.max_new = max_new_;
             opt.stop_ids = stop_ids_;
+            opt.check_finite = true;  // a NaN judge fails the study instead of answering "no"
             out = generate(m, cache, TokenBatch(prompt), opt).ids.at(0);
         });
         last_answer_ = tok_->decode(std::vector<Tokenizer::TokenId>(out.begin(), out.end()), true);
