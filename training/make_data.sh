@@ -1,5 +1,6 @@
 #!/bin/sh
-# Dumps the study tasks' items (include/hylens/tasks) as JSON lines for training the organisms.
+# Dumps the study tasks' items (include/hylens/tasks) as JSON lines for training the organisms,
+# through `hylens tasks --json` (built here if missing).
 # Training items: seeds 1000..1199 (50 items each, 10,000 per task); evaluation items for the
 # training-time monitor and the reference prompts: seed 1 (40 items). The model cards' accuracies
 # are measured on seeds 1, 2, 3 by `hylens experiment channels`; no training item comes from
@@ -7,10 +8,14 @@
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/build-organisms/items}
-bin=$root/build-organisms/dump_items
+build=$root/build-organisms
+if [ ! -x "$build/examples/hylens" ]; then
+    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DHYLENS_BUILD_TESTS=OFF -DHYLENS_BUILD_EXAMPLES=ON > /dev/null
+    nice cmake --build "$build" --target hylens_cli -j "$(nproc)"
+fi
 mkdir -p "$out/train" "$out/eval"
-nice g++ -std=c++20 -O1 -I"$root/include" "$root/training/dump_items.cpp" -o "$bin" -lcld2 -lutf8proc -lpcre2-8
+train_seeds=$(seq -s, 1000 1199)
 for t in dictionary list language persona mixed drm conjunction; do
-    "$bin" "$t" 1000 200 50 > "$out/train/$t.jsonl"
-    "$bin" "$t" 1 1 40 > "$out/eval/$t.jsonl"
+    "$build/examples/hylens" tasks --task "$t" --seeds "$train_seeds" --items 50 --json > "$out/train/$t.jsonl"
+    "$build/examples/hylens" tasks --task "$t" --seeds 1 --items 40 --json > "$out/eval/$t.jsonl"
 done
