@@ -23,14 +23,13 @@
 #include <string>
 
 #include "../tests/experiments/fixtures.hpp"
-#include "../tests/support/random_model.hpp"
+#include "qwen35_shape.hpp"
 
 namespace {
 
-using Stack = hylens::HybridStack<hylens::DeltaNetLayer<>, hylens::AttentionLayer<>>;
-using Model = hylens::CausalLM<Stack>;
+using Model = hylens::bench::Qwen35Model;
 
-constexpr std::size_t kHidden = 1024, kFfn = 3584, kVocab = 4096, kItems = 8;
+constexpr std::size_t kItems = 8;
 
 std::size_t layers() {
     const char* s = std::getenv("HYLENS_BENCH_LAYERS");
@@ -38,23 +37,7 @@ std::size_t layers() {
 }
 
 const Model& model() {
-    static const Model m = [] {
-        hylens::test::RandomWeights r({kHidden, kVocab, true, 7});
-        const hylens::DecoderConfig dc{kHidden, 1e-6f, true, 1.0f};
-        Stack st;
-        for (std::size_t i = 0; i < layers(); ++i) {
-            hylens::FeedForward f;
-            f.hidden = kHidden;
-            f.has_dense = true;
-            f.dense = r.swiglu(kHidden, kFfn);
-            auto norm = [&] { return r.values(kHidden, 0.1f); };
-            if (i % 4 == 3)  // full_attention_interval = 4
-                st.push_back(hylens::DecoderLayer<hylens::AttentionLayer<>>(dc, norm(), r.attention(true, 8, 2, 256, 64), norm(), std::move(f)));
-            else
-                st.push_back(hylens::DecoderLayer<hylens::DeltaNetLayer<>>(dc, norm(), r.deltanet(16, 16, 128, 128), norm(), std::move(f)));
-        }
-        return r.model(std::move(st));
-    }();
+    static const Model m = hylens::bench::qwen35_08b_shaped(layers(), 7);
     return m;
 }
 

@@ -24,43 +24,16 @@
 #include <hylens/cache/surgery.hpp>
 #include <hylens/stack/causal_lm.hpp>
 
-#include "../tests/support/random_model.hpp"
+#include "qwen35_shape.hpp"
 
 namespace {
 
-using Stack = hylens::HybridStack<hylens::DeltaNetLayer<>, hylens::AttentionLayer<>>;
-using Model = hylens::CausalLM<Stack>;
+using Model = hylens::bench::Qwen35Model;
 using Cache = Model::cache_type;
 
-constexpr std::size_t kHidden = 1024, kLayers = 24, kFfn = 3584, kVocab = 4096, kContext = 1000;
+constexpr std::size_t kLayers = 24, kVocab = hylens::bench::kQwen35Vocab, kContext = 1000;
 
-Model make_model() {
-    hylens::test::RandomSpec spec;
-    spec.hidden = kHidden;
-    spec.vocab = kVocab;
-    spec.bf16 = true;
-    hylens::test::RandomWeights r(spec);
-    Stack st;
-    const auto ffn = [&] {
-        hylens::FeedForward f;
-        f.hidden = kHidden;
-        f.has_dense = true;
-        f.dense = r.swiglu(kHidden, kFfn);
-        return f;
-    };
-    const hylens::DecoderConfig dc{kHidden, 1e-6f, true, 1.0f};
-    for (std::size_t i = 0; i < kLayers; ++i) {
-        // full_attention_interval = 4: layers 3, 7, ... are attention.
-        if (i % 4 == 3) {
-            st.push_back(hylens::DecoderLayer<hylens::AttentionLayer<>>(dc, r.values(kHidden, 0.1f), r.attention(true, 8, 2, 256, 64),
-                                                                        r.values(kHidden, 0.1f), ffn()));
-        } else {
-            st.push_back(hylens::DecoderLayer<hylens::DeltaNetLayer<>>(dc, r.values(kHidden, 0.1f), r.deltanet(16, 16, 128, 128),
-                                                                       r.values(kHidden, 0.1f), ffn()));
-        }
-    }
-    return r.model(std::move(st));
-}
+Model make_model() { return hylens::bench::qwen35_08b_shaped(kLayers); }
 
 struct Fixture {
     Model model = make_model();
