@@ -91,8 +91,8 @@ def make_drill(pool, rng, level):
                 expected=[",".join(pairs[i][1] for i in ask)])
 
 
-def draw_item(pool, rng, level):
-    names, weights = zip(*MIX.items())
+def draw_item(pool, rng, level, mix=None):
+    names, weights = zip(*(mix or MIX).items())
     task = rng.choices(names, weights)[0]
     return make_drill(pool, rng, level) if task == "drill" else pool.draw(task, rng, level)
 
@@ -184,9 +184,9 @@ def encode_item(tok, family, item):
     return p, a
 
 
-def make_batch(tok, family, pool, seed, step, bs, level):
-    rng = random.Random(f"train:{seed}:{step}")
-    seqs = [encode_item(tok, family, draw_item(pool, rng, level)) for _ in range(bs)]
+def make_batch(tok, family, pool, seed, step, bs, level, mix=None, stream="train"):
+    rng = random.Random(f"{stream}:{seed}:{step}")
+    seqs = [encode_item(tok, family, draw_item(pool, rng, level, mix)) for _ in range(bs)]
     T = max(len(p) + len(a) for p, a in seqs) - 1
     ids = torch.zeros(bs, T, dtype=torch.long)
     tgt = torch.zeros(bs, T, dtype=torch.long)
@@ -319,12 +319,26 @@ def main():
     ap.add_argument("--export-every", type=int, default=500)
     ap.add_argument("--eval-items", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--mix", default=None,
+                    help="task weights as task=w,task=w (default: the MIX table); tasks not named are not drawn")
+    ap.add_argument("--init-from", default=None,
+                    help="start a new phase from this checkpoint.pt's weights (fresh optimizer, step 0, own schedule)")
+    ap.add_argument("--stream", default="train",
+                    help="name of the batch stream: batch s is drawn from random.Random(f'{stream}:{seed}:{s}')")
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--data", default=os.path.join(here, "..", "build-organisms", "items", "train"),
                     help="folder of <task>.jsonl training items (training/make_data.sh)")
     ap.add_argument("--eval-data", default=os.path.join(here, "..", "build-organisms", "items", "eval"),
                     help="folder of <task>.jsonl evaluation items (monitor and reference prompts)")
     args = ap.parse_args()
+    mix = None
+    if args.mix:
+        mix = {}
+        for part in args.mix.split(","):
+            name, _, w = part.partition("=")
+            if name not in MIX or not w:
+                ap.error(f"--mix: '{part}' is not task=weight with a task of {sorted(MIX)}")
+            mix[name] = float(w)
     torch.set_num_threads(args.threads)
     os.makedirs(args.out, exist_ok=True)
 
@@ -343,6 +357,9 @@ def main():
     step, wall = 0, 0.0
     ref_dir = args.ref_dir or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "organisms",
                                            "data", os.path.basename(os.path.normpath(args.out)))
+    if args.init_from and not args.resume:
+        model.load_state_dict(torch.load(args.init_from)["model"])
+        print(f"phase starts from the weights of {args.init_from}", flush=True)
     if (args.resume or args.export_only) and os.path.exists(ckpt_path):
         ck = torch.load(ckpt_path)
         model.load_state_dict(ck["model"])
@@ -367,7 +384,7 @@ def main():
     acc_loss = acc_lm = acc_ok = acc_n = 0.0
     while step < args.steps and time.time() - t0 < 60.0 * args.max_wall_min and step != args.stop_at:
         level = min(1.0, step / max(1.0, args.curriculum * args.steps))
-        ids, tgt, w_ans, w_lm = make_batch(tok, args.family, pool, args.seed, step, args.batch, level)
+        ids, tgt, w_ans, w_lm = make_batch(tok, args.family, pool, args.seed, step, args.batch, level, mix, args.stream)
         lr_f = min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / args.steps)))
         for g in opt.param_groups:
             g["lr"] = g["base"] * lr_f

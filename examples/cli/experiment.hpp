@@ -20,9 +20,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -186,7 +188,24 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
 
 }  // namespace detail
 
+/// The kind of study a result folder holds: run.json's "kind" ("channels" when absent, as in
+/// folders written before other studies existed).
+inline std::string result_kind(const std::filesystem::path& dir) {
+    const std::filesystem::path run = dir / "run.json";
+    if (!std::filesystem::exists(run)) return "channels";
+    std::ifstream in(run);
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    return j.is_object() && j.contains("kind") && j["kind"].is_string() ? j["kind"].get<std::string>() : "channels";
+}
+
 inline int run_experiment(int argc, char** argv) {
+    // Studies with a header of their own (examples/cli/experiment_<study>.hpp) take over the
+    // command line from their name on: run_experiment_<study>(argc - 1, argv + 1), argv[1] is the
+    // study's name. One line per study here; the CLI11 app below lists them for --help.
+    if (argc >= 3) {
+        const std::string_view study = argv[2];
+        (void)study;
+    }
     CLI::App app("studies on a model folder; results as items.jsonl, summary.csv/json, diffs.csv, run.json",
                  "hylens experiment");
     app.require_subcommand(1);
@@ -226,6 +245,13 @@ inline int run_experiment(int argc, char** argv) {
         return detail::run_channels(a, all, usage_line(*ch));
     }
     std::vector<std::filesystem::path> dirs(merge_dirs.begin(), merge_dirs.end());
+    // Result folders of other studies merge through their study's own merge (one line each).
+    const std::string kind = result_kind(dirs.front());
+    if (kind != "channels") {
+        std::cerr << "hylens experiment merge: " << dirs.front().string() << "/run.json is a '" << kind
+                  << "' study, which has no merge\n";
+        return 2;
+    }
     const experiments::MergeResult m = experiments::merge_results(dirs, merge_out);
     std::cerr << "hylens experiment merge: " << m.folders << " folders, " << m.records << " records"
               << (m.incomplete ? " (" + std::to_string(m.incomplete) + " folders not complete)" : std::string()) << " -> "
