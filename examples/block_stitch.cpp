@@ -4,11 +4,13 @@
 //
 //   block_stitch [RECEIVER_DIR DONOR_DIR]
 //
-// Defaults: receiver tests/golden/models/granite_h_dense (Mamba-2 + attention), donor
-// tests/golden/models/qwen3_5_dense (Gated DeltaNet + attention). The stitched model is a new
-// stack type, HybridStack<Mamba2Layer<>, AttentionLayer<>, StitchBlock<LinearAdapter,
-// QwenStack>>, and runs through the ordinary forward. The weights are random, so the table
-// shows the mechanics (fit quality, agreement with the intact model), not a circuit.
+// Defaults: receiver models/granite-h-tiny (Mamba-2 + attention), donor models/qwen35-tiny
+// (Gated DeltaNet + attention), the trained organisms (docs/organisms.md). The stitched model is
+// a new stack type, HybridStack<Mamba2Layer<>, AttentionLayer<>, StitchBlock<LinearAdapter,
+// QwenStack>>, and runs through the ordinary forward. Both models are fed the same token ids
+// (random ones, below both vocabularies), although their tokenizers differ, so the table shows
+// the mechanics (fit quality, agreement with the intact model), not a study: the study with text,
+// token alignment across the two tokenizers and every control is `hylens experiment stitch`.
 
 #include <hylens/interp/lens.hpp>
 #include <hylens/interp/reader_search.hpp>
@@ -27,11 +29,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path golden_model(const char* name) {
-#ifdef HYLENS_GOLDEN_MODELS_DIR
-    if (fs::exists(fs::path(HYLENS_GOLDEN_MODELS_DIR) / name)) return fs::path(HYLENS_GOLDEN_MODELS_DIR) / name;
+fs::path organism(const char* name) {
+#ifdef HYLENS_MODELS_DIR
+    if (fs::exists(fs::path(HYLENS_MODELS_DIR) / name)) return fs::path(HYLENS_MODELS_DIR) / name;
 #endif
-    return fs::path(__FILE__).parent_path().parent_path() / "tests" / "golden" / "models" / name;
+    return fs::path(__FILE__).parent_path().parent_path() / "models" / name;
 }
 
 std::vector<std::vector<std::int64_t>> prompts(std::size_t n, std::size_t T, std::size_t vocab, unsigned seed) {
@@ -71,8 +73,8 @@ auto runner(const M& m, std::vector<hylens::Intervention> iv = {}) {
 
 int main(int argc, char** argv) {
     try {
-        const fs::path rdir = argc > 2 ? fs::path(argv[1]) : golden_model("granite_h_dense");
-        const fs::path ddir = argc > 2 ? fs::path(argv[2]) : golden_model("qwen3_5_dense");
+        const fs::path rdir = argc > 2 ? fs::path(argv[1]) : organism("granite-h-tiny");
+        const fs::path ddir = argc > 2 ? fs::path(argv[2]) : organism("qwen35-tiny");
         const hylens::AnyModel recv_any = hylens::load(rdir), donor_any = hylens::load(ddir);
         recv_any.visit([&](const auto& recv) {
             donor_any.visit([&](const auto& donor) {
