@@ -5,7 +5,9 @@
 #include "core/bf16.hpp"
 #include "core/blas.hpp"
 #include "core/error.hpp"
+#include "core/indices.hpp"
 #include "core/tensor.hpp"
+#include "core/tensor_view.hpp"
 #include "core/thread_pool.hpp"
 #include "core/weight.hpp"
 

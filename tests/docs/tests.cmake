@@ -2,7 +2,7 @@
 # built from them by extract_snippets, run in a folder where "Qwen3.5-0.8B/" is the small
 # Qwen3.5 model shipped in tests/golden.
 set(HYLENS_SNIPPET_DOCS ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/cache_surgery.md
-                        ${PROJECT_SOURCE_DIR}/docs/interp.md)
+                        ${PROJECT_SOURCE_DIR}/docs/interp.md ${PROJECT_SOURCE_DIR}/docs/containers.md)
 add_executable(hylens_extract_snippets ${CMAKE_CURRENT_LIST_DIR}/extract_snippets.cpp)
 set(_snippets_cpp ${CMAKE_BINARY_DIR}/doc_snippets/doc_snippets.cpp)
 add_custom_command(OUTPUT ${_snippets_cpp}

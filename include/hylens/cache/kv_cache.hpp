@@ -3,15 +3,40 @@
 // Layout per sequence b and KV head j: [capacity, head_dim] rows, so the keys of one head are
 // contiguous (what attention's sgemm wants). K is stored exactly as it enters the score
 // (after any k-norm, key multiplier and RoPE), V raw. Values: copyable, comparable.
+// k_view / v_view give the filled positions as xtensor views over this storage (no copy):
+// [kv_heads, length, head_dim] per sequence, [batch, kv_heads, length, head_dim] for all; valid
+// until the cache grows (reserve_more, a forward) or dies. Kernels use the raw k() / v().
 
 #include <algorithm>  // std::copy, std::max
 #include <cstddef>    // std::size_t
+#include <type_traits>  // std::remove_cvref_t
+#include <utility>    // std::declval, std::forward
 #include <vector>     // std::vector
 
 #include "../core/error.hpp"
+#include "../core/tensor_view.hpp"
 #include "channels.hpp"
 
+#include <xtensor/xview.hpp>  // xt::view, xt::range
+
 namespace hylens {
+
+namespace detail {
+template <class View>
+auto filled_positions(View&& capacity_view, std::size_t length) {
+    if constexpr (std::remove_cvref_t<View>::rank == 3)
+        return xt::view(std::forward<View>(capacity_view), xt::all(), xt::range(std::size_t{0}, length), xt::all());
+    else
+        return xt::view(std::forward<View>(capacity_view), xt::all(), xt::all(), xt::range(std::size_t{0}, length), xt::all());
+}
+}  // namespace detail
+
+/// K or V of one sequence, [kv_heads, length, head_dim] (a strided xt::view over the cache).
+using KVView = decltype(detail::filled_positions(std::declval<TensorView<3>>(), 0));
+using ConstKVView = decltype(detail::filled_positions(std::declval<ConstTensorView<3>>(), 0));
+/// K or V of every sequence, [batch, kv_heads, length, head_dim].
+using KVBatchView = decltype(detail::filled_positions(std::declval<TensorView<4>>(), 0));
+using ConstKVBatchView = decltype(detail::filled_positions(std::declval<ConstTensorView<4>>(), 0));
 
 class KVCache {
 public:
@@ -54,6 +79,22 @@ public:
     const float* k(std::size_t b, std::size_t j) const noexcept { return k_.data() + (b * H_ + j) * cap_ * hd_; }
     const float* v(std::size_t b, std::size_t j) const noexcept { return v_.data() + (b * H_ + j) * cap_ * hd_; }
 
+    /// K (or V) of sequence b as [kv_heads, length, head_dim]: a view of the filled positions,
+    /// no copy; writing through a mutable view writes the cache.
+    KVView k_view(std::size_t b) { return detail::filled_positions(make_view<3>(k(checked(b), 0), {H_, cap_, hd_}), len_); }
+    KVView v_view(std::size_t b) { return detail::filled_positions(make_view<3>(v(checked(b), 0), {H_, cap_, hd_}), len_); }
+    ConstKVView k_view(std::size_t b) const {
+        return detail::filled_positions(make_view<3>(k(checked(b), 0), {H_, cap_, hd_}), len_);
+    }
+    ConstKVView v_view(std::size_t b) const {
+        return detail::filled_positions(make_view<3>(v(checked(b), 0), {H_, cap_, hd_}), len_);
+    }
+    /// K (or V) of every sequence as [batch, kv_heads, length, head_dim] (a view, no copy).
+    KVBatchView k_view() { return detail::filled_positions(make_view<4>(k_.data(), {B_, H_, cap_, hd_}), len_); }
+    KVBatchView v_view() { return detail::filled_positions(make_view<4>(v_.data(), {B_, H_, cap_, hd_}), len_); }
+    ConstKVBatchView k_view() const { return detail::filled_positions(make_view<4>(k_.data(), {B_, H_, cap_, hd_}), len_); }
+    ConstKVBatchView v_view() const { return detail::filled_positions(make_view<4>(v_.data(), {B_, H_, cap_, hd_}), len_); }
+
     /// Marks `n` more positions as filled (after writing them with k()/v()).
     void commit(std::size_t n) {
         check<ShapeError>(len_ + n <= cap_, "[KVCache] commit of ", n, " positions past capacity ", cap_);
@@ -78,6 +119,11 @@ public:
     }
 
 private:
+    std::size_t checked(std::size_t b) const {
+        check<ShapeError>(b < B_, "[KVCache] sequence ", b, " of a batch of ", B_);
+        return b;
+    }
+
     std::size_t B_ = 0, H_ = 0, hd_ = 0, len_ = 0, cap_ = 0;
     std::vector<float> k_, v_;  // [B, H, cap, hd]
 };

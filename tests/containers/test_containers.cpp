@@ -1,0 +1,301 @@
+// The public containers: KVCache / RecurrentCache / NamedTensor views are xtensor views of
+// the storage itself (pointer identity, writes seen by the owner, shapes and contents equal to
+// the raw accessors), results hold xtensor logits, and the index types keep to the rule of
+// core/indices.hpp (checked at compile time).
+
+#include <hylens/core/indices.hpp>
+#include <hylens/core/tensor_view.hpp>
+#include <hylens/cache/layer_set.hpp>
+#include <hylens/interp/run.hpp>
+#include <hylens/stack/generate.hpp>
+
+#include "../support/random_model.hpp"
+
+#include <doctest/doctest.h>
+
+#include <xtensor/xnoalias.hpp>
+#include <xtensor/xview.hpp>
+
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+using namespace hylens;
+using namespace hylens::test;
+
+namespace {
+
+// ---- the index-type rule, at compile time ----
+static_assert(std::is_same_v<decltype(TokenBatch::ids), std::vector<std::int64_t>>, "token ids are int64");
+static_assert(std::is_same_v<decltype(GenerateResult::ids), std::vector<std::vector<std::int64_t>>>, "generated ids are int64");
+static_assert(std::is_same_v<decltype(GenerateOptions::stop_ids), std::vector<std::int64_t>>, "stop ids are int64");
+static_assert(std::is_same_v<decltype(RunOptions::positions), std::span<const std::int64_t>>, "positions are int64");
+static_assert(std::is_same_v<decltype(SiteRef::layer), SiteLayer>, "a site's layer is a SiteLayer");
+static_assert(std::is_same_v<decltype(Intervention::layers), std::vector<SiteLayer>>, "intervention layers are SiteLayers");
+static_assert(std::is_same_v<decltype(&LayerSet::contains), bool (LayerSet::*)(LayerIndex) const noexcept>,
+              "LayerSet takes LayerIndex");
+static_assert(std::is_same_v<decltype(LayerSet().indices()), const std::vector<LayerIndex>&>, "LayerSet holds LayerIndex");
+static_assert(std::is_same_v<decltype(std::declval<const Hook&>().wants), std::function<bool(Site, SiteLayer)>>,
+              "hooks see SiteLayer");
+static_assert(std::is_same_v<decltype(std::declval<const CausalLM<QwenLikeStack>&>().num_layers()), LayerIndex>,
+              "models count LayerIndex");
+
+// ---- logits are xtensor containers ----
+static_assert(std::is_same_v<decltype(RunResult::logits), Tensor3>);
+static_assert(std::is_same_v<decltype(GenerateResult::prompt_logits), Tensor3>);
+static_assert(std::is_same_v<decltype(GenerateResult::step_logits), std::vector<Tensor2>>);
+static_assert(std::is_same_v<decltype(std::declval<const CausalLM<QwenLikeStack>&>().forward(
+                                 TokenBatch{}, std::declval<CausalLM<QwenLikeStack>::cache_type&>())),
+                             Tensor3>);
+
+// ---- views: mutable ones write, const ones do not ----
+static_assert(std::is_assignable_v<decltype(std::declval<KVView&>()(0, 0, 0)), float>);
+static_assert(!std::is_assignable_v<decltype(std::declval<ConstKVView&>()(0, 0, 0)), float>);
+static_assert(!std::is_assignable_v<decltype(std::declval<ConstArrayView&>()(0)), float>);
+static_assert(std::is_same_v<decltype(std::declval<const KVCache&>().k_view(0)), ConstKVView>);
+static_assert(std::is_same_v<decltype(std::declval<const RecurrentCache&>().state_view(0)), ConstArrayView>);
+static_assert(std::is_same_v<decltype(std::declval<const NamedTensor&>().view()), ConstArrayView>);
+
+float value_at(std::size_t b, std::size_t j, std::size_t p, std::size_t d) {
+    return static_cast<float>(1000 * b + 100 * j + 10 * p + d) + 0.5f;
+}
+
+/// A KV cache of 2 sequences, 3 heads, head_dim 4, 5 filled positions (capacity 16), K =
+/// value_at and V = -value_at.
+KVCache filled_kv() {
+    KVCache c(2, 3, 4);
+    c.reserve_more(5);
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t j = 0; j < 3; ++j)
+            for (std::size_t p = 0; p < 5; ++p)
+                for (std::size_t d = 0; d < 4; ++d) {
+                    c.k(b, j)[p * 4 + d] = value_at(b, j, p, d);
+                    c.v(b, j)[p * 4 + d] = -value_at(b, j, p, d);
+                }
+    c.commit(5);
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("KVCache::k_view / v_view are the cache's own filled positions, [kv_heads, length, head_dim]") {
+    KVCache c = filled_kv();
+    REQUIRE(c.capacity() > c.length());  // the views must skip the unfilled capacity
+    const KVCache& cc = c;
+    for (std::size_t b = 0; b < 2; ++b) {
+        auto k = c.k_view(b);
+        auto v = cc.v_view(b);
+        CHECK(k.shape()[0] == 3);
+        CHECK(k.shape()[1] == 5);
+        CHECK(k.shape()[2] == 4);
+        CHECK(v.size() == 3 * 5 * 4);
+        for (std::size_t j = 0; j < 3; ++j)
+            for (std::size_t p = 0; p < 5; ++p)
+                for (std::size_t d = 0; d < 4; ++d) {
+                    CHECK(&k(j, p, d) == c.k(b, j) + p * 4 + d);  // the element itself, no copy
+                    CHECK(&v(j, p, d) == cc.v(b, j) + p * 4 + d);
+                    CHECK(v(j, p, d) == -value_at(b, j, p, d));
+                }
+    }
+    // The batch view: [batch, kv_heads, length, head_dim], the same elements.
+    auto kb = cc.k_view();
+    CHECK(kb.shape()[0] == 2);
+    CHECK(kb.shape()[3] == 4);
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t j = 0; j < 3; ++j) CHECK(&kb(b, j, 4, 3) == cc.k(b, j) + 4 * 4 + 3);
+    // Evaluating a view gives a contiguous copy with the same values.
+    const Tensor4 copy = kb;
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t j = 0; j < 3; ++j)
+            for (std::size_t p = 0; p < 5; ++p) CHECK(copy(b, j, p, 2) == value_at(b, j, p, 2));
+    CHECK_THROWS_AS((void)c.k_view(2), ShapeError);
+    CHECK_THROWS_AS((void)cc.v_view(7), ShapeError);
+}
+
+TEST_CASE("writes through a mutable KV view land in the cache, inside the filled positions only") {
+    KVCache c = filled_kv();
+    const float beyond = -77.0f;  // a capacity slot after the filled positions
+    c.k(0, 0)[5 * 4] = beyond;
+    c.k(1, 2)[5 * 4 + 3] = beyond;
+
+    c.k_view(1)(2, 3, 1) = 42.0f;
+    CHECK(c.k(1, 2)[3 * 4 + 1] == 42.0f);
+
+    // Plain assignment of a whole expression: element by element through the strides.
+    auto k0 = c.k_view(0);
+    Tensor3 ones = xt::ones<float>({3, 5, 4});
+    k0 = ones * 2.0f;
+    for (std::size_t j = 0; j < 3; ++j)
+        for (std::size_t i = 0; i < 5 * 4; ++i) CHECK(c.k(0, j)[i] == 2.0f);
+    CHECK(c.k(0, 0)[5 * 4] == beyond);
+    for (std::size_t j = 0; j < 3; ++j) CHECK(c.k(1, j)[0] == value_at(1, j, 0, 0));  // sequence 1 untouched
+
+    // noalias into the batch view; one head zeroed through a slice of the view.
+    auto vb = c.v_view();
+    xt::noalias(vb) = xt::abs(vb);
+    xt::view(c.k_view(), 1, 2, xt::all(), xt::all()) = 0.0f;
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t j = 0; j < 3; ++j)
+            for (std::size_t p = 0; p < 5; ++p) CHECK(c.v(b, j)[p * 4 + 1] == value_at(b, j, p, 1));
+    for (std::size_t i = 0; i < 5 * 4; ++i) CHECK(c.k(1, 2)[i] == 0.0f);
+    CHECK(c.k(1, 2)[5 * 4 + 3] == beyond);
+    CHECK(c.k(1, 1)[0] == value_at(1, 1, 0, 0));
+
+    // Another shape is refused, the cache unchanged.
+    Tensor3 wrong = xt::zeros<float>({3, 6, 4});
+    CHECK_THROWS((c.k_view(1) = wrong));
+    CHECK(c.k(1, 0)[0] == value_at(1, 0, 0, 0));
+}
+
+TEST_CASE("an empty or unfilled KV cache gives empty views") {
+    KVCache none;
+    CHECK(none.k_view().size() == 0);
+    KVCache c(2, 3, 4);
+    CHECK(c.k_view(1).shape()[1] == 0);
+    CHECK(c.v_view().size() == 0);
+    c.reserve_more(3);
+    CHECK(c.k_view(0).size() == 0);  // capacity, but nothing committed
+    const Tensor3 empty = c.k_view(0);
+    CHECK(empty.size() == 0);
+}
+
+TEST_CASE("RecurrentCache::conv_view / state_view are the cache's own conv windows and states") {
+    RecurrentCache r(2, 3, 4, {2, 3, 5});
+    for (std::size_t b = 0; b < 2; ++b) {
+        for (std::size_t i = 0; i < 3 * 4; ++i) r.conv(b)[i] = static_cast<float>(100 * b + i);
+        for (std::size_t i = 0; i < 2 * 3 * 5; ++i) r.state(b)[i] = static_cast<float>(1000 * b + i) + 0.25f;
+    }
+    const RecurrentCache& cr = r;
+    for (std::size_t b = 0; b < 2; ++b) {
+        auto conv = cr.conv_view(b);
+        CHECK(conv.shape()[0] == 3);
+        CHECK(conv.shape()[1] == 4);
+        CHECK(conv.data() == cr.conv(b));
+        CHECK(conv(2, 3) == static_cast<float>(100 * b + 2 * 4 + 3));
+        auto st = cr.state_view(b);
+        REQUIRE(st.dimension() == 3);
+        CHECK(st.shape()[0] == 2);
+        CHECK(st.shape()[1] == 3);
+        CHECK(st.shape()[2] == 5);
+        CHECK(st.data() == cr.state(b));
+        CHECK(&st(1, 2, 4) == cr.state(b) + 1 * 15 + 2 * 5 + 4);
+    }
+    auto all = r.state_view();
+    REQUIRE(all.dimension() == 4);
+    CHECK(all.shape()[0] == 2);
+    CHECK(&all(1, 0, 0, 1) == r.state(1) + 1);
+    CHECK(r.conv_view().shape()[0] == 2);
+    CHECK(&r.conv_view()(1, 2, 0) == r.conv(1) + 8);
+
+    // Writes go to the cache: scale one state, zero one conv window.
+    auto s1 = r.state_view(1);
+    s1 = s1 * 2.0f;
+    xt::noalias(r.conv_view(0)) = xt::zeros<float>({3, 4});
+    CHECK(r.state(1)[7] == 2.0f * (1000.0f + 7.0f + 0.25f));
+    CHECK(r.state(0)[7] == 7.25f);
+    for (std::size_t i = 0; i < 12; ++i) CHECK(r.conv(0)[i] == 0.0f);
+    CHECK(r.conv(1)[0] == 100.0f);
+    CHECK_THROWS_AS((void)r.state_view(2), ShapeError);
+    CHECK_THROWS_AS((void)cr.conv_view(2), ShapeError);
+}
+
+TEST_CASE("cache views of a model's cache: the same values as the raw accessors, writes equal raw writes") {
+    const auto m = random_qwen({});
+    const TokenBatch ids(std::vector<std::vector<std::int64_t>>{{3, 1, 4, 1, 5, 9}, {2, 7, 1, 8, 2, 8}});
+    auto cache = m.prefill(ids);
+    auto raw = cache;
+    std::size_t seen_kv = 0, seen_rec = 0;
+    for (std::size_t l = 0; l < m.num_layers(); ++l) {
+        cache.visit(l, [&](auto& lc) {
+            if (KVCache* kv = kv_part(lc)) {
+                ++seen_kv;
+                CHECK(kv->length() == 6);
+                const Tensor4 k = kv->k_view();
+                for (std::size_t b = 0; b < 2; ++b)
+                    for (std::size_t j = 0; j < kv->kv_heads(); ++j)
+                        for (std::size_t i = 0; i < 6 * kv->head_dim(); ++i)
+                            CHECK(k(b, j, i / kv->head_dim(), i % kv->head_dim()) == kv->k(b, j)[i]);
+                xt::view(kv->v_view(1), 0, xt::range(2, 4), xt::all()) = 0.0f;  // positions 2, 3 of head 0
+            }
+            if (RecurrentCache* rc = recurrent_part(lc)) {
+                ++seen_rec;
+                auto st = rc->state_view(0);
+                st = st * 0.5f;
+            }
+        });
+        raw.visit(l, [&](auto& lc) {
+            if (KVCache* kv = kv_part(lc))
+                for (std::size_t i = 2 * kv->head_dim(); i < 4 * kv->head_dim(); ++i) kv->v(1, 0)[i] = 0.0f;
+            if (RecurrentCache* rc = recurrent_part(lc))
+                for (std::size_t i = 0; i < rc->state_size(); ++i) rc->state(0)[i] *= 0.5f;
+        });
+    }
+    CHECK(seen_kv == 1);
+    CHECK(seen_rec == 3);
+    CHECK(cache == raw);  // bitwise: the view writes did exactly what the raw writes did
+    // And the edited caches continue identically.
+    const TokenBatch next(std::vector<std::vector<std::int64_t>>{{5, 3}, {8, 1}});
+    const Tensor3 a = m.forward(next, cache), b = m.forward(next, raw);
+    CHECK(a.shape()[0] == 2);
+    CHECK(max_abs_diff(a, b) == 0.0f);
+}
+
+TEST_CASE("NamedTensor::view shows the values shaped, without a copy; captures of run() are viewable") {
+    const auto m = random_granite({});
+    const TokenBatch ids({3, 1, 4, 1, 5});
+    RunOptions o;
+    o.capture = {site::resid_post(1), site::attn_probs(1, Positions::last())};
+    RunResult r = run(m, ids, {}, o);
+    const NamedTensor& resid = r.captures.at("resid_post.1");
+    auto v = resid.view();
+    CHECK(v.data() == resid.values.data());
+    REQUIRE(v.dimension() == 3);
+    CHECK(v.shape()[0] == 1);
+    CHECK(v.shape()[1] == 5);
+    CHECK(v.shape()[2] == 32);
+    CHECK(v(0, 4, 31) == resid.values[4 * 32 + 31]);
+    auto v3 = resid.view<3>();
+    CHECK(v3.data() == resid.values.data());
+    CHECK(xt::view(v3, 0, 2, xt::all())(7) == resid.values[2 * 32 + 7]);
+    CHECK_THROWS_AS((void)resid.view<2>(), ShapeError);
+    const NamedTensor& probs = r.captures.at("attn_probs.1");
+    CHECK(probs.view<4>().shape()[1] == 4);  // [B, Hq, |P|, Tk]
+    CHECK(probs.view<4>().shape()[3] == 5);
+
+    // Iterating the view visits the values in row-major order.
+    std::size_t i = 0;
+    for (float x : v) CHECK(x == resid.values[i++]);
+    CHECK(i == resid.values.size());
+
+    // A mutable view writes the values.
+    NamedTensor t{{2, 3}, {0, 1, 2, 3, 4, 5}};
+    t.view<2>()(1, 2) = 50.0f;
+    xt::view(t.view(), 0, xt::all()) = 9.0f;
+    CHECK(t.values == std::vector<float>{9, 9, 9, 3, 4, 50});
+    // A shape that does not match the values is an error, not a view past the end.
+    NamedTensor bad{{2, 4}, {0, 1, 2}};
+    CHECK_THROWS_AS((void)bad.view(), ShapeError);
+    CHECK_THROWS_AS((void)std::as_const(bad).view<2>(), ShapeError);
+}
+
+TEST_CASE("NamedTensors::put of an xtensor expression stores it row-major with its shape") {
+    KVCache c = filled_kv();
+    NamedTensors n;
+    n.put("k.0", c.k_view(0));  // a strided view: evaluated into contiguous values
+    const NamedTensor& k = n.at("k.0");
+    CHECK(k.shape == std::vector<std::size_t>{3, 5, 4});
+    REQUIRE(k.values.size() == 60);
+    for (std::size_t j = 0; j < 3; ++j)
+        for (std::size_t i = 0; i < 20; ++i) CHECK(k.values[j * 20 + i] == c.k(0, j)[i]);
+    Tensor2 x = {{1.0f, 2.0f}, {3.0f, 4.0f}};
+    n.put("x", x * 2.0f);
+    CHECK(n.at("x").values == std::vector<float>{2, 4, 6, 8});
+    CHECK(n.at("x").shape == std::vector<std::size_t>{2, 2});
+}
+
+TEST_CASE("site_layer / layer_index convert between the two layer-index types with a range check") {
+    CHECK(site_layer(LayerIndex{7}) == 7);
+    CHECK(layer_index(SiteLayer{3}) == 3u);
+    CHECK_THROWS_AS((void)layer_index(-1), ShapeError);
+    CHECK_THROWS_AS((void)site_layer(LayerIndex{1} << 40), ShapeError);
+}
