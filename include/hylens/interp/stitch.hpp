@@ -333,10 +333,12 @@ struct StitchFit {
 /// residual entering its block), then the donor block on M_in(h_in), then M_out at every
 /// position (donor write -> receiver write h_out(hi) - h_in(lo)). `recv` may already be a
 /// stitched model (multi-slot fits use the model with the earlier slots replaced); lo / hi
-/// are layer numbers of `recv`.
+/// are layer numbers of `recv`. With zero_mixers the donor block runs with its mixer outputs
+/// zeroed (only its MLPs), as the stitched block of a ReplaceBlock with zero_mixers will at test,
+/// and M_out is fitted on that block's write.
 template <class RecvModel, class DonorModel>
 StitchFit fit_stitch(const RecvModel& recv, int lo, int hi, const DonorModel& donor, const std::vector<int>& donor_layers,
-                     const std::vector<StitchItem>& items, Ridge::Options ridge = {}) {
+                     const std::vector<StitchItem>& items, Ridge::Options ridge = {}, bool zero_mixers = false) {
     check<ShapeError>(!items.empty() && !donor_layers.empty(), "[fit_stitch] no fit items or no donor layers");
     const std::size_t Hr = recv.config().hidden, Hd = donor.config().hidden;
     std::vector<float> xin, tin, xout, tout;
@@ -370,7 +372,7 @@ StitchFit fit_stitch(const RecvModel& recv, int lo, int hi, const DonorModel& do
         const std::size_t T = items[i].recv_ids.size();
         std::vector<float> x(T * Hd);
         fit.adapter.in.apply(h_in[i].data(), T, x.data());
-        const std::vector<float> y = run_block(donor, donor_layers, x, 1, T, false);
+        const std::vector<float> y = run_block(donor, donor_layers, x, 1, T, zero_mixers);
         for (std::size_t k = 0; k < y.size(); ++k) xout.push_back(y[k] - x[k]);
         tout.insert(tout.end(), w_recv[i].begin(), w_recv[i].end());
     }
@@ -382,7 +384,8 @@ StitchFit fit_stitch(const RecvModel& recv, int lo, int hi, const DonorModel& do
 }
 
 /// Multi-slot stitching in order (exp34): slot k's maps are fitted with slots < k
-/// already replaced. Returns the stitched model and each slot's fit.
+/// already replaced (a block with zero_mixers is fitted with its donor mixers zeroed). Returns
+/// the stitched model and each slot's fit.
 template <class RecvModel, class DonorModel>
 auto fit_stitch_slots(const RecvModel& recv, const StitchPlan& plan, const DonorModel& donor,
                       const std::vector<StitchItem>& items, Ridge::Options ridge = {}) {
@@ -394,7 +397,7 @@ auto fit_stitch_slots(const RecvModel& recv, const StitchPlan& plan, const Donor
         const int lo = done.map_layer(b.lo), hi = done.map_layer(b.hi);
         check<ShapeError>(lo >= 0 && hi >= 0, "[fit_stitch_slots] block [", b.lo, ", ", b.hi,
                           "] overlaps an earlier block");
-        fits.push_back(fit_stitch(current, lo, hi, donor, b.donor_layers, items, ridge));
+        fits.push_back(fit_stitch(current, lo, hi, donor, b.donor_layers, items, ridge, b.zero_mixers));
         adapters.push_back(fits.back().adapter);
         done.blocks.push_back(b);
         current = stitch<LinearAdapter>(recv, done, donor, adapters);
