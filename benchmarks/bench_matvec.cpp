@@ -4,6 +4,10 @@
 // the same process (floors.hpp). Weights stream from memory as in a real decode step: each
 // iteration walks the next of 8 matrices of [3584, 1024] (8 x 14.7 MB f32, far past the
 // last-level cache), so no matrix is still cached when it comes round again.
+//
+// BM_rowgroup: one thread, the detected level, the four-row kernel striding over groups of k
+// consecutive rows (kernels/matvec.hpp, matvec_row_group): k = 1 is the order before row groups,
+// k = 0 means the automatic choice. Same arithmetic per row, different memory streams.
 
 #include <hylens/core/blas.hpp>
 #include <hylens/core/simd.hpp>
@@ -11,6 +15,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <string>
 #include <vector>
 
 #include "floors.hpp"
@@ -53,6 +58,33 @@ void BM_matvec(benchmark::State& state) {
     bench::report_bytes(state, static_cast<double>(kOut * kIn * sizeof(T)));
 }
 
+template <class T>
+void rows_at_level(std::size_t k, const float* x, const T* W, float* y) {
+    using namespace kernels::detail;
+    switch (simd::detected()) {
+#if HYLENS_SIMD_X86
+        case simd::Level::avx512: return matvec_rows_at<Avx512Ops>(x, kIn, 1, W, kIn, 0, kOut, y, kOut, 1.0f, k);
+        case simd::Level::avx2: return matvec_rows_at<Avx2Ops>(x, kIn, 1, W, kIn, 0, kOut, y, kOut, 1.0f, k);
+#endif
+        default: return matvec_rows_at<BaselineOps>(x, kIn, 1, W, kIn, 0, kOut, y, kOut, 1.0f, k);
+    }
+}
+
+template <class T>
+void BM_rowgroup(benchmark::State& state) {
+    const auto k = state.range(0) == 0 ? kernels::detail::matvec_row_group(kIn * sizeof(T))
+                                       : static_cast<std::size_t>(state.range(0));
+    const auto& w = weights<T>();
+    std::vector<float> x(kIn, 0.01f), y(kOut);
+    std::size_t i = 0;
+    for (auto _ : state) {
+        rows_at_level<T>(k, x.data(), w.data() + (i++ % kMats) * kOut * kIn, y.data());
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.SetLabel(std::string(simd::level_name(simd::detected())) + " k=" + std::to_string(k));
+    bench::report_bytes(state, static_cast<double>(kOut * kIn * sizeof(T)), /*single_thread=*/true);
+}
+
 void BM_sgemm_m1(benchmark::State& state) {  // the f32 decode path before kernels/matvec.hpp
     const auto& w = weights<float>();
     std::vector<float> x(kIn, 0.01f), y(kOut);
@@ -69,4 +101,6 @@ void BM_sgemm_m1(benchmark::State& state) {  // the f32 decode path before kerne
 
 BENCHMARK(BM_matvec<float>)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_matvec<bf16>)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_rowgroup<float>)->Arg(1)->Arg(2)->Arg(0)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_rowgroup<bf16>)->Arg(1)->Arg(2)->Arg(0)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_sgemm_m1)->Unit(benchmark::kMicrosecond)->UseRealTime();

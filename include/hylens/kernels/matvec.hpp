@@ -7,7 +7,7 @@
 // same instruction sequence whichever block of rows it falls in, so results are bitwise
 // identical for any number of threads (at a given level).
 
-#include <algorithm>  // std::max
+#include <algorithm>  // std::max, std::clamp
 #include <cstddef>    // std::size_t
 
 #include "../core/bf16.hpp"
@@ -29,8 +29,8 @@ namespace detail {
             return isa::NS::dot(x, w, n);                                                        \
         }                                                                                        \
         template <class T>                                                                       \
-        static void dot4(const float* x, const T* w, std::size_t n, float* out) noexcept {       \
-            isa::NS::dot4(x, w, n, out);                                                         \
+        static void dot4(const float* x, const T* w, std::size_t n, std::size_t rs, float* out) noexcept { \
+            isa::NS::dot4(x, w, n, rs, out);                                                     \
         }                                                                                        \
     };
 HYLENS_ISA_OPS(BaselineOps, baseline)
@@ -40,17 +40,36 @@ HYLENS_ISA_OPS(Avx512Ops, avx512)
 #endif
 #undef HYLENS_ISA_OPS
 
+// How many consecutive weight rows one pass of dot4 strides over (rows o, o+k, o+2k, o+3k; then
+// o+1, ...): k rows of a group lie end to end, so each of the four memory streams walks k rows
+// in sequence, about 8 KiB. The hardware prefetchers need a few cache lines to lock onto a
+// stream: with one short row per stream (a bf16 row of 1024 values is 2 KiB, 32 lines) the
+// streams end before they run at full rate. Measured on AMD Zen 4, one thread, weights from
+// memory (docs/performance.md): bf16 [3584 x 1024] 10 GB/s with k = 1, 17 with k = 2, 19 with
+// k = 4; f32 18 -> 19 with k = 2. The arithmetic per row does not depend on k.
+inline std::size_t matvec_row_group(std::size_t row_bytes) noexcept {
+    return std::clamp<std::size_t>((std::size_t{8} << 10) / std::max<std::size_t>(row_bytes, 1), 1, 8);
+}
+
 // Rows [o0, o1) of W [*, in] times the M rows of x: y[m*ldy + o] = alpha * dot(x_m, W_o).
-// Four weight rows at a time, so each x vector load feeds four rows; with M > 1 the block of
-// four rows stays in L1 while the M inputs pass over it.
+// Four weight rows at a time (strided by the row group above), so each x vector load feeds four
+// rows; with M > 1 the four rows stay in L1 while the M inputs pass over them.
+// (k is a parameter for benchmarks/bench_matvec.cpp, which compares row groups.)
 template <class Ops, class T>
 inline void matvec_rows_at(const float* x, std::size_t ldx, std::size_t M, const T* W, std::size_t in,
-                           std::size_t o0, std::size_t o1, float* y, std::size_t ldy, float alpha) noexcept {
+                           std::size_t o0, std::size_t o1, float* y, std::size_t ldy, float alpha,
+                           std::size_t k) noexcept {
     std::size_t o = o0;
     float r[4];
+    for (; o + 4 * k <= o1; o += 4 * k)
+        for (std::size_t p = 0; p < k; ++p)
+            for (std::size_t m = 0; m < M; ++m) {
+                Ops::dot4(x + m * ldx, W + (o + p) * in, in, k * in, r);
+                for (std::size_t j = 0; j < 4; ++j) y[m * ldy + o + p + j * k] = alpha * r[j];
+            }
     for (; o + 4 <= o1; o += 4)
         for (std::size_t m = 0; m < M; ++m) {
-            Ops::dot4(x + m * ldx, W + o * in, in, r);
+            Ops::dot4(x + m * ldx, W + o * in, in, in, r);
             for (int j = 0; j < 4; ++j) y[m * ldy + o + j] = alpha * r[j];
         }
     for (; o < o1; ++o)
@@ -60,12 +79,13 @@ inline void matvec_rows_at(const float* x, std::size_t ldx, std::size_t M, const
 template <class T>
 inline void matvec_rows(simd::Level level, const float* x, std::size_t ldx, std::size_t M, const T* W,
                         std::size_t in, std::size_t o0, std::size_t o1, float* y, std::size_t ldy, float alpha) {
+    const std::size_t k = matvec_row_group(in * sizeof(T));
     switch (level) {
 #if HYLENS_SIMD_X86
-        case simd::Level::avx512: return matvec_rows_at<Avx512Ops>(x, ldx, M, W, in, o0, o1, y, ldy, alpha);
-        case simd::Level::avx2: return matvec_rows_at<Avx2Ops>(x, ldx, M, W, in, o0, o1, y, ldy, alpha);
+        case simd::Level::avx512: return matvec_rows_at<Avx512Ops>(x, ldx, M, W, in, o0, o1, y, ldy, alpha, k);
+        case simd::Level::avx2: return matvec_rows_at<Avx2Ops>(x, ldx, M, W, in, o0, o1, y, ldy, alpha, k);
 #endif
-        default: return matvec_rows_at<BaselineOps>(x, ldx, M, W, in, o0, o1, y, ldy, alpha);
+        default: return matvec_rows_at<BaselineOps>(x, ldx, M, W, in, o0, o1, y, ldy, alpha, k);
     }
 }
 

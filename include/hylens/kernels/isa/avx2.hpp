@@ -42,9 +42,9 @@ HYLENS_TARGET_AVX2 inline float dot(const float* x, const T* w, std::size_t n) n
 }
 
 template <class T>
-HYLENS_TARGET_AVX2 inline void dot4(const float* x, const T* w, std::size_t n, float* out) noexcept {
+HYLENS_TARGET_AVX2 inline void dot4(const float* x, const T* w, std::size_t n, std::size_t rs, float* out) noexcept {
     __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
-    const T *w0 = w, *w1 = w + n, *w2 = w + 2 * n, *w3 = w + 3 * n;
+    const T *w0 = w, *w1 = w + rs, *w2 = w + 2 * rs, *w3 = w + 3 * rs;
     std::size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const __m256 x0 = load(x + i), x1 = load(x + i + 8);

@@ -75,27 +75,28 @@ inline float dot(const float* x, const T* w, std::size_t n) noexcept {
     return hsum(a0, a1) + tail;
 }
 
-/// out[j] = dot(x, w + j * n, n) for the four rows j < 4, bit-identical to four dot() calls.
+/// out[j] = dot(x, w + j * rs, n) for the four rows j < 4 (row stride rs), bit-identical to four
+/// dot() calls.
 template <class T>
-inline void dot4(const float* x, const T* w, std::size_t n, float* out) noexcept {
+inline void dot4(const float* x, const T* w, std::size_t n, std::size_t rs, float* out) noexcept {
     f32x4 a[4][2] = {};
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const f32x4 x0 = load(x + i), x1 = load(x + i + 4);
         for (std::size_t j = 0; j < 4; ++j) {
             f32x4 w0, w1;
-            load8(w + j * n + i, w0, w1);
+            load8(w + j * rs + i, w0, w1);
             a[j][0] += x0 * w0;
             a[j][1] += x1 * w1;
         }
     }
     for (; i + 4 <= n; i += 4) {
         const f32x4 x0 = load(x + i);
-        for (int j = 0; j < 4; ++j) a[j][0] += x0 * load(w + j * n + i);
+        for (int j = 0; j < 4; ++j) a[j][0] += x0 * load(w + j * rs + i);
     }
     for (int j = 0; j < 4; ++j) {
         float tail = 0.0f;
-        for (std::size_t k = i; k < n; ++k) tail += x[k] * widen1(w[j * n + k]);
+        for (std::size_t k = i; k < n; ++k) tail += x[k] * widen1(w[j * rs + k]);
         out[j] = hsum(a[j][0], a[j][1]) + tail;
     }
 }
@@ -125,8 +126,8 @@ inline float dot(const float* x, const T* w, std::size_t n) noexcept {
     return acc;
 }
 template <class T>
-inline void dot4(const float* x, const T* w, std::size_t n, float* out) noexcept {
-    for (int j = 0; j < 4; ++j) out[j] = dot(x, w + j * n, n);
+inline void dot4(const float* x, const T* w, std::size_t n, std::size_t rs, float* out) noexcept {
+    for (std::size_t j = 0; j < 4; ++j) out[j] = dot(x, w + j * rs, n);
 }
 inline void widen(const bf16* src, float* dst, std::size_t n) noexcept {
     for (std::size_t i = 0; i < n; ++i) dst[i] = to_f32(src[i]);
