@@ -44,6 +44,15 @@ inline pyb::array_t<float> to_numpy(Tensor3&& t, bool drop_batch) {
     return owning_array(std::move(owner), data, std::move(shape));
 }
 
+/// Moves a tensor of any rank into a NumPy array of its shape (no copy of the values).
+template <std::size_t N>
+pyb::array_t<float> to_numpy(Tensor<N>&& t) {
+    std::vector<pyb::ssize_t> shape(t.shape().begin(), t.shape().end());
+    auto owner = std::make_unique<Tensor<N>>(std::move(t));
+    const float* data = owner->data();
+    return owning_array(std::move(owner), data, std::move(shape));
+}
+
 inline std::string dtype_name(const pyb::array& a) { return pyb::str(a.dtype()).cast<std::string>(); }
 
 /// Token ids from a list, a list of lists or an integer NumPy array: 1-D = one sequence,

@@ -63,15 +63,8 @@ pyb::array_t<float> read_kv(const Cache& c, long long layer, bool keys) {
     const KVCache* kv = layer_parts(c, layer).first;
     if (!kv) throw pyb::value_error("Cache." + std::string(keys ? "k" : "v") + ": layer " + std::to_string(layer) +
                                     " has no attention, so no K/V");
-    const std::size_t B = kv->batch(), H = kv->kv_heads(), L = kv->length(), hd = kv->head_dim();
-    std::vector<float> out(B * H * L * hd);
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t j = 0; j < H; ++j) {
-            const float* src = keys ? kv->k(b, j) : kv->v(b, j);
-            std::copy(src, src + L * hd, out.data() + (b * H + j) * L * hd);
-        }
-    return to_numpy(std::move(out), {static_cast<pyb::ssize_t>(B), static_cast<pyb::ssize_t>(H),
-                                     static_cast<pyb::ssize_t>(L), static_cast<pyb::ssize_t>(hd)});
+    // The cache's [B, Hkv, L, hd] view (strided over its capacity), evaluated into one owning copy.
+    return to_numpy(Tensor4(keys ? kv->k_view() : kv->v_view()));
 }
 
 inline const RecurrentCache& need_recurrent(const RecurrentCache* r, long long layer, const char* what) {

@@ -147,6 +147,26 @@ TEST_CASE("writes through a mutable KV view land in the cache, inside the filled
     CHECK(c.k(1, 0)[0] == value_at(1, 0, 0, 0));
 }
 
+TEST_CASE("copying between views: xt::noalias(dst) = src writes the values, dst = src rebinds the view") {
+    // K of sequence 0 of one cache into sequence 1 of another (strided views on both sides).
+    KVCache src = filled_kv(), dst = filled_kv();
+    dst.reserve_more(40);  // another capacity, so other strides
+    xt::noalias(dst.k_view(1)) = std::as_const(src).k_view(0);
+    for (std::size_t j = 0; j < 3; ++j)
+        for (std::size_t i = 0; i < 5 * 4; ++i) CHECK(dst.k(1, j)[i] == src.k(0, j)[i]);
+    CHECK(dst.k(0, 1)[3] == value_at(0, 1, 0, 3));
+
+    std::vector<float> a{1, 2, 3, 4}, b{5, 6, 7, 8};
+    TensorView<2> va = make_view<2>(a.data(), {2, 2});
+    const TensorView<2> vb = make_view<2>(b.data(), {2, 2});
+    xt::noalias(va) = vb;
+    CHECK(a == b);
+    a = {1, 2, 3, 4};
+    va = vb;  // adaptor to adaptor: xtensor rebinds, nothing is written (docs/containers.md)
+    CHECK(a == std::vector<float>{1, 2, 3, 4});
+    CHECK(va.data() == b.data());
+}
+
 TEST_CASE("an empty or unfilled KV cache gives empty views") {
     KVCache none;
     CHECK(none.k_view().size() == 0);
@@ -195,6 +215,11 @@ TEST_CASE("RecurrentCache::conv_view / state_view are the cache's own conv windo
     CHECK(r.state(0)[7] == 7.25f);
     for (std::size_t i = 0; i < 12; ++i) CHECK(r.conv(0)[i] == 0.0f);
     CHECK(r.conv(1)[0] == 100.0f);
+    // Another shape is refused; the cache keeps its values.
+    auto conv1 = r.conv_view(1);
+    Tensor2 wrong = xt::zeros<float>({4, 4});
+    CHECK_THROWS((conv1 = wrong));
+    for (std::size_t i = 0; i < 12; ++i) CHECK(r.conv(1)[i] == static_cast<float>(100 + i));
     CHECK_THROWS_AS((void)r.state_view(2), ShapeError);
     CHECK_THROWS_AS((void)cr.conv_view(2), ShapeError);
 }
