@@ -49,7 +49,12 @@ CHAT = {
 # items: the same context, a question for every key, answered "v1,v2,..." (every value a target).
 TASKS = ["dictionary", "list", "language", "persona", "mixed", "drm", "conjunction"]
 MIX = {"dictionary": 2.0, "list": 1.5, "mixed": 2.0, "drill": 1.5, "language": 0.7, "persona": 0.7, "drm": 1.0,
-       "conjunction": 1.0}
+       "conjunction": 1.0, "repeat": 0.0, "pair": 0.0, "lookup": 0.0, "recite": 0.0}
+# Auxiliary tasks of the second phase (weight 0 in the first), both built from dictionary items:
+# "repeat" asks for the whole dictionary back ("k1=v1, k2=v2, ..."): every value is predicted by
+# matching the key just written against the context (the induction-style copy that lookup needs);
+# "pair" asks for one key's entry ("bed=gold"): the key is copied from the question, then the
+# value follows by the same copy. Neither is a study task; they train the circuit lookup uses.
 CURRICULUM_MIN = 3  # fewest pairs / items at the start; the cap grows to the generators' maximum
 
 
@@ -91,10 +96,63 @@ def make_drill(pool, rng, level):
                 expected=[",".join(pairs[i][1] for i in ask)])
 
 
+def make_repeat(pool, rng, level):
+    it = pool.draw("dictionary", rng, level)
+    pairs = _PAIR.findall(it["context"])
+    return dict(task="repeat", context=it["context"], query="Repeat the dictionary.",
+                expected=[", ".join(f"{k}={v}" for k, v in pairs)])
+
+
+def make_pair(pool, rng, level):
+    it = pool.draw("dictionary", rng, level)
+    pairs = dict(_PAIR.findall(it["context"]))
+    key = it["query"].rsplit(" ", 1)[-1].rstrip("?")
+    return dict(task="pair", context=it["context"], query=f"What is the entry of {key}?", expected=[f"{key}={pairs[key]}"])
+
+
+# "lookup": the prompts of the circuit studies (include/hylens/tasks/lookup/prompt.hpp): one user
+# message "Dictionary: k1=v1, ..., kN=vN.\nQuestion: What is the value of q?" (style chat), the
+# list style ("Lookup table:\n* k=v\n...Which value does q map to?") or the rev style
+# (" v is the value of k"), with the assistant prefill "The value of q is **" / "The entry q maps
+# to **", on the in-family vocabulary; answer "v**". Drawn from the training stream only.
+LOOKUP_KEYS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "lemon", "mango", "peach", "pear", "plum",
+               "berry", "onion", "garlic", "ginger", "pepper", "tomato", "carrot", "potato", "walnut", "almond"]
+LOOKUP_VALUES = ["red", "blue", "green", "gold", "gray", "black", "white", "orange", "yellow", "amber", "rose", "lime",
+                 "olive", "azure", "steel", "ice", "fire", "stone", "wood", "iron"]
+
+
+def make_lookup(pool, rng, level):
+    n = rng.choice([4, 8] if level >= 0.5 else [2, 4])
+    keys, values = rng.sample(LOOKUP_KEYS, n), rng.sample(LOOKUP_VALUES, n)
+    t = rng.randrange(n)
+    style = rng.choice(["chat", "chat", "list", "rev"])
+    if style == "list":
+        user = "Lookup table:\n" + "".join(f"* {k}={v}\n" for k, v in zip(keys, values)) + f"Which value does {keys[t]} map to?"
+        prefill = f"The entry {keys[t]} maps to **"
+    else:
+        entries = [f" {v} is the value of {k}" if style == "rev" else f" {k}={v}" for k, v in zip(keys, values)]
+        user = "Dictionary:" + ",".join(entries) + "." + f"\nQuestion: What is the value of {keys[t]}?"
+        prefill = f"The value of {keys[t]} is **"
+    return dict(task="lookup", context=user, query="", prefill=prefill, expected=[values[t] + "**"])
+
+
+def make_recite(pool, rng, level):
+    """"Recite": 12 entries of the dictionary in random order with repeats ("k=v, k=v, ..."):
+    each value is predicted from the key just written by matching it against the context, a dozen
+    such predictions per sequence (the dense form of lookup; the order cannot be copied)."""
+    it = pool.draw("dictionary", rng, level)
+    pairs = _PAIR.findall(it["context"])
+    return dict(task="recite", context=it["context"], query="Recite the dictionary.",
+                expected=[", ".join(f"{k}={v}" for k, v in (rng.choice(pairs) for _ in range(12)))])
+
+
+AUX = {"drill": make_drill, "repeat": make_repeat, "pair": make_pair, "lookup": make_lookup, "recite": make_recite}
+
+
 def draw_item(pool, rng, level, mix=None):
     names, weights = zip(*(mix or MIX).items())
     task = rng.choices(names, weights)[0]
-    return make_drill(pool, rng, level) if task == "drill" else pool.draw(task, rng, level)
+    return AUX[task](pool, rng, level) if task in AUX else pool.draw(task, rng, level)
 
 
 def segments(family, item):
@@ -179,7 +237,7 @@ def build_tokenizer(family, seed, pool, vocab_size=1024):
 
 def encode_item(tok, family, item):
     ctx, qry = segments(family, item)
-    p = tok.encode(ctx) + tok.encode(qry)
+    p = tok.encode(ctx + qry + item["prefill"]) if "prefill" in item else tok.encode(ctx) + tok.encode(qry)
     a = tok.encode(item["expected"][0]) + [tok.specials[CHAT[family]["end"]]]
     return p, a
 
