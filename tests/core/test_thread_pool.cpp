@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 using namespace hylens;
@@ -32,4 +34,30 @@ TEST_CASE("thread pool: nested parallel_for runs inline and stays correct") {
 TEST_CASE("thread pool: the size cannot change after first use") {
     ThreadPool::instance();
     CHECK_THROWS_AS(ThreadPool::set_num_threads(3), Error);
+}
+
+TEST_CASE("thread pool: back-to-back regions of varying sizes, at several pool sizes") {
+    // Regions follow each other closely (workers still spinning on the previous one), or after a
+    // pause longer than the spin (workers asleep), and their number of parts changes between
+    // them: every index must still be covered exactly once.
+    auto& pool = ThreadPool::instance();
+    const std::size_t before = pool.size();
+    const int spin_before = pool.spin_micros();
+    for (std::size_t threads : {1u, 2u, 3u, 4u})
+      for (int spin : {0, 100}) {
+        pool.resize(threads);
+        pool.set_spin_micros(spin);
+        std::vector<std::atomic<int>> hits(64);
+        for (int round = 0; round < 2000; ++round) {
+            const std::size_t n = 1 + static_cast<std::size_t>(round * 7) % 64;
+            if (round % 200 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
+            pool.parallel_for(n, [&](std::size_t b, std::size_t e) {
+                for (std::size_t i = b; i < e; ++i) hits[i]++;
+            });
+            for (std::size_t i = 0; i < n; ++i) REQUIRE(hits[i].exchange(0) == 1);
+        }
+      }
+    pool.resize(before);
+    pool.set_spin_micros(spin_before);
+    CHECK_THROWS_AS(pool.set_spin_micros(-1), Error);
 }

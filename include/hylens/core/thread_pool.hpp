@@ -5,22 +5,56 @@
 // kernel may use it freely. OpenBLAS is kept at one thread (core/blas.hpp): BLAS calls and
 // our pool never run two sets of threads at the same time (on 2 cores, OpenBLAS's spinning
 // workers made our pool 1.7x slower, docs/toolchain.md §8).
+//
+// Waiting: a decode step opens ~150 short parallel regions a token, a few microseconds apart,
+// and waking a thread blocked on a condition variable costs a futex wake and a reschedule. An
+// idle worker can first poll for the next region for spin_micros() (and the caller for the
+// last part) before it blocks. The default is 0, block at once: on the shared 2-core machine
+// this was measured on (load 7-10), polling made decode at 2 threads slower (0.83-0.88x), since
+// the polling thread takes the time the other processes' and our own threads need. On a
+// machine with idle cores set HYLENS_POOL_SPIN_US (e.g. 100) or set_spin_micros
+// (docs/performance.md).
+//
+// Parts are claimed as tickets [base_, end_) of a counter that only grows, by compare-and-swap
+// below end_: a thread still finishing the previous region can neither take a part twice nor
+// take one of a region whose number of parts differs before that region is published.
 
 #include <algorithm>           // std::min, std::max
 #include <atomic>              // std::atomic
+#include <chrono>              // std::chrono::steady_clock
 #include <condition_variable>  // std::condition_variable
 #include <cstddef>             // std::size_t
+#include <cstdint>             // std::uint64_t
+#include <cstdlib>             // std::getenv, std::strtol
 #include <functional>          // std::function
 #include <mutex>               // std::mutex
+#include <string>              // std::string
 #include <thread>              // std::thread
 #include <vector>              // std::vector
 
 #include "error.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>  // _mm_pause
+#endif
+
 namespace hylens {
 
 class ThreadPool {
 public:
+    /// How long an idle thread polls for the next parallel region before it blocks, by default
+    /// (see above); the environment variable HYLENS_POOL_SPIN_US (0 to 10000) overrides it when
+    /// the pool is created, set_spin_micros at any time.
+    static constexpr int kDefaultSpinMicros = 0;
+
+    /// Microseconds an idle thread polls before blocking (0: block at once, as on a machine
+    /// whose cores are all busy with other work, where polling only takes time from them).
+    void set_spin_micros(int us) {
+        check(us >= 0 && us <= 10000, "[ThreadPool] the spin time must be 0 to 10000 microseconds");
+        spin_us_.store(us, std::memory_order_relaxed);
+    }
+    int spin_micros() const noexcept { return spin_us_.load(std::memory_order_relaxed); }
+
     /// The process-wide pool, created on first use.
     static ThreadPool& instance() {
         static ThreadPool pool(requested_size());
@@ -45,10 +79,7 @@ public:
         std::lock_guard<std::mutex> one_job(job_mutex_);
         if (n == size()) return;
         stop_workers();
-        {
-            std::lock_guard<std::mutex> lk(mutex_);
-            stop_ = false;
-        }
+        stop_.store(false, std::memory_order_seq_cst);
         for (std::size_t i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
     }
 
@@ -81,7 +112,7 @@ private:
     void stop_workers() {
         {
             std::lock_guard<std::mutex> lk(mutex_);
-            stop_ = true;
+            stop_.store(true, std::memory_order_seq_cst);
         }
         cv_.notify_all();
         for (auto& t : workers_) t.join();
@@ -90,6 +121,13 @@ private:
 
     explicit ThreadPool(std::size_t n) {
         started() = true;
+        if (const char* env = std::getenv("HYLENS_POOL_SPIN_US")) {
+            char* end = nullptr;
+            const long us = std::strtol(env, &end, 10);
+            check(end != env && *end == '\0' && us >= 0 && us <= 10000,
+                  "[ThreadPool] HYLENS_POOL_SPIN_US must be an integer from 0 to 10000, got '" + std::string(env) + "'");
+            spin_us_.store(static_cast<int>(us), std::memory_order_relaxed);
+        }
         for (std::size_t i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
     }
 
@@ -106,59 +144,104 @@ private:
         return w;
     }
 
+    static void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+        _mm_pause();
+#else
+        std::this_thread::yield();
+#endif
+    }
+
+    // Polls done() for up to spin_micros(); true if it became true.
+    template <class Done>
+    bool spin_until(Done&& done) const {
+        const int us = spin_micros();
+        if (us == 0) return done();
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+        for (;;) {
+            for (int i = 0; i < 64; ++i) {
+                if (done()) return true;
+                cpu_relax();
+            }
+            if (std::chrono::steady_clock::now() >= deadline) return done();
+        }
+    }
+
+    // Publishes a job of `parts` parts as the tickets [base_, end_), works on it, waits for it.
     void run(std::size_t parts, std::function<void(std::size_t)>& part) {
-        {
-            std::lock_guard<std::mutex> lk(mutex_);
-            job_ = &part;
-            parts_ = parts;
-            next_.store(0);
-            pending_ = parts;
-            ++generation_;
+        job_.store(&part, std::memory_order_relaxed);
+        pending_.store(parts, std::memory_order_relaxed);
+        const std::size_t base = next_.load(std::memory_order_relaxed);  // == end_: all claimed
+        base_.store(base, std::memory_order_relaxed);
+        end_.store(base + parts, std::memory_order_release);
+        generation_.fetch_add(1, std::memory_order_seq_cst);
+        if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+            std::lock_guard<std::mutex> lk(mutex_);  // a worker between its check and its wait sees this
         }
         cv_.notify_all();
         in_worker() = true;
         work_on_current();
         in_worker() = false;
-        std::unique_lock<std::mutex> lk(mutex_);
-        done_cv_.wait(lk, [&] { return pending_ == 0; });
-        job_ = nullptr;
+        if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
+            std::unique_lock<std::mutex> lk(mutex_);
+            caller_waiting_.store(true, std::memory_order_seq_cst);
+            done_cv_.wait(lk, [&] { return pending_.load(std::memory_order_seq_cst) == 0; });
+            caller_waiting_.store(false, std::memory_order_relaxed);
+        }
+        job_.store(nullptr, std::memory_order_relaxed);
     }
 
     void work_on_current() {
         for (;;) {
-            const std::size_t p = next_.fetch_add(1);
-            if (p >= parts_) break;
-            (*job_.load())(p);
-            std::lock_guard<std::mutex> lk(mutex_);
-            if (--pending_ == 0) done_cv_.notify_all();
+            std::size_t t = next_.load(std::memory_order_acquire);
+            const std::size_t end = end_.load(std::memory_order_acquire);
+            if (t >= end) return;
+            if (!next_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) continue;
+            // end_ was read after its release: base_ and job_ are this region's.
+            (*job_.load(std::memory_order_relaxed))(t - base_.load(std::memory_order_relaxed));
+            if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_waiting_.load(std::memory_order_seq_cst)) {
+                std::lock_guard<std::mutex> lk(mutex_);
+                done_cv_.notify_all();
+            }
         }
     }
 
     void worker_loop() {
         in_worker() = true;
-        std::size_t seen = 0;
+        std::uint64_t seen = generation_.load(std::memory_order_acquire);
         for (;;) {
-            {
+            auto news = [&] {
+                // seq_cst: pairs with run()'s generation bump and sleepers_ check (either the
+                // worker sees the new region, or run() sees it asleep and wakes it)
+                return stop_.load(std::memory_order_seq_cst) || generation_.load(std::memory_order_seq_cst) != seen;
+            };
+            if (!spin_until(news)) {
                 std::unique_lock<std::mutex> lk(mutex_);
-                cv_.wait(lk, [&] { return stop_ || (generation_ != seen && job_ != nullptr); });
-                if (stop_) return;
-                seen = generation_;
+                sleepers_.fetch_add(1, std::memory_order_seq_cst);
+                cv_.wait(lk, news);
+                sleepers_.fetch_sub(1, std::memory_order_relaxed);
             }
+            if (stop_.load(std::memory_order_acquire)) return;
+            seen = generation_.load(std::memory_order_acquire);
             work_on_current();
         }
     }
 
     std::vector<std::thread> workers_;
-    std::mutex mutex_;
-    std::mutex job_mutex_;
+    std::mutex mutex_;      // guards the condition-variable waits only
+    std::mutex job_mutex_;  // one parallel region at a time
     std::condition_variable cv_;
     std::condition_variable done_cv_;
     std::atomic<std::function<void(std::size_t)>*> job_{nullptr};
-    std::atomic<std::size_t> parts_{0};
-    std::atomic<std::size_t> next_{0};
-    std::size_t pending_ = 0;
-    std::size_t generation_ = 0;
-    bool stop_ = false;
+    std::atomic<std::size_t> next_{0};  // next ticket to claim
+    std::atomic<std::size_t> base_{0};  // first ticket of the current region
+    std::atomic<std::size_t> end_{0};   // one past its last ticket
+    std::atomic<std::size_t> pending_{0};
+    std::atomic<std::uint64_t> generation_{0};
+    std::atomic<int> sleepers_{0};
+    std::atomic<bool> caller_waiting_{false};
+    std::atomic<bool> stop_{false};
+    std::atomic<int> spin_us_{kDefaultSpinMicros};
 };
 
 /// parallel_for on the process-wide pool.
