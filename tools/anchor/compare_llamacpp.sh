@@ -5,7 +5,9 @@
 #   MODELS_DIR holds, per preset P and dtype D (f32, bf16), the GGUF P-D.gguf (make_random_gguf.py)
 #   and the Hugging Face folder P-D/ (make_random_hf.py) with the same values.
 # env: PRESETS="qwen35-0.8b granite-4.0-h-350m falcon-h1-0.5b"  DTYPES="f32 bf16"  THREADS="2 1"
-#      REPS=3  PP=512  TG=64
+#      REPS=3  PP=512  TG=64   (PP=0: decode only)
+#      On a loaded machine also export OMP_WAIT_POLICY=PASSIVE: llama.cpp's spinning OpenMP
+#      barrier collapses at 2 threads when no core is free (README.md).
 # For each (threads, preset, dtype) it runs llama-bench and then hylens bench back to back (the
 # order alternates between configurations), so both see the same machine load; every line of
 # OUT.jsonl is tagged with "engine", and the 1-minute load average before each run goes to
