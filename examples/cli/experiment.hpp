@@ -33,6 +33,9 @@
 #endif
 
 #include "args.hpp"
+#include "experiment_circuit.hpp"
+#include "experiment_encode_swap.hpp"
+#include "study_mpi.hpp"  // detail::MpiJob
 
 #ifndef HYLENS_VERSION
 #define HYLENS_VERSION "unknown"
@@ -49,45 +52,6 @@ struct ChannelsArgs {
     std::vector<std::uint64_t> seeds{1, 2, 3};
     std::string layers, shard, out, judge, judge_tokenizer;
     bool resume = false;
-};
-
-/// Rank and size of the MPI job (0 and 1 without MPI or outside mpirun).
-struct MpiJob {
-    int rank = 0, size = 1, local_size = 1;
-    bool owns_init = false;
-    MpiJob() {
-#ifdef HYLENS_WITH_MPI
-        int init = 0;
-        MPI_Initialized(&init);
-        if (!init) {
-            MPI_Init(nullptr, nullptr);
-            owns_init = true;
-        }
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        MPI_Comm_size(MPI_COMM_WORLD, &size);
-        MPI_Comm local;
-        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
-        MPI_Comm_size(local, &local_size);
-        MPI_Comm_free(&local);
-#endif
-    }
-    MpiJob(const MpiJob&) = delete;
-    MpiJob& operator=(const MpiJob&) = delete;
-    ~MpiJob() {
-#ifdef HYLENS_WITH_MPI
-        if (owns_init) MPI_Finalize();
-#endif
-    }
-    /// True on every rank when `ok` holds on every rank.
-    bool all(bool ok) const {
-#ifdef HYLENS_WITH_MPI
-        int mine = ok ? 1 : 0, every = 0;
-        MPI_Allreduce(&mine, &every, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        return every == 1;
-#else
-        return ok;
-#endif
-    }
 };
 
 inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& argv_all, const std::string& usage) {
@@ -204,7 +168,8 @@ inline int run_experiment(int argc, char** argv) {
     // study's name. One line per study here; the CLI11 app below lists them for --help.
     if (argc >= 3) {
         const std::string_view study = argv[2];
-        (void)study;
+        if (study == "circuit") return run_experiment_circuit(argc - 1, argv + 1);
+        if (study == "encode-swap") return run_experiment_encode_swap(argc - 1, argv + 1);
     }
     CLI::App app("studies on a model folder; results as items.jsonl, summary.csv/json, diffs.csv, run.json",
                  "hylens experiment");
@@ -234,6 +199,8 @@ inline int run_experiment(int argc, char** argv) {
         ->check(CLI::ExistingFile)
         ->needs(judge);
     ch->add_option("--out", a.out, "result folder")->required();
+    app.add_subcommand("circuit", "Encode / Address / reader-head identification (B1-B4, B6, B7) on dictionary pairs; circuit.json");
+    app.add_subcommand("encode-swap", "Encode (Bind) sufficiency swaps (exp29) at the value and key tokens, with a circuit.json");
     std::vector<std::string> merge_dirs;
     std::string merge_out;
     CLI::App* mg = app.add_subcommand("merge", "merge the result folders of a sharded study (recomputes the summaries)");
@@ -247,6 +214,8 @@ inline int run_experiment(int argc, char** argv) {
     std::vector<std::filesystem::path> dirs(merge_dirs.begin(), merge_dirs.end());
     // Result folders of other studies merge through their study's own merge (one line each).
     const std::string kind = result_kind(dirs.front());
+    if (kind == "circuit") return report_merge(merge_circuit_folders(dirs, merge_out), merge_out);
+    if (kind == "encode-swap") return report_merge(merge_encode_swap_folders(dirs, merge_out), merge_out);
     if (kind != "channels") {
         std::cerr << "hylens experiment merge: " << dirs.front().string() << "/run.json is a '" << kind
                   << "' study, which has no merge\n";

@@ -50,26 +50,10 @@
 #include "progress.hpp"
 #include "prompt.hpp"
 #include "records.hpp"
+#include "study_folder.hpp"  // Shard, parse_shard, detail::read_json_file, detail::utc_now
 #include "summary.hpp"
 
 namespace hylens::experiments {
-
-/// Shard I of N (0 <= I < N).
-struct Shard {
-    std::size_t index = 0, count = 1;
-    std::string text() const { return std::to_string(index) + "/" + std::to_string(count); }
-    bool takes(std::size_t n) const noexcept { return n % count == index; }
-};
-
-/// Parses "I/N".
-inline Shard parse_shard(std::string_view s) {
-    const std::size_t slash = s.find('/');
-    check(slash != std::string_view::npos && detail::all_digits(s.substr(0, slash)) && detail::all_digits(s.substr(slash + 1)),
-          "[shard] '", s, "' is not I/N (e.g. 0/4)");
-    Shard r{std::stoul(std::string(s.substr(0, slash))), std::stoul(std::string(s.substr(slash + 1)))};
-    check(r.count >= 1 && r.index < r.count, "[shard] '", s, "': need 0 <= I < N");
-    return r;
-}
 
 struct StudyOptions {
     std::vector<const tasks::TaskSpec*> tasks;
@@ -122,29 +106,12 @@ struct Work {
     std::vector<std::size_t> pending;  // condition indices still to run
 };
 
-inline nlohmann::json read_json_file(const std::filesystem::path& p) {
-    std::ifstream in(p);
-    check<FormatError>(in.good(), "[experiment] cannot read ", p.string());
-    try {
-        return nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-        fail<FormatError>("[experiment] ", p.string(), " is not JSON: ", e.what());
-    }
-}
-
 /// "judge" when the judge decided a score (its scorer recorded the judge's answer), "rubric"
 /// when a rule rubric did, null for tasks scored otherwise.
 inline const char* scored_by(const tasks::Score& s) {
     if (s.fields.contains("judge")) return "judge";
     if (s.fields.contains("rubric")) return "rubric";
     return nullptr;
-}
-
-inline std::string utc_now() {
-    const std::time_t t = std::time(nullptr);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-    return buf;
 }
 
 }  // namespace detail

@@ -14,13 +14,10 @@
 #include "../core/error.hpp"
 #include "channel_study.hpp"
 #include "records.hpp"
+#include "study_folder.hpp"  // MergeResult
 #include "summary.hpp"
 
 namespace hylens::experiments {
-
-struct MergeResult {
-    std::size_t records = 0, folders = 0, incomplete = 0;
-};
 
 inline MergeResult merge_results(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out,
                                  const BootstrapOptions& bootstrap = {}) {

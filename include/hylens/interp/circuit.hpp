@@ -13,6 +13,7 @@
 // (ties: the lower selectivity). The result serialises to the circuit file the other studies
 // read (to_json / circuit_from_json).
 
+#include <algorithm>  // std::min
 #include <array>    // std::array
 #include <cstddef>  // std::size_t
 #include <string>   // std::string
@@ -60,6 +61,53 @@ struct Circuit {
     std::size_t address = 0;                              ///< group index
 };
 
+/// B3's rule: the linear layers whose removal leaves a gap below `critical` x the baseline gap
+/// (none when the baseline gap is not positive: the model does not solve the task).
+inline std::vector<int> critical_layers(const PairScores& baseline, const std::vector<int>& linear_layers,
+                                        const std::vector<PairScores>& layer_removed, double critical) {
+    std::vector<int> out;
+    for (std::size_t i = 0; i < linear_layers.size(); ++i)
+        if (baseline.gap.mean > 0.0 && layer_removed[i].gap.mean < critical * baseline.gap.mean)
+            out.push_back(linear_layers[i]);
+    return out;
+}
+
+/// B4's rule: of the first `top` candidates (ranked by target mass, gap_removed set), the one
+/// whose removal lowers the gap most (the first on a tie).
+inline HeadCandidate pick_reader(const std::vector<HeadCandidate>& ranked, std::size_t top) {
+    check<ShapeError>(!ranked.empty(), "[circuit] no reader candidate");
+    HeadCandidate r = ranked[0];
+    for (std::size_t i = 1; i < std::min(top, ranked.size()); ++i)
+        if (ranked[i].gap_removed < r.gap_removed) r = ranked[i];
+    return r;
+}
+
+/// Gr-1 (the last group with linear layers whose softmax layer is at or before the reader's
+/// layer) and Gr-2 (the group before it, when it has linear layers).
+inline std::vector<std::size_t> address_candidates(const std::vector<LayerGroup>& groups, int reader_layer) {
+    std::size_t r1 = groups.size();
+    for (std::size_t i = 0; i < groups.size(); ++i)
+        if (groups[i].softmax_layer <= reader_layer && !groups[i].layers.empty()) r1 = i;
+    check<ShapeError>(r1 < groups.size(), "[identify_circuit] no group of linear layers before the reader layer ", reader_layer);
+    std::vector<std::size_t> out{r1};
+    if (r1 > 0 && !groups[r1 - 1].layers.empty()) out.push_back(r1 - 1);
+    return out;
+}
+
+/// The Address rule: the candidate whose removal from Q only gives the lowest top-1 rate
+/// (ties: the lower selectivity).
+inline std::size_t pick_address(const std::vector<std::size_t>& candidates,
+                                const std::vector<std::array<std::array<SelectivityMean, 2>, 2>>& selectivity) {
+    check<ShapeError>(!candidates.empty() && candidates.size() == selectivity.size(), "[circuit] ", candidates.size(),
+                      " address candidates, ", selectivity.size(), " selectivity tables");
+    std::size_t pick = 0;
+    for (std::size_t k = 1; k < selectivity.size(); ++k) {
+        const SelectivityMean &a = selectivity[k][1][0], &b = selectivity[pick][1][0];
+        if (a.top1 < b.top1 || (a.top1 == b.top1 && a.selectivity < b.selectivity)) pick = k;
+    }
+    return candidates[pick];
+}
+
 /// Runs B1-B4 and B6 on the items and applies the rules above.
 template <class Model>
 Circuit identify_circuit(const Model& model, const std::vector<PairItem>& items, const CircuitOptions& opt = {}) {
@@ -75,29 +123,13 @@ Circuit identify_circuit(const Model& model, const std::vector<PairItem>& items,
     c.linear_layers = recurrent_layers(model.stack());
     for (int l : c.linear_layers) single.push_back({l});
     c.layer_removed = removal_scan(model, items, single, opt.unit);
-    // A model that does not solve the task (baseline gap <= 0) has no critical layer.
-    for (std::size_t i = 0; i < c.linear_layers.size(); ++i)
-        if (c.baseline.gap.mean > 0.0 && c.layer_removed[i].gap.mean < opt.critical * c.baseline.gap.mean)
-            c.critical_layers.push_back(c.linear_layers[i]);
+    c.critical_layers = critical_layers(c.baseline, c.linear_layers, c.layer_removed, opt.critical);
     c.reader = reader_search(model, items, opt.top);
-    // Gr-1: the group feeding the reader's layer (or the last group before it); Gr-2: the one before.
-    std::size_t r1 = c.groups.size();
-    for (std::size_t i = 0; i < c.groups.size(); ++i)
-        if (c.groups[i].softmax_layer <= c.reader.reader.layer && !c.groups[i].layers.empty()) r1 = i;
-    check<ShapeError>(r1 < c.groups.size(), "[identify_circuit] no group of linear layers before the reader layer ",
-                      c.reader.reader.layer);
-    c.address_candidates.push_back(r1);
-    if (r1 > 0 && !c.groups[r1 - 1].layers.empty()) c.address_candidates.push_back(r1 - 1);
+    c.address_candidates = address_candidates(c.groups, c.reader.reader.layer);
     for (std::size_t gi : c.address_candidates)
         c.selectivity.push_back(
             selectivity_2x2(model, items, c.groups[gi].layers, c.reader.reader.layer, c.reader.reader.head, opt.unit));
-    // Address: the lowest Q-only top-1 rate (ties: the lower selectivity).
-    std::size_t pick = 0;
-    for (std::size_t k = 1; k < c.selectivity.size(); ++k) {
-        const SelectivityMean &a = c.selectivity[k][1][0], &b = c.selectivity[pick][1][0];
-        if (a.top1 < b.top1 || (a.top1 == b.top1 && a.selectivity < b.selectivity)) pick = k;
-    }
-    c.address = c.address_candidates[pick];
+    c.address = pick_address(c.address_candidates, c.selectivity);
     c.encode = 0;
     return c;
 }

@@ -20,7 +20,7 @@
 // Query items are not pairs: they are kept whatever their tokenization (their answer, the bare
 // value word, is one token by the vocabulary filter).
 
-#include <algorithm>    // std::find
+#include <algorithm>    // std::find, std::sort
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::uint64_t, std::int64_t
 #include <optional>     // std::optional
@@ -190,6 +190,42 @@ inline CleanCorruptSet clean_corrupt_pairs(const Tokenizer& tok, const ChatForma
             it.corrupt_ids = cor.ids;
             out.items.push_back(std::move(it));
         }
+    return out;
+}
+
+/// The key-swap donor of a clean/corrupted item (§A.12, exp29): the clean dictionary with the
+/// keys of entries t and d exchanged, the question still asking k_t (which now sits in entry d,
+/// so its answer is v_d). `positions` are the key tokens of t and d in the clean prompt (the
+/// host), where the swap writes. None when the donor does not have the clean prompt's length,
+/// or differs from it outside those key tokens (or nowhere): `dropped` counts why.
+struct KeySwap {
+    LookupText text;
+    std::vector<std::int64_t> ids;
+    std::vector<std::size_t> positions;
+};
+inline std::optional<KeySwap> key_swap(const Tokenizer& tok, const ChatFormat& format, const Variant& variant,
+                                       const CleanCorruptItem& it, Drops& dropped) {
+    check<ShapeError>(!variant.long_filler, "[lookup::key_swap] the long variant is not supported");
+    std::vector<std::string> keys = it.dict.keys;
+    std::swap(keys[it.target], keys[it.distractor]);
+    KeySwap out;
+    out.text = render(format, variant.style, keys, it.dict.values, it.distractor);
+    const LookupTokens t = tokenize(tok, out.text, variant.n_pairs);
+    if (t.size() != it.clean.size()) {
+        ++dropped.length;
+        return std::nullopt;
+    }
+    for (std::size_t e : {it.target, it.distractor})
+        out.positions.insert(out.positions.end(), it.clean.keys[e].begin(), it.clean.keys[e].end());
+    std::sort(out.positions.begin(), out.positions.end());
+    const std::vector<std::size_t> diff = detail::differing(it.clean.ids, t.ids);
+    bool outside = diff.empty();
+    for (std::size_t i : diff) outside = outside || !detail::contains(out.positions, i);
+    if (outside) {
+        ++dropped.outside;
+        return std::nullopt;
+    }
+    out.ids = t.ids;
     return out;
 }
 

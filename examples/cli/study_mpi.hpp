@@ -1,0 +1,189 @@
+#pragma once
+// What the `hylens experiment <study>` commands share: the MPI job (rank r of N runs shard r/N
+// into OUT/ranks/rank-r-of-N, rank 0 merges the rank folders into OUT), the model folder's
+// tokenizer, and the error report of a study run. Built without HYLENS_WITH_MPI (or outside
+// mpirun) a command is one process running the --shard it was given.
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <hylens/core/error.hpp>
+#include <hylens/core/thread_pool.hpp>
+#include <hylens/experiments/study_folder.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#ifdef HYLENS_WITH_MPI
+#include <mpi.h>
+#endif
+
+namespace hylens::cli {
+
+namespace detail {
+
+/// Rank and size of the MPI job (0 and 1 without MPI or outside mpirun).
+struct MpiJob {
+    int rank = 0, size = 1, local_size = 1;
+    bool owns_init = false;
+    MpiJob() {
+#ifdef HYLENS_WITH_MPI
+        int init = 0;
+        MPI_Initialized(&init);
+        if (!init) {
+            MPI_Init(nullptr, nullptr);
+            owns_init = true;
+        }
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        MPI_Comm local;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+        MPI_Comm_size(local, &local_size);
+        MPI_Comm_free(&local);
+#endif
+    }
+    MpiJob(const MpiJob&) = delete;
+    MpiJob& operator=(const MpiJob&) = delete;
+    ~MpiJob() {
+#ifdef HYLENS_WITH_MPI
+        if (owns_init) MPI_Finalize();
+#endif
+    }
+    /// True on every rank when `ok` holds on every rank.
+    bool all(bool ok) const {
+#ifdef HYLENS_WITH_MPI
+        int mine = ok ? 1 : 0, every = 0;
+        MPI_Allreduce(&mine, &every, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        return every == 1;
+#else
+        return ok;
+#endif
+    }
+};
+
+}  // namespace detail
+
+/// Where this process runs its part of a study.
+struct StudyPlace {
+    experiments::Shard shard;
+    std::filesystem::path out;  ///< this process's result folder
+    int ranks = 1;              ///< MPI ranks (1 outside mpirun)
+};
+
+/// Runs `study(place)` as shard `shard` into `out`, or, under mpirun with N > 1 ranks, as
+/// shard r/N into out/ranks/rank-r-of-N on rank r, after which rank 0 calls merge(rank
+/// folders, out). Errors are reported as "hylens experiment NAME: error: ..." (with the rank
+/// under mpirun). Returns the exit code: 0, or 1 when any rank failed. Usage errors (exit 2)
+/// are the caller's, before this.
+inline int run_study_ranks(const std::string& name, const experiments::Shard& shard, bool shard_given,
+                           const std::filesystem::path& out, const std::function<void(const StudyPlace&)>& study,
+                           const std::function<experiments::MergeResult(const std::vector<std::filesystem::path>&,
+                                                                        const std::filesystem::path&)>& merge) {
+    detail::MpiJob mpi;
+    StudyPlace place{shard, out, mpi.size};
+    const auto rank_dir = [&](int r) {
+        return out / "ranks" / ("rank-" + std::to_string(r) + "-of-" + std::to_string(mpi.size));
+    };
+    bool ok = true;
+    std::string error;
+    try {
+        if (mpi.size > 1) {
+            check(!shard_given, "--shard cannot be combined with mpirun: the ranks are the shards");
+            place.shard = {static_cast<std::size_t>(mpi.rank), static_cast<std::size_t>(mpi.size)};
+            place.out = rank_dir(mpi.rank);
+            // The ranks of a node share its cores.
+            const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+            ThreadPool::set_num_threads(std::max<std::size_t>(1, cores / static_cast<std::size_t>(mpi.local_size)));
+        }
+        study(place);
+    } catch (const std::exception& e) {
+        ok = false;
+        error = e.what();
+    }
+    const bool all_ok = mpi.all(ok);
+    if (!ok) {
+        std::cerr << "hylens experiment " << name;
+        if (mpi.size > 1) std::cerr << " (rank " << mpi.rank << ")";
+        std::cerr << ": error: " << error << "\n";
+        return 1;
+    }
+    if (!all_ok) return 1;
+    if (mpi.size > 1 && mpi.rank == 0) {
+        std::vector<std::filesystem::path> dirs;
+        for (int r = 0; r < mpi.size; ++r) dirs.push_back(rank_dir(r));
+        const experiments::MergeResult m = merge(dirs, out);
+        std::cerr << "hylens experiment " << name << ": rank 0 merged " << m.folders << " ranks, " << m.records
+                  << " records -> " << out.string() << "\n";
+    }
+    return 0;
+}
+
+/// The tokenizer of a study: --tokenizer, or the model folder's tokenizer.json.
+inline std::filesystem::path study_tokenizer_path(const std::string& model, const std::string& tokenizer) {
+    const std::filesystem::path p =
+        tokenizer.empty() ? std::filesystem::path(model) / "tokenizer.json" : std::filesystem::path(tokenizer);
+    check(std::filesystem::exists(p), "[experiment] ", p.string(), " does not exist: the study renders text, pass --tokenizer FILE");
+    return p;
+}
+
+/// The options every dictionary-lookup study takes (model, tokenizer, pairs, shard, resume, out).
+struct LookupStudyArgs {
+    std::string model, tokenizer, variant = "chat8", shard, out;
+    std::size_t per_config = 20;
+    std::uint64_t seed = 1;
+    bool resume = false, no_progress = false;
+
+    void add(CLI::App& app) {
+        app.add_option("--model", model, "model folder (config.json + *.safetensors)")->required()->check(CLI::ExistingDirectory);
+        app.add_option("--tokenizer", tokenizer, "tokenizer.json (default: the model folder's)")->check(CLI::ExistingFile);
+        app.add_option("--variant", variant, "prompt variant: chat4, chat8, chat16, list8, rev8, perm8")
+            ->capture_default_str()
+            ->check(CLI::IsMember({"chat4", "chat8", "chat16", "list8", "rev8", "perm8"}));
+        app.add_option("--per-config", per_config, "pairs drawn per (target, distractor) configuration")
+            ->capture_default_str()
+            ->check(CLI::Range(std::size_t{1}, std::size_t{100000}));
+        app.add_option("--seed", seed, "data-generation seed")->capture_default_str();
+        app.add_option("--shard", shard, "run shard I of N (items taken by draw index mod N)");
+        app.add_flag("--resume", resume, "continue a killed run in --out (records already there are kept)");
+        app.add_flag("--no-progress", no_progress, "no progress line on stderr");
+        app.add_option("--out", out, "result folder")->required();
+    }
+};
+
+/// run.json's description of the run: the model, its tokenizer, the tool's version, the
+/// command line and the MPI ranks.
+inline nlohmann::json study_run_info(const std::string& model, const std::string& model_type,
+                                     const std::filesystem::path& tokenizer, const std::vector<std::string>& arguments,
+                                     int ranks, const char* version) {
+    return {{"model", std::filesystem::absolute(model).string()},
+            {"model_type", model_type},
+            {"tokenizer", std::filesystem::absolute(tokenizer).string()},
+            {"hylens_version", version},
+            {"arguments", arguments},
+            {"mpi_ranks", ranks}};
+}
+
+/// The study definition (run.json "study") of the first result folder, which a study's merge
+/// writes its summaries from (merge_study_folders checks that every folder has the same).
+inline nlohmann::json first_definition(const std::vector<std::filesystem::path>& dirs) {
+    check(!dirs.empty(), "[merge] no result folder given");
+    check(std::filesystem::exists(dirs.front() / "run.json"), "[merge] ", dirs.front().string(),
+          " holds no run.json (not a study result folder)");
+    return experiments::detail::read_json_file(dirs.front() / "run.json").value("study", nlohmann::json());
+}
+
+/// The report line of `hylens experiment merge` for a study's merge.
+inline int report_merge(const experiments::MergeResult& m, const std::string& out) {
+    std::cerr << "hylens experiment merge: " << m.folders << " folders, " << m.records << " records"
+              << (m.incomplete ? " (" + std::to_string(m.incomplete) + " folders not complete)" : std::string()) << " -> " << out
+              << "\n";
+    return 0;
+}
+
+}  // namespace hylens::cli

@@ -1,0 +1,471 @@
+#pragma once
+// The circuit study (experiments.md §A.6-A.7, battery B1-B4, B6, B7; docs/study_circuit.md):
+// identify_circuit's battery run item by item, one record per (item, condition) in
+// items.jsonl through a StudyFolder (resume, shards, merge), and the roles (Encode, Address,
+// reader head) computed from those records, so a merge of shard folders gives the circuit of
+// the unsharded run.
+//
+// Conditions (record "condition"), each on the clean and the corrupted prompt of an item:
+//   baseline              B1; also the attention split of every softmax head (B4 ranking, B7 intact)
+//   group:G<i>            B2, group i removed; also the attention split of every head (B7)
+//   layer:L<l>            B3, linear layer l removed
+//   head:L<l>H<h>         B4, softmax head h of layer l removed (every head, so the reader rule
+//                         can be applied to the pooled records of any set of shards)
+//   qk:L<s>G<g>           B6 at softmax layer s for each of its address candidates g: the q.k
+//                         selectivity 2x2 of every head of layer s (clean prompt only)
+// Every removal uses CircuitOptions::unit (the mixer output zeroed at every position, default).
+//
+// Roles (circuit_from_records): the rules of interp/circuit.hpp (critical_layers, pick_reader,
+// address_candidates, pick_address) on item means of the records.
+
+#include <algorithm>   // std::none_of, std::stable_sort, std::min
+#include <array>       // std::array
+#include <chrono>      // std::chrono
+#include <cstddef>     // std::size_t
+#include <cstdint>     // std::int64_t, std::uint64_t
+#include <filesystem>  // std::filesystem
+#include <map>         // std::map
+#include <string>      // std::string
+#include <vector>      // std::vector
+
+#include <nlohmann/json.hpp>
+
+#include "../core/error.hpp"
+#include "../interp/circuit.hpp"
+#include "../interp/metric_intervals.hpp"
+#include "../tasks/lookup/pairs.hpp"
+#include "../tasks/lookup/vocabulary.hpp"
+#include "../text/chat.hpp"
+#include "../text/tokenizer.hpp"
+#include "bootstrap.hpp"
+#include "progress.hpp"
+#include "study_folder.hpp"
+
+namespace hylens::experiments {
+
+struct CircuitStudyOptions {
+    std::string variant = "chat8";  ///< tasks::lookup::parse_variant (not "long")
+    std::size_t per_config = 20;    ///< draws per (target, distractor) configuration
+    std::uint64_t seed = 1;
+    CircuitOptions circuit{};       ///< group_size, top, unit, critical
+    Shard shard{};
+    bool resume = false;
+    std::filesystem::path out;
+    bool progress = true;
+    BootstrapOptions bootstrap{};
+    nlohmann::json run_info = nlohmann::json::object();
+};
+
+/// What the roles are computed over: the model's groups, linear and softmax layers (in the
+/// study definition, so a merge needs no model).
+struct CircuitStructure {
+    std::vector<LayerGroup> groups;
+    std::vector<int> linear_layers, attention_layers;
+};
+
+template <class Stack>
+CircuitStructure circuit_structure(const Stack& stack, std::size_t group_size) {
+    CircuitStructure s;
+    s.groups = layer_groups(stack, group_size);
+    s.linear_layers = recurrent_layers(stack);
+    s.attention_layers = attention_layers(stack);
+    check<ShapeError>(!s.groups.empty() && !s.groups.front().layers.empty(),
+                      "[circuit] the model has no group of linear layers before a softmax layer");
+    return s;
+}
+
+inline nlohmann::json to_json(const CircuitStructure& s) {
+    nlohmann::json g = nlohmann::json::array();
+    for (const LayerGroup& lg : s.groups) g.push_back({{"layers", lg.layers}, {"softmax_layer", lg.softmax_layer}});
+    return {{"groups", g}, {"linear_layers", s.linear_layers}, {"attention_layers", s.attention_layers}};
+}
+
+inline CircuitStructure circuit_structure_from_json(const nlohmann::json& j) {
+    try {
+        CircuitStructure s;
+        for (const auto& g : j.at("groups"))
+            s.groups.push_back({g.at("layers").get<std::vector<int>>(), g.at("softmax_layer").get<int>()});
+        s.linear_layers = j.at("linear_layers").get<std::vector<int>>();
+        s.attention_layers = j.at("attention_layers").get<std::vector<int>>();
+        return s;
+    } catch (const nlohmann::json::exception& e) {
+        fail<FormatError>("[circuit] the study definition's 'structure' is malformed: ", e.what());
+    }
+}
+
+namespace circuit_conditions {
+inline std::string group(std::size_t g) { return "group:G" + std::to_string(g); }
+inline std::string layer(int l) { return "layer:L" + std::to_string(l); }
+inline std::string head(int l, std::size_t h) { return "head:L" + std::to_string(l) + "H" + std::to_string(h); }
+inline std::string qk(int s, std::size_t g) { return "qk:L" + std::to_string(s) + "G" + std::to_string(g); }
+}  // namespace circuit_conditions
+
+/// The study-defining part of run.json.
+inline nlohmann::json circuit_definition(const CircuitStudyOptions& o, const CircuitStructure& s) {
+    return {{"variant", o.variant},
+            {"per_config", o.per_config},
+            {"seed", o.seed},
+            {"group_size", o.circuit.group_size},
+            {"top", o.circuit.top},
+            {"unit", o.circuit.unit == RemovalUnit::mixer ? "mixer" : "layer"},
+            {"critical", o.circuit.critical},
+            {"structure", to_json(s)}};
+}
+
+namespace detail {
+
+inline nlohmann::json pair_fields(const PairScore& s) {
+    return {{"d_clean", s.d_clean},       {"d_corrupt", s.d_corrupt},     {"gap", s.gap()},
+            {"acc_clean", s.acc_clean},   {"acc_corrupt", s.acc_corrupt}, {"cacc_clean", s.cacc_clean},
+            {"cacc_corrupt", s.cacc_corrupt}};
+}
+
+inline PairScore pair_score_of(const nlohmann::json& r) {
+    PairScore s;
+    s.d_clean = r.at("d_clean").get<double>();
+    s.d_corrupt = r.at("d_corrupt").get<double>();
+    s.acc_clean = r.at("acc_clean").get<bool>();
+    s.acc_corrupt = r.at("acc_corrupt").get<bool>();
+    s.cacc_clean = r.at("cacc_clean").get<bool>();
+    s.cacc_corrupt = r.at("cacc_corrupt").get<bool>();
+    return s;
+}
+
+/// The attention split of every head of every softmax layer from a capture at the final position:
+/// {"L<l>": {"target": [h...], "others": [...], "first": [...], "rest": [...]}}.
+inline nlohmann::json attention_fields(const NamedTensors& cap, const std::vector<SiteRef>& sites,
+                                       const std::vector<Span>& entries, std::size_t target) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const SiteRef& s : sites) {
+        const NamedTensor& p = cap.at(s.name());
+        std::vector<double> t, o, f, r;
+        for (std::size_t h = 0; h < p.shape[1]; ++h) {
+            std::size_t Tk = 0;
+            const float* row = probs_row(p, 0, h, 0, Tk);
+            const AttentionSplit a = attention_split(row, Tk, entries, target);
+            t.push_back(a.target);
+            o.push_back(a.others);
+            f.push_back(a.first);
+            r.push_back(a.rest);
+        }
+        j["L" + std::to_string(s.layer)] = {{"target", t}, {"others", o}, {"first", f}, {"rest", r}};
+    }
+    return j;
+}
+
+inline constexpr const char* kCellNames[2][2] = {{"intact", "k_ablated"}, {"q_ablated", "both_ablated"}};
+
+/// One pair condition on an item: the scores of clean and corrupted prompt under `iv`, and the
+/// attention split of every softmax head on the clean prompt when `attention` is set.
+template <class Model>
+nlohmann::json pair_condition(const Model& model, const PairItem& it, const std::vector<std::int64_t>& choices,
+                              const std::vector<Intervention>& iv, const std::vector<SiteRef>* attention) {
+    RunOptions o;
+    o.last_only = true;
+    if (attention) o.capture = *attention;
+    const RunResult c = run(model, TokenBatch(it.clean), iv, o);
+    o.capture.clear();
+    const RunResult k = run(model, TokenBatch(it.corrupt), iv, o);
+    const std::size_t V = model.config().vocab;
+    nlohmann::json rec = pair_fields(score_pair(logits_row(c.logits), logits_row(k.logits), V, it.answer, it.other, choices));
+    if (attention) rec["attention"] = attention_fields(c.captures, *attention, it.entries, it.target);
+    return rec;
+}
+
+/// B6 at softmax layer `s` with group `removed` ablated: the 2x2 cells for every head of s.
+template <class Model>
+nlohmann::json qk_condition(const Model& model, const PairItem& it, const std::vector<int>& removed, int s, RemovalUnit unit) {
+    const TokenBatch ids(it.clean);
+    const std::vector<SiteRef> qk{site::q(s, Positions::last()), site::k(s)};
+    const NamedTensors intact = capture(model, ids, qk), ablated = capture(model, ids, qk, removal(model.stack(), removed, unit));
+    nlohmann::json cells = nlohmann::json::object();
+    for (int qa = 0; qa < 2; ++qa)
+        for (int ka = 0; ka < 2; ++ka) {
+            const std::vector<Intervention> iv{
+                proj_patch(s, Site::q, Positions::last(), (qa ? ablated : intact).at(qk[0].name()).values),
+                proj_patch(s, Site::k, Positions::all(), (ka ? ablated : intact).at(qk[1].name()).values)};
+            RunOptions o;
+            o.capture = {site::attn_probs(s, Positions::last())};
+            o.skip_logits = true;
+            const RunResult r = run(model, ids, iv, o);
+            const NamedTensor& p = r.captures.at(o.capture[0].name());
+            std::vector<double> sel, margin;
+            std::vector<bool> top1;
+            for (std::size_t h = 0; h < p.shape[1]; ++h) {
+                std::size_t Tk = 0;
+                const float* row = probs_row(p, 0, h, 0, Tk);  // sets Tk
+                const Selectivity q = qk_selectivity(row, Tk, it.entries, it.target);
+                sel.push_back(q.selectivity);
+                margin.push_back(q.margin);
+                top1.push_back(q.top1);
+            }
+            cells[kCellNames[qa][ka]] = {{"selectivity", sel}, {"margin", margin}, {"top1", top1}};
+        }
+    return {{"cells", cells}};
+}
+
+/// Records of one condition, item order.
+inline std::vector<const nlohmann::json*> of_condition(const std::vector<nlohmann::json>& records, const std::string& c) {
+    std::vector<const nlohmann::json*> out;
+    for (const auto& r : records)
+        if (r.at("condition").get<std::string>() == c) out.push_back(&r);
+    return out;
+}
+
+inline std::vector<PairScore> pair_scores(const std::vector<nlohmann::json>& records, const std::string& c) {
+    std::vector<PairScore> out;
+    for (const nlohmann::json* r : of_condition(records, c)) out.push_back(pair_score_of(*r));
+    return out;
+}
+
+inline PairScores pair_summary(const std::vector<nlohmann::json>& records, const std::string& c) {
+    const std::vector<PairScore> s = pair_scores(records, c);
+    check<FormatError>(!s.empty(), "[circuit] no record of condition '", c, "'");
+    const PairSummary p = summarize_pairs(s);
+    return {p.acc, p.gap};
+}
+
+/// Item mean of records[i]["attention"]["L<l>"][field][h].
+inline double attention_mean(const std::vector<nlohmann::json>& records, const std::string& c, int l, std::size_t h,
+                             const char* field) {
+    const auto rs = of_condition(records, c);
+    double s = 0.0;
+    for (const nlohmann::json* r : rs) s += r->at("attention").at("L" + std::to_string(l)).at(field).at(h).get<double>();
+    return rs.empty() ? 0.0 : s / static_cast<double>(rs.size());
+}
+
+inline std::size_t heads_of(const std::vector<nlohmann::json>& records, int l) {
+    const auto rs = of_condition(records, "baseline");
+    check<FormatError>(!rs.empty(), "[circuit] no baseline record");
+    return rs.front()->at("attention").at("L" + std::to_string(l)).at("target").size();
+}
+
+}  // namespace detail
+
+/// The circuit of the records (the rules of interp/circuit.hpp on item means).
+inline Circuit circuit_from_records(const std::vector<nlohmann::json>& records, const CircuitStructure& s,
+                                    const CircuitOptions& opt) {
+    namespace cc = circuit_conditions;
+    Circuit c;
+    c.groups = s.groups;
+    c.linear_layers = s.linear_layers;
+    c.baseline = detail::pair_summary(records, "baseline");
+    for (std::size_t g = 0; g < s.groups.size(); ++g) c.group_removed.push_back(detail::pair_summary(records, cc::group(g)));
+    for (int l : s.linear_layers) c.layer_removed.push_back(detail::pair_summary(records, cc::layer(l)));
+    c.critical_layers = critical_layers(c.baseline, c.linear_layers, c.layer_removed, opt.critical);
+    // B4: every head ranked by mean target mass (stable: layer, head order on ties).
+    std::vector<HeadCandidate> cand;
+    for (int l : s.attention_layers)
+        for (std::size_t h = 0; h < detail::heads_of(records, l); ++h)
+            cand.push_back({l, h, detail::attention_mean(records, "baseline", l, h, "target"),
+                            detail::attention_mean(records, "baseline", l, h, "others"),
+                            detail::attention_mean(records, "baseline", l, h, "first"), 0.0});
+    std::stable_sort(cand.begin(), cand.end(),
+                     [](const HeadCandidate& a, const HeadCandidate& b) { return a.target_mass > b.target_mass; });
+    for (std::size_t i = 0; i < std::min(opt.top, cand.size()); ++i)
+        cand[i].gap_removed = detail::pair_summary(records, cc::head(cand[i].layer, cand[i].head)).gap.mean;
+    c.reader.baseline = c.baseline;
+    c.reader.reader = pick_reader(cand, opt.top);
+    c.reader.ranked = std::move(cand);
+    // B6 at the reader.
+    const int rl = c.reader.reader.layer;
+    const std::size_t rh = c.reader.reader.head;
+    c.address_candidates = address_candidates(c.groups, rl);
+    for (std::size_t g : c.address_candidates) {
+        const auto rs = detail::of_condition(records, cc::qk(rl, g));
+        check<FormatError>(!rs.empty(), "[circuit] no record of condition '", cc::qk(rl, g), "'");
+        std::array<std::array<SelectivityMean, 2>, 2> t{};
+        const double w = 1.0 / static_cast<double>(rs.size());
+        for (const nlohmann::json* r : rs)
+            for (int q = 0; q < 2; ++q)
+                for (int k = 0; k < 2; ++k) {
+                    const nlohmann::json& cell = r->at("cells").at(detail::kCellNames[q][k]);
+                    t[q][k].selectivity += w * cell.at("selectivity").at(rh).get<double>();
+                    t[q][k].margin += w * cell.at("margin").at(rh).get<double>();
+                    t[q][k].top1 += w * (cell.at("top1").at(rh).get<bool>() ? 1.0 : 0.0);
+                }
+        c.selectivity.push_back(t);
+    }
+    c.address = pick_address(c.address_candidates, c.selectivity);
+    c.encode = 0;
+    return c;
+}
+
+/// The circuit file of the records: to_json(circuit_from_records) plus the reader's attention
+/// split (B7), intact and with each address candidate removed, and the item count.
+inline nlohmann::json circuit_file(const std::vector<nlohmann::json>& records, const CircuitStructure& s,
+                                   const CircuitOptions& opt) {
+    const Circuit c = circuit_from_records(records, s, opt);
+    nlohmann::json j = to_json(c);
+    const int rl = c.reader.reader.layer;
+    const std::size_t rh = c.reader.reader.head;
+    const auto split = [&](const std::string& cond) {
+        nlohmann::json o;
+        for (const char* f : {"target", "others", "first", "rest"}) o[f] = detail::attention_mean(records, cond, rl, rh, f);
+        return o;
+    };
+    j["attention_split"] = {{"intact", split("baseline")}};
+    for (std::size_t g : c.address_candidates)
+        j["attention_split"][circuit_conditions::group(g)] = split(circuit_conditions::group(g));
+    j["items"] = c.baseline.gap.n;
+    return j;
+}
+
+/// summary.json, summary.csv and circuit.json of the records.
+inline void write_circuit_summaries(const std::filesystem::path& out, const std::vector<nlohmann::json>& records,
+                                    const nlohmann::json& definition, const BootstrapOptions& bootstrap) {
+    const CircuitStructure s = circuit_structure_from_json(definition.at("structure"));
+    CircuitOptions opt;
+    opt.top = definition.at("top").get<std::size_t>();
+    opt.critical = definition.at("critical").get<double>();
+    const nlohmann::json circuit = circuit_file(records, s, opt);
+    // Pair conditions in study order with bootstrap intervals.
+    std::vector<std::pair<std::string, std::string>> conds{{"baseline", "B1"}};
+    for (std::size_t g = 0; g < s.groups.size(); ++g) conds.push_back({circuit_conditions::group(g), "B2"});
+    for (int l : s.linear_layers) conds.push_back({circuit_conditions::layer(l), "B3"});
+    for (const auto& h : circuit["reader_candidates"])
+        conds.push_back({circuit_conditions::head(h["layer"].get<int>(), h["head"].get<std::size_t>()), "B4"});
+    std::string csv = "condition,block,n,gap,gap_lo,gap_hi,acc,acc_lo,acc_hi,cacc,cacc_lo,cacc_hi\n";
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& [c, block] : conds) {
+        const std::vector<PairScore> ps = detail::pair_scores(records, c);
+        if (ps.empty()) continue;
+        const PairIntervals iv = pair_intervals({ps}, bootstrap);
+        rows.push_back({{"condition", c}, {"block", block}, {"n", ps.size()}, {"gap", interval_json(iv.gap)},
+                        {"acc", interval_json(iv.acc)}, {"cacc", interval_json(iv.cacc)}});
+        csv += c + "," + block + "," + std::to_string(ps.size()) + csv_interval(iv.gap) + csv_interval(iv.acc) +
+               csv_interval(iv.cacc) + "\n";
+    }
+    nlohmann::json summary = {{"conditions", rows},
+                              {"roles", {{"encode", circuit["encode"]}, {"address", circuit["address"]}, {"reader", circuit["reader"]},
+                                         {"critical_layers", circuit["critical_layers"]}}},
+                              {"selectivity", circuit["selectivity"]},
+                              {"attention_split", circuit["attention_split"]},
+                              {"bootstrap", {{"resamples", bootstrap.resamples}, {"level", bootstrap.level}, {"seed", bootstrap.seed}}}};
+    write_file_atomic(out / "summary.csv", csv);
+    write_file_atomic(out / "summary.json", detail::pretty_json(summary));
+    write_file_atomic(out / "circuit.json", detail::pretty_json(circuit));
+}
+
+struct CircuitStudyResult {
+    std::size_t items = 0;    ///< kept pairs (all shards)
+    std::size_t records = 0;  ///< in items.jsonl at the end
+    std::size_t written = 0, resumed = 0;
+    tasks::lookup::Drops dropped;
+    double seconds = 0.0;
+};
+
+/// Runs the circuit study on a typed model with its tokenizer and chat family.
+template <class Model>
+CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, ChatFamily family,
+                                     const CircuitStudyOptions& opt) {
+    namespace lk = tasks::lookup;
+    namespace cc = circuit_conditions;
+    const auto t0 = std::chrono::steady_clock::now();
+    const lk::Variant variant = lk::parse_variant(opt.variant);
+    check(!variant.long_filler, "[circuit] the 'long' variant needs filler text, which the circuit study does not take");
+    check(opt.per_config >= 1, "[circuit] --per-config must be at least 1");
+    const lk::Vocabulary vocab = lk::in_family_vocabulary(tok);
+    const lk::CleanCorruptSet set = lk::clean_corrupt_pairs(tok, chat_format(family), variant, vocab, opt.per_config, opt.seed);
+    check(!set.items.empty(), "[circuit] every one of the ", set.drawn, " ", opt.variant,
+          " pairs was dropped by this tokenizer's filters (length ", set.dropped.length, ", value tokens ",
+          set.dropped.value_tokens, ", outside ", set.dropped.outside, ", answer tokens ", set.dropped.answer_tokens, ")");
+    const CircuitStructure st = circuit_structure(model.stack(), opt.circuit.group_size);
+
+    StudyFolderOptions fo;
+    fo.out = opt.out;
+    fo.kind = "circuit";
+    fo.definition = circuit_definition(opt, st);
+    fo.resume = opt.resume;
+    fo.shard = opt.shard;
+    fo.run_info = opt.run_info;
+    fo.run_info["pairs"] = {{"drawn", set.drawn},
+                            {"kept", set.items.size()},
+                            {"dropped", {{"length", set.dropped.length}, {"value_tokens", set.dropped.value_tokens},
+                                         {"outside", set.dropped.outside}, {"answer_tokens", set.dropped.answer_tokens}}}};
+    StudyFolder folder(fo);
+
+    // Every condition of an item, in study order; qk conditions carry (softmax layer, group).
+    std::vector<std::string> names{"baseline"};
+    for (std::size_t g = 0; g < st.groups.size(); ++g) names.push_back(cc::group(g));
+    for (int l : st.linear_layers) names.push_back(cc::layer(l));
+    const std::size_t pair_conditions = names.size();
+    std::vector<SiteRef> attention;
+    for (int l : st.attention_layers) attention.push_back(site::attn_probs(l, Positions::last()));
+    std::vector<std::pair<int, std::size_t>> heads, qk;
+    {
+        const PairItem probe = pair_item(set.items.front());
+        const NamedTensors cap = capture(model, TokenBatch(probe.clean), attention);
+        for (const SiteRef& s : attention)
+            for (std::size_t h = 0; h < cap.at(s.name()).shape[1]; ++h) heads.push_back({s.layer, h});
+    }
+    for (const auto& [l, h] : heads) names.push_back(cc::head(l, h));
+    const std::size_t head_end = names.size();
+    for (int s : st.attention_layers) {
+        if (std::none_of(st.groups.begin(), st.groups.end(),
+                         [&](const LayerGroup& g) { return g.softmax_layer <= s && !g.layers.empty(); }))
+            continue;
+        for (std::size_t g : address_candidates(st.groups, s)) {
+            names.push_back(cc::qk(s, g));
+            qk.push_back({s, g});
+        }
+    }
+
+    std::size_t total = 0;
+    for (const auto& it : set.items)
+        if (folder.mine(it.index))
+            for (const auto& n : names) total += !folder.done({opt.variant, opt.seed, it.index, n});
+    Progress progress(total, "circuit " + opt.shard.text(), opt.progress);
+    for (const lk::CleanCorruptItem& ci : set.items) {
+        if (!folder.mine(ci.index)) continue;
+        const PairItem it = pair_item(ci);
+        std::vector<nlohmann::json> recs;
+        for (std::size_t c = 0; c < names.size(); ++c) {
+            if (folder.done({opt.variant, opt.seed, ci.index, names[c]})) continue;
+            nlohmann::json rec;
+            if (c == 0) {
+                rec = detail::pair_condition(model, it, ci.value_ids, {}, &attention);
+            } else if (c <= st.groups.size()) {
+                rec = detail::pair_condition(model, it, ci.value_ids, removal(model.stack(), st.groups[c - 1].layers, opt.circuit.unit),
+                                             &attention);
+            } else if (c < pair_conditions) {
+                const int l = st.linear_layers[c - 1 - st.groups.size()];
+                rec = detail::pair_condition(model, it, ci.value_ids, removal(model.stack(), {l}, opt.circuit.unit), nullptr);
+            } else if (c < head_end) {
+                const auto [l, h] = heads[c - pair_conditions];
+                rec = detail::pair_condition(model, it, ci.value_ids, {head_zero(l, {h})}, nullptr);
+            } else {
+                const auto [s, g] = qk[c - head_end];
+                rec = detail::qk_condition(model, it, st.groups[g].layers, s, opt.circuit.unit);
+                rec["softmax_layer"] = s;
+                rec["group"] = g;
+            }
+            nlohmann::json full = {{"task", opt.variant},         {"seed", opt.seed},
+                                   {"item", ci.index},            {"condition", names[c]},
+                                   {"target", ci.target},         {"distractor", ci.distractor},
+                                   {"answer", ci.answer},         {"corrupt_answer", ci.corrupt_answer},
+                                   {"tokens", ci.clean.ids.size()}};
+            full.update(rec);
+            recs.push_back(std::move(full));
+        }
+        if (recs.empty()) continue;
+        folder.append(recs);
+        progress.add(recs.size());
+    }
+    progress.finish();
+
+    CircuitStudyResult res;
+    res.items = set.items.size();
+    res.dropped = set.dropped;
+    res.written = folder.written();
+    res.resumed = folder.resumed();
+    const std::vector<nlohmann::json> records = folder.records();
+    res.records = records.size();
+    // A shard without items (more shards than items) has nothing to summarise.
+    if (!records.empty()) write_circuit_summaries(opt.out, records, fo.definition, opt.bootstrap);
+    res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    folder.finish({{"timings", {{"seconds", res.seconds}}}});
+    return res;
+}
+
+}  // namespace hylens::experiments

@@ -1,0 +1,285 @@
+#pragma once
+// The result folder of a study: run.json, items.jsonl (one record per (task, seed, item,
+// condition), records.hpp), resume, sharding and the merge of shard folders. Every study of
+// the Encode-Address family (circuit, encode-swap, transplant, query-map, stitch) writes its
+// records through a StudyFolder, so --resume, --shard, merge and MPI behave the same in all.
+//
+//   run.json   {"kind": K, "study": definition + {"shard": "I/N"}, "status": "running" |
+//               "complete" | "incomplete" (merged from folders not all complete), "started",
+//               "finished", "records", run_info...}
+//
+// A new folder (no --resume) must not hold records yet. With --resume, run.json's kind and
+// study must equal this run's (a clear error otherwise), a torn last line of items.jsonl (a
+// killed run) is cut off, and the records on disk are kept: done(key) says which to skip.
+// finish() rewrites items.jsonl in RecordKey order, atomically, and marks run.json complete;
+// the study writes its summaries from records() before calling it.
+//
+// Sharding: the study numbers its units of work (ordinal 0, 1, ...) in a fixed order; shard I
+// of N runs those with ordinal % N == I. merge_study_folders() joins the shard folders of one
+// study into one folder whose items.jsonl is byte for byte the unsharded run's.
+
+#include <algorithm>   // std::sort
+#include <cstddef>     // std::size_t
+#include <cstdio>      // std::snprintf
+#include <ctime>       // std::time, std::gmtime, std::strftime
+#include <filesystem>  // std::filesystem
+#include <fstream>     // std::ifstream
+#include <functional>  // std::function
+#include <memory>      // std::unique_ptr
+#include <set>         // std::set
+#include <string>      // std::string
+#include <string_view> // std::string_view
+#include <utility>     // std::move
+#include <vector>      // std::vector
+
+#include <nlohmann/json.hpp>
+
+#include "../core/error.hpp"
+#include "bootstrap.hpp"  // Interval
+#include "records.hpp"
+
+namespace hylens::experiments {
+
+/// Shard I of N (0 <= I < N).
+struct Shard {
+    std::size_t index = 0, count = 1;
+    std::string text() const { return std::to_string(index) + "/" + std::to_string(count); }
+    bool takes(std::size_t n) const noexcept { return n % count == index; }
+};
+
+/// Parses "I/N".
+inline Shard parse_shard(std::string_view s) {
+    const auto digits = [](std::string_view d) {
+        return !d.empty() && d.size() < 7 && d.find_first_not_of("0123456789") == std::string_view::npos;
+    };
+    const std::size_t slash = s.find('/');
+    check(slash != std::string_view::npos && digits(s.substr(0, slash)) && digits(s.substr(slash + 1)),
+          "[shard] '", s, "' is not I/N (e.g. 0/4)");
+    Shard r{std::stoul(std::string(s.substr(0, slash))), std::stoul(std::string(s.substr(slash + 1)))};
+    check(r.count >= 1 && r.index < r.count, "[shard] '", s, "': need 0 <= I < N");
+    return r;
+}
+
+namespace detail {
+
+inline nlohmann::json read_json_file(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    check<FormatError>(in.good(), "[experiment] cannot read ", p.string());
+    try {
+        return nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+        fail<FormatError>("[experiment] ", p.string(), " is not JSON: ", e.what());
+    }
+}
+
+inline std::string utc_now() {
+    const std::time_t t = std::time(nullptr);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+    return buf;
+}
+
+inline std::string pretty_json(const nlohmann::json& j) {
+    return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+/// Sorts records by RecordKey (task, seed, item, condition).
+inline void sort_by_key(std::vector<nlohmann::json>& records) {
+    std::vector<std::pair<RecordKey, std::size_t>> keys;
+    keys.reserve(records.size());
+    for (std::size_t i = 0; i < records.size(); ++i) keys.push_back({record_key(records[i], "record " + std::to_string(i)), i});
+    std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<nlohmann::json> out;
+    out.reserve(records.size());
+    for (const auto& k : keys) out.push_back(std::move(records[k.second]));
+    records = std::move(out);
+}
+
+inline std::string jsonl_text(const std::vector<nlohmann::json>& records) {
+    std::string text;
+    for (const auto& r : records) text += json_line(r) + "\n";
+    return text;
+}
+
+}  // namespace detail
+
+/// A number of a summary.csv: %.10g.
+inline std::string csv_number(double x) {
+    char b[40];
+    std::snprintf(b, sizeof b, "%.10g", x);
+    return b;
+}
+
+/// ",value,lo,hi" of an interval, for a summary.csv row.
+inline std::string csv_interval(const Interval& i) {
+    return "," + csv_number(i.value) + "," + csv_number(i.lo) + "," + csv_number(i.hi);
+}
+
+/// {"value", "lo", "hi"} of an interval, for a summary.json.
+inline nlohmann::json interval_json(const Interval& i) { return {{"value", i.value}, {"lo", i.lo}, {"hi", i.hi}}; }
+
+struct StudyFolderOptions {
+    std::filesystem::path out;   ///< the result folder (created)
+    std::string kind;            ///< the study ("circuit", "transplant", ...): run.json "kind"
+    nlohmann::json definition;   ///< what defines the study (a resumed run must match it); no "shard" key
+    bool resume = false;
+    Shard shard{};
+    nlohmann::json run_info = nlohmann::json::object();  ///< merged into run.json (model, arguments, version, ...)
+};
+
+class StudyFolder {
+public:
+    explicit StudyFolder(StudyFolderOptions o) : o_(std::move(o)) {
+        namespace fs = std::filesystem;
+        check(!o_.kind.empty(), "[study] no study kind");
+        check(o_.definition.is_object() && !o_.definition.contains("shard"), "[study] ", o_.kind,
+              ": the definition must be a JSON object without a 'shard' key");
+        fs::create_directories(o_.out);
+        const fs::path items = items_path(), run_path = o_.out / "run.json";
+        nlohmann::json study = o_.definition;
+        study["shard"] = o_.shard.text();
+        if (o_.resume && fs::exists(run_path)) {
+            const nlohmann::json prev = detail::read_json_file(run_path);
+            const nlohmann::json prev_kind = prev.value("kind", nlohmann::json());
+            check(prev_kind == o_.kind, "[", o_.kind, "] --resume: ", run_path.string(), " holds a '",
+                  prev_kind.is_string() ? prev_kind.get<std::string>() : std::string("channels"), "' study, not '", o_.kind, "'");
+            check(prev.value("study", nlohmann::json()) == study, "[", o_.kind, "] --resume: ", run_path.string(),
+                  " describes another study (", prev.value("study", nlohmann::json()).dump(), "); this one is ", study.dump());
+        } else {
+            check(!fs::exists(items) || fs::file_size(items) == 0, "[", o_.kind, "] ", items.string(),
+                  " already exists: continue it with --resume or choose another --out");
+        }
+        records_ = read_records(items, o_.resume);
+        for (std::size_t i = 0; i < records_.size(); ++i) {
+            const RecordKey k = record_key(records_[i], items.string() + " line " + std::to_string(i + 1));
+            check<FormatError>(done_.insert(k).second, "[", o_.kind, "] ", items.string(), " holds record (", k.task,
+                               ", seed ", k.seed, ", item ", k.item, ", ", k.condition, ") twice");
+        }
+        resumed_ = records_.size();
+        run_ = o_.run_info;
+        run_["kind"] = o_.kind;
+        run_["study"] = study;
+        run_["status"] = "running";
+        run_["started"] = detail::utc_now();
+        write_file_atomic(run_path, detail::pretty_json(run_));
+        appender_ = std::make_unique<LineAppender>(items);
+    }
+
+    const std::filesystem::path& out() const noexcept { return o_.out; }
+    std::filesystem::path items_path() const { return o_.out / "items.jsonl"; }
+    const Shard& shard() const noexcept { return o_.shard; }
+    /// Records found on disk when the folder was opened (--resume).
+    std::size_t resumed() const noexcept { return resumed_; }
+    /// Records appended by this run.
+    std::size_t written() const noexcept { return records_.size() - resumed_; }
+
+    /// True when the record of `k` is on disk already.
+    bool done(const RecordKey& k) const { return done_.count(k) != 0; }
+    /// True when unit `ordinal` of the study belongs to this shard.
+    bool mine(std::size_t ordinal) const noexcept { return o_.shard.takes(ordinal); }
+
+    /// Appends whole lines and fsyncs them. A key already recorded is an error.
+    void append(const std::vector<nlohmann::json>& records) {
+        for (const auto& r : records) {
+            const RecordKey k = record_key(r, "new record");
+            check(done_.insert(k).second, "[", o_.kind, "] record (", k.task, ", seed ", k.seed, ", item ", k.item, ", ",
+                  k.condition, ") written twice");
+            appender_->add(json_line(r));
+        }
+        appender_->sync();
+        records_.insert(records_.end(), records.begin(), records.end());
+    }
+
+    /// Every record (resumed and new), sorted by RecordKey.
+    std::vector<nlohmann::json> records() const {
+        std::vector<nlohmann::json> r = records_;
+        detail::sort_by_key(r);
+        return r;
+    }
+
+    /// Rewrites items.jsonl in RecordKey order and marks run.json complete; `extra` (an
+    /// object) is merged into run.json.
+    void finish(const nlohmann::json& extra = nlohmann::json::object()) {
+        appender_.reset();
+        write_file_atomic(items_path(), detail::jsonl_text(records()));
+        if (extra.is_object())
+            for (auto it = extra.begin(); it != extra.end(); ++it) run_[it.key()] = it.value();
+        run_["status"] = "complete";
+        run_["finished"] = detail::utc_now();
+        run_["records"] = records_.size();
+        run_["records_written"] = written();
+        write_file_atomic(o_.out / "run.json", detail::pretty_json(run_));
+    }
+
+private:
+    StudyFolderOptions o_;
+    std::vector<nlohmann::json> records_;
+    std::set<RecordKey> done_;
+    std::size_t resumed_ = 0;
+    nlohmann::json run_;
+    std::unique_ptr<LineAppender> appender_;
+};
+
+struct MergeResult {
+    std::size_t records = 0, folders = 0, incomplete = 0;
+};
+
+/// Merges the shard folders of one study of kind `kind`: same kind and definition (shard
+/// aside), no key in two folders, every shard at most once. Writes out/items.jsonl (RecordKey
+/// order) and out/run.json (the first folder's, "shard": "0/1", "merged_from", status
+/// "complete" or "incomplete" when a folder was not complete, "records"), then calls
+/// write_summaries(out, records) for the study's own summary files.
+inline MergeResult merge_study_folders(
+    const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out, const std::string& kind,
+    const std::function<void(const std::filesystem::path&, const std::vector<nlohmann::json>&)>& write_summaries) {
+    namespace fs = std::filesystem;
+    check(!dirs.empty(), "[merge] no result folder given");
+    MergeResult res;
+    nlohmann::json study, first_run;
+    std::vector<nlohmann::json> records;
+    std::set<RecordKey> keys;
+    std::set<std::string> shards;
+    nlohmann::json sources = nlohmann::json::array();
+    for (const fs::path& d : dirs) {
+        check(fs::exists(d / "run.json"), "[merge] ", d.string(), " holds no run.json (not a study result folder)");
+        const nlohmann::json run = detail::read_json_file(d / "run.json");
+        check(run.value("kind", "") == kind && run.contains("study") && run["study"].is_object(), "[merge] ",
+              (d / "run.json").string(), " is not a '", kind, "' study");
+        nlohmann::json s = run["study"];
+        const std::string shard = s.value("shard", "0/1");
+        s.erase("shard");
+        if (first_run.is_null()) {
+            study = s;
+            first_run = run;
+        }
+        check(s == study, "[merge] ", d.string(), " is another study than ", dirs.front().string(), " (", s.dump(), " vs ",
+              study.dump(), ")");
+        check(shards.insert(shard).second || shard == "0/1", "[merge] shard ", shard, " is given twice");
+        if (run.value("status", "") != "complete") ++res.incomplete;
+        sources.push_back({{"folder", d.string()}, {"shard", shard}, {"status", run.value("status", "")}});
+        for (auto& r : read_records(d / "items.jsonl", false)) {
+            const RecordKey k = record_key(r, (d / "items.jsonl").string());
+            check(keys.insert(k).second, "[merge] record (", k.task, ", seed ", k.seed, ", item ", k.item, ", ", k.condition,
+                  ") appears in more than one folder (", d.string(), ")");
+            records.push_back(std::move(r));
+        }
+        ++res.folders;
+    }
+    detail::sort_by_key(records);
+    fs::create_directories(out);
+    write_file_atomic(out / "items.jsonl", detail::jsonl_text(records));
+    if (write_summaries) write_summaries(out, records);
+    nlohmann::json run = first_run;
+    study["shard"] = "0/1";
+    run["study"] = study;
+    run["merged_from"] = sources;
+    run["status"] = res.incomplete ? "incomplete" : "complete";
+    run["records"] = records.size();
+    run.erase("records_written");
+    run.erase("timings");
+    write_file_atomic(out / "run.json", detail::pretty_json(run));
+    res.records = records.size();
+    return res;
+}
+
+}  // namespace hylens::experiments

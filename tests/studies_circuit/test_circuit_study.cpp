@@ -1,0 +1,319 @@
+// The circuit study (experiments/circuit_study.hpp) end to end on the trained organisms of
+// models/ (their 1024-token tokenizers keep chat8 pairs; the golden models' tokenizers drop
+// them all). The organisms are retrained from time to time, so nothing here depends on what an
+// organism has learned: the checks are the structure of the result files, the identities
+// between them, determinism, shards and resume, and agreement with interp/circuit.hpp's
+// identify_circuit run on the same pairs. Each test copies the model folder first, so a
+// retraining in the middle of a test cannot change its weights.
+
+#include <doctest/doctest.h>
+
+#include <hylens/experiments/circuit_study.hpp>
+#include <hylens/experiments/prompt.hpp>
+#include <hylens/models/load.hpp>
+
+#include <filesystem>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>  // WEXITSTATUS
+
+#include "fixtures.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace ex = hylens::experiments;
+using hylens::test::studies::read_text;
+using hylens::test::studies::TempDir;
+using hylens::test::studies::write_text;
+
+/// A private copy of an organism's folder (config, weights, tokenizer).
+fs::path organism_copy(const std::string& name, const fs::path& root) {
+    const fs::path src = fs::path(HYLENS_MODELS_DIR) / name, dst = root / name;
+    fs::create_directories(dst);
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"}) fs::copy_file(src / f, dst / f);
+    return dst;
+}
+
+struct Organism {
+    hylens::AnyModel model;
+    hylens::Tokenizer tok;
+    hylens::ChatFamily family;
+    explicit Organism(const fs::path& dir)
+        : model(hylens::load(dir)), tok(hylens::Tokenizer::from_file((dir / "tokenizer.json").string())),
+          family(ex::chat_family(model.config().model_type)) {}
+};
+
+ex::CircuitStudyOptions small_options(const fs::path& out, std::size_t group_size) {
+    ex::CircuitStudyOptions o;
+    o.variant = "chat8";
+    o.per_config = 3;  // 4 configurations: 12 draws
+    o.seed = 5;
+    o.circuit.group_size = group_size;
+    o.circuit.top = 3;
+    o.out = out;
+    o.progress = false;
+    o.bootstrap.resamples = 200;
+    return o;
+}
+
+ex::CircuitStudyResult run_study(const Organism& m, const ex::CircuitStudyOptions& o) {
+    return m.model.visit([&](const auto& typed) { return ex::run_circuit_study(typed, m.tok, m.family, o); });
+}
+
+std::vector<nlohmann::json> records_of(const fs::path& dir) {
+    std::vector<nlohmann::json> out;
+    std::istringstream in(read_text(dir / "items.jsonl"));
+    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+    return out;
+}
+
+nlohmann::json json_of(const fs::path& p) { return nlohmann::json::parse(read_text(p)); }
+
+}  // namespace
+
+TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agree with identify_circuit") {
+    TempDir d("circuit_qwen");
+    const Organism m(organism_copy("qwen35-tiny", d.path));
+    const ex::CircuitStudyOptions o = small_options(d.path / "run", 3);
+    const ex::CircuitStudyResult r = run_study(m, o);
+    REQUIRE(r.items >= 1);
+    CHECK(r.resumed == 0);
+    CHECK(r.written == r.records);
+
+    const nlohmann::json run = json_of(o.out / "run.json");
+    CHECK(run["kind"] == "circuit");
+    CHECK(run["status"] == "complete");
+    CHECK(run["records"] == r.records);
+    CHECK(run["pairs"]["kept"] == r.items);
+    const ex::CircuitStructure st = ex::circuit_structure_from_json(run["study"]["structure"]);
+    // Qwen3.5 layout organism: layers 0-2 GatedDeltaNet, layer 3 softmax attention.
+    REQUIRE(st.groups.size() == 1);
+    CHECK(st.groups[0].layers == std::vector<int>{0, 1, 2});
+    CHECK(st.groups[0].softmax_layer == 3);
+    CHECK(st.attention_layers == std::vector<int>{3});
+
+    // One record per (item, condition): baseline, G0, L0-L2, 4 heads of layer 3, qk:L3G0.
+    const std::vector<nlohmann::json> recs = records_of(o.out);
+    CHECK(recs.size() == r.items * (1 + 1 + 3 + 4 + 1));
+    std::set<std::string> conditions;
+    std::set<std::size_t> items;
+    for (const auto& rec : recs) {
+        conditions.insert(rec["condition"].get<std::string>());
+        items.insert(rec["item"].get<std::size_t>());
+        CHECK(rec["task"] == "chat8");
+        CHECK(rec["seed"] == 5);
+        if (rec.contains("gap")) CHECK(rec["gap"].get<double>() == rec["d_clean"].get<double>() - rec["d_corrupt"].get<double>());
+    }
+    CHECK(items.size() == r.items);
+    CHECK(conditions == std::set<std::string>{"baseline", "group:G0", "layer:L0", "layer:L1", "layer:L2", "head:L3H0",
+                                              "head:L3H1", "head:L3H2", "head:L3H3", "qk:L3G0"});
+
+    // The circuit file is what circuit_from_records gives on items.jsonl.
+    const nlohmann::json circuit = json_of(o.out / "circuit.json");
+    hylens::CircuitOptions copt;
+    copt.top = 3;
+    CHECK(circuit == ex::circuit_file(recs, st, copt));
+    CHECK(circuit["encode"]["layers"] == std::vector<int>{0, 1, 2});
+    CHECK(circuit["reader"]["layer"] == 3);
+    CHECK(circuit["reader"]["head"].get<std::size_t>() < 4);
+    CHECK(circuit["reader_candidates"].size() == 4);
+    CHECK(circuit["items"] == r.items);
+    const hylens::CircuitRoles roles = hylens::circuit_from_json(circuit);
+    CHECK(roles.reader_layer == 3);
+
+    // identify_circuit on the same pairs: the same scans, the same roles.
+    namespace lk = hylens::tasks::lookup;
+    const auto set = lk::clean_corrupt_pairs(m.tok, hylens::chat_format(m.family), lk::parse_variant("chat8"),
+                                             lk::in_family_vocabulary(m.tok), 3, 5);
+    REQUIRE(set.items.size() == r.items);
+    std::vector<hylens::PairItem> pairs;
+    for (const auto& it : set.items) pairs.push_back(hylens::pair_item(it));
+    copt.group_size = 3;
+    const hylens::Circuit ref = m.model.visit([&](const auto& typed) { return hylens::identify_circuit(typed, pairs, copt); });
+    const nlohmann::json refj = hylens::to_json(ref);
+    // D and acc are the same numbers read through items.jsonl (JSON keeps doubles exactly).
+    CHECK(circuit["baseline"] == refj["baseline"]);
+    CHECK(circuit["groups"] == refj["groups"]);
+    CHECK(circuit["layers"] == refj["layers"]);
+    CHECK(circuit["critical_layers"] == refj["critical_layers"]);
+    CHECK(circuit["encode"] == refj["encode"]);
+    CHECK(circuit["address"] == refj["address"]);
+    CHECK(circuit["reader"]["layer"] == refj["reader"]["layer"]);
+    CHECK(circuit["reader"]["head"] == refj["reader"]["head"]);
+    CHECK(circuit["reader"]["gap_removed"] == refj["reader"]["gap_removed"]);
+    CHECK(circuit["reader"]["target_mass"].get<double>() ==
+          doctest::Approx(refj["reader"]["target_mass"].get<double>()).epsilon(1e-12));
+    for (int q = 0; q < 2; ++q)
+        for (const char* cell : {"intact", "k_ablated", "q_ablated", "both_ablated"})
+            for (const char* f : {"selectivity", "margin", "top1"})
+                CHECK(circuit["selectivity"][0]["cells"][cell][f].get<double>() ==
+                      doctest::Approx(refj["selectivity"][0]["cells"][cell][f].get<double>()).epsilon(1e-12));
+
+    // summary.csv: a row per pair condition, the point values the plain summaries.
+    const std::string csv = read_text(o.out / "summary.csv");
+    CHECK(csv.rfind("condition,block,n,gap,gap_lo,gap_hi,acc,acc_lo,acc_hi,cacc,cacc_lo,cacc_hi\n", 0) == 0);
+    CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 1 + 1 + 3 + 4);
+    const nlohmann::json summary = json_of(o.out / "summary.json");
+    REQUIRE(summary["conditions"].size() == 9);
+    const auto& base = summary["conditions"][0];
+    CHECK(base["condition"] == "baseline");
+    CHECK(base["gap"]["value"].get<double>() == doctest::Approx(ref.baseline.gap.mean).epsilon(1e-12));
+    CHECK(base["acc"]["value"].get<double>() == doctest::Approx(ref.baseline.acc).epsilon(1e-12));
+    CHECK(base["gap"]["lo"].get<double>() <= base["gap"]["value"].get<double>());
+    CHECK(base["gap"]["hi"].get<double>() >= base["gap"]["value"].get<double>());
+    CHECK(summary["roles"]["reader"] == circuit["reader"]);
+
+    // Deterministic: a second run writes the same records and files.
+    const ex::CircuitStudyOptions o2 = small_options(d.path / "again", 3);
+    run_study(m, o2);
+    for (const char* f : {"items.jsonl", "summary.csv", "summary.json", "circuit.json"})
+        CHECK_MESSAGE(read_text(o.out / f) == read_text(o2.out / f), f);
+}
+
+TEST_CASE("circuit study: shards merged == one run; a resumed run after a torn line == one run") {
+    TempDir d("circuit_shards");
+    const Organism m(organism_copy("qwen35-tiny", d.path));
+    const ex::CircuitStudyOptions whole = small_options(d.path / "whole", 3);
+    run_study(m, whole);
+
+    std::vector<fs::path> dirs;
+    for (std::size_t i = 0; i < 3; ++i) {
+        ex::CircuitStudyOptions o = small_options(d.path / ("s" + std::to_string(i)), 3);
+        o.shard = {i, 3};
+        run_study(m, o);
+        dirs.push_back(o.out);
+    }
+    const fs::path merged = d.path / "merged";
+    const nlohmann::json def = json_of(whole.out / "run.json")["study"];
+    const ex::MergeResult mr = ex::merge_study_folders(
+        dirs, merged, "circuit",
+        [&](const fs::path& out, const std::vector<nlohmann::json>& r) { ex::write_circuit_summaries(out, r, def, whole.bootstrap); });
+    CHECK(mr.folders == 3);
+    CHECK(mr.incomplete == 0);
+    for (const char* f : {"items.jsonl", "summary.csv", "summary.json", "circuit.json"})
+        CHECK_MESSAGE(read_text(merged / f) == read_text(whole.out / f), f);
+    CHECK(json_of(merged / "run.json")["study"] == def);
+
+    // Killed in the middle: items.jsonl cut inside a line; --resume completes it.
+    const fs::path cut = d.path / "cut";
+    fs::create_directories(cut);
+    fs::copy_file(whole.out / "run.json", cut / "run.json");
+    const std::string all = read_text(whole.out / "items.jsonl");
+    const std::size_t at = all.find('\n', all.size() / 2) + 10;
+    write_text(cut / "items.jsonl", all.substr(0, at));
+    REQUIRE(all[at - 1] != '\n');
+    ex::CircuitStudyOptions o = small_options(cut, 3);
+    CHECK_THROWS_AS(run_study(m, o), hylens::Error);  // not without --resume
+    o.resume = true;
+    const ex::CircuitStudyResult r = run_study(m, o);
+    CHECK(r.resumed >= 1);
+    CHECK(r.written >= 1);
+    for (const char* f : {"items.jsonl", "summary.csv", "summary.json", "circuit.json"})
+        CHECK_MESSAGE(read_text(cut / f) == read_text(whole.out / f), f);
+
+    // Another definition cannot resume this folder.
+    ex::CircuitStudyOptions other = small_options(cut, 3);
+    other.resume = true;
+    other.seed = 6;
+    CHECK_THROWS_WITH_AS(run_study(m, other), doctest::Contains("describes another study"), hylens::Error);
+}
+
+TEST_CASE("circuit study on granite-h-tiny: groups of size 0, the structure of the files") {
+    TempDir d("circuit_granite");
+    const Organism m(organism_copy("granite-h-tiny", d.path));
+    ex::CircuitStudyOptions o = small_options(d.path / "run", 0);
+    o.per_config = 1;
+    const ex::CircuitStudyResult r = run_study(m, o);
+    REQUIRE(r.items >= 1);
+    const nlohmann::json run = json_of(o.out / "run.json");
+    const ex::CircuitStructure st = ex::circuit_structure_from_json(run["study"]["structure"]);
+    // Mamba-2, Mamba-2, attention, Mamba-2: one group {0, 1}; layer 3 belongs to no group but is scanned.
+    REQUIRE(st.groups.size() == 1);
+    CHECK(st.groups[0].layers == std::vector<int>{0, 1});
+    CHECK(st.linear_layers == std::vector<int>{0, 1, 3});
+    const nlohmann::json circuit = json_of(o.out / "circuit.json");
+    CHECK(circuit["reader"]["layer"] == 2);
+    CHECK(circuit["address"]["layers"] == std::vector<int>{0, 1});
+    CHECK(circuit["layers"].size() == 3);
+    hylens::CircuitOptions copt;
+    copt.top = 3;
+    CHECK(circuit == ex::circuit_file(records_of(o.out), st, copt));
+}
+
+#ifdef HYLENS_CLI
+namespace {
+int sh(const std::string& cmd) {
+    const int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+const std::string kCli = HYLENS_CLI;
+}  // namespace
+
+TEST_CASE("hylens experiment circuit: usage errors, a run, shards through merge == the library run") {
+    TempDir d("circuit_cli");
+    const fs::path model = organism_copy("qwen35-tiny", d.path);
+    const std::string base = kCli + " experiment circuit --model " + model.string() + " --no-progress ";
+    const std::string quiet = " 2>" + (d.path / "err.txt").string();
+    CHECK(sh(base + "--out " + (d.path / "x").string() + " --bogus 1" + quiet) == 2);
+    CHECK(sh(base + "--out " + (d.path / "x").string() + " --variant chat9" + quiet) == 2);
+    CHECK(sh(base + "--out " + (d.path / "x").string() + " --shard 3/3" + quiet) == 2);
+    CHECK(read_text(d.path / "err.txt").find("need 0 <= I < N") != std::string::npos);
+    CHECK(sh(kCli + " experiment circuit --out x" + quiet) == 2);  // --model missing
+    CHECK(sh(kCli + " experiment --help | grep -q circuit") == 0);
+
+    const std::string args = " --variant chat8 --per-config 2 --seed 5 --top 3 ";
+    const fs::path one = d.path / "one";
+    REQUIRE(sh(base + args + "--out " + one.string() + quiet) == 0);
+    for (const char* f : {"items.jsonl", "summary.csv", "summary.json", "circuit.json", "run.json"})
+        CHECK_MESSAGE(fs::exists(one / f), f);
+    // The library with the same options writes the same records and circuit.
+    const Organism m(model);
+    ex::CircuitStudyOptions o = small_options(d.path / "lib", 3);
+    o.per_config = 2;
+    o.bootstrap = {};
+    run_study(m, o);
+    for (const char* f : {"items.jsonl", "summary.csv", "circuit.json"}) CHECK_MESSAGE(read_text(one / f) == read_text(o.out / f), f);
+    // A finished folder is not overwritten without --resume; with it nothing is rerun.
+    CHECK(sh(base + args + "--out " + one.string() + quiet) == 1);
+    CHECK(sh(base + args + "--out " + one.string() + " --resume" + quiet) == 0);
+    CHECK(read_text(one / "items.jsonl") == read_text(o.out / "items.jsonl"));
+
+    const fs::path s0 = d.path / "s0", s1 = d.path / "s1", merged = d.path / "merged";
+    REQUIRE(sh(base + args + "--shard 0/2 --out " + s0.string() + quiet) == 0);
+    REQUIRE(sh(base + args + "--shard 1/2 --out " + s1.string() + quiet) == 0);
+    REQUIRE(sh(kCli + " experiment merge " + s1.string() + " " + s0.string() + " --out " + merged.string() + quiet) == 0);
+    for (const char* f : {"items.jsonl", "summary.csv", "summary.json", "circuit.json"})
+        CHECK_MESSAGE(read_text(merged / f) == read_text(one / f), f);
+    // Folders of different kinds do not merge.
+    const fs::path toy = d.path / "toy";
+    fs::create_directories(toy);
+    write_text(toy / "run.json", R"({"kind": "toy", "study": {}, "status": "complete"})");
+    CHECK(sh(kCli + " experiment merge " + s0.string() + " " + toy.string() + " --out " + (d.path / "m2").string() + quiet) == 1);
+    CHECK(read_text(d.path / "err.txt").find("is not a 'circuit' study") != std::string::npos);
+
+    // encode-swap with the circuit file: usage errors, shards through merge == one run.
+    const std::string swap = kCli + " experiment encode-swap --model " + model.string() + " --no-progress --variant chat8 --per-config 2 --seed 5 ";
+    CHECK(sh(swap + "--circuit " + (one / "circuit.json").string() + " --top 3 --out " + (d.path / "y").string() + quiet) == 2);
+    CHECK(sh(swap + "--out " + (d.path / "y").string() + quiet) == 2);  // --circuit missing
+    CHECK(sh(swap + "--circuit " + (one / "circuit.json").string() + " --other-layers x --out " + (d.path / "y").string() + quiet) == 2);
+    const fs::path w = d.path / "swap", w0 = d.path / "swap0", w1 = d.path / "swap1", wm = d.path / "swap_merged";
+    const std::string with_circuit = swap + "--circuit " + (one / "circuit.json").string() + " ";
+    REQUIRE(sh(with_circuit + "--out " + w.string() + quiet) == 0);
+    REQUIRE(sh(with_circuit + "--shard 0/2 --out " + w0.string() + quiet) == 0);
+    REQUIRE(sh(with_circuit + "--shard 1/2 --out " + w1.string() + quiet) == 0);
+    REQUIRE(sh(kCli + " experiment merge " + w0.string() + " " + w1.string() + " --out " + wm.string() + quiet) == 0);
+    for (const char* f : {"items.jsonl", "summary.csv", "summary.json"}) CHECK_MESSAGE(read_text(wm / f) == read_text(w / f), f);
+    CHECK(json_of(w / "run.json")["study"]["encode"] == json_of(one / "circuit.json")["encode"]["layers"]);
+
+    // The figure script draws from the result folder.
+    if (sh("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") == 0) {
+        CHECK(sh("/usr/bin/python3 " + std::string(HYLENS_SOURCE_DIR) + "/scripts/plot_circuit.py " + one.string() + " --out " +
+                 (d.path / "fig.png").string() + quiet) == 0);
+        CHECK(fs::exists(d.path / "fig.png"));
+    }
+}
+#endif

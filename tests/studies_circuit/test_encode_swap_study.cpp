@@ -1,0 +1,151 @@
+// The encode-swap study (experiments/encode_swap_study.hpp) on the trained Qwen3.5-layout
+// organism: exact identities between its records and independent runs (the host alone is the
+// circuit study's clean / corrupted run; a key swap of the embeddings at every key token is the
+// donor's own run), the structure of the files, shards merged == one run, resume.
+
+#include <doctest/doctest.h>
+
+#include <hylens/experiments/circuit_study.hpp>
+#include <hylens/experiments/encode_swap_study.hpp>
+#include <hylens/experiments/prompt.hpp>
+#include <hylens/models/load.hpp>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fixtures.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace ex = hylens::experiments;
+namespace lk = hylens::tasks::lookup;
+using hylens::test::studies::read_text;
+using hylens::test::studies::TempDir;
+using hylens::test::studies::write_text;
+
+std::vector<nlohmann::json> swap_records(const fs::path& dir) {
+    std::vector<nlohmann::json> out;
+    std::istringstream in(read_text(dir / "items.jsonl"));
+    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+    return out;
+}
+
+ex::EncodeSwapOptions swap_options(const fs::path& out) {
+    ex::EncodeSwapOptions o;
+    o.variant = "chat8";
+    o.per_config = 3;
+    o.seed = 5;
+    o.encode = {0, 1, 2};
+    o.out = out;
+    o.progress = false;
+    o.bootstrap.resamples = 200;
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("encode-swap on qwen35-tiny: records, identities with independent runs, shards, resume") {
+    TempDir d("encode_swap");
+    const fs::path model_dir = d.path / "qwen35-tiny";
+    fs::create_directories(model_dir);
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"})
+        fs::copy_file(fs::path(HYLENS_MODELS_DIR) / "qwen35-tiny" / f, model_dir / f);
+    const hylens::AnyModel model = hylens::load(model_dir);
+    const hylens::Tokenizer tok = hylens::Tokenizer::from_file((model_dir / "tokenizer.json").string());
+    const hylens::ChatFamily family = ex::chat_family(model.config().model_type);
+    const auto run = [&](const ex::EncodeSwapOptions& o) {
+        return model.visit([&](const auto& m) { return ex::run_encode_swap_study(m, tok, family, o); });
+    };
+
+    const ex::EncodeSwapOptions o = swap_options(d.path / "run");
+    const ex::EncodeSwapResult r = run(o);
+    REQUIRE(r.items >= 1);
+    // The Encode block is the only block of this organism: no other_block control.
+    CHECK(ex::encode_swap_sources(o) == std::vector<std::string>{"none", "bind", "embedding", "mean"});
+    CHECK(r.records == 4 * (r.items + r.key_items));
+    const nlohmann::json run_json = nlohmann::json::parse(read_text(o.out / "run.json"));
+    CHECK(run_json["kind"] == "encode-swap");
+    CHECK(run_json["status"] == "complete");
+    CHECK(run_json["key_swap_items"] == r.key_items);
+
+    // Independent runs of the same pairs.
+    const auto set = lk::clean_corrupt_pairs(tok, hylens::chat_format(family), lk::parse_variant("chat8"),
+                                             lk::in_family_vocabulary(tok), 3, 5);
+    REQUIRE(set.items.size() == r.items);
+    std::map<std::size_t, const lk::CleanCorruptItem*> by_index;
+    for (const auto& it : set.items) by_index[it.index] = &it;
+    const auto last_logits = [&](const std::vector<std::int64_t>& ids) {
+        hylens::RunOptions ro;
+        ro.last_only = true;
+        return model.visit([&](const auto& m) { return hylens::run(m, hylens::TokenBatch(ids), {}, ro).logits; });
+    };
+    lk::Drops drops;
+    std::size_t checked_key = 0;
+    for (const auto& rec : swap_records(o.out)) {
+        const lk::CleanCorruptItem& it = *by_index.at(rec["item"].get<std::size_t>());
+        const std::string cond = rec["condition"];
+        if (cond == "value:none") {
+            // The corrupted prompt alone: D(v_t - v_d) = the circuit study's d_corrupt.
+            const auto l = last_logits(it.corrupt_ids);
+            CHECK(rec["dAB"].get<double>() == hylens::logit_diff(hylens::logits_row(l), it.answer, it.corrupt_answer));
+            CHECK(rec["positions"] == std::vector<std::size_t>{it.clean.values[it.target][0]});
+        }
+        if (cond == "key:none") {
+            const auto l = last_logits(it.clean.ids);
+            CHECK(rec["dAB"].get<double>() == hylens::logit_diff(hylens::logits_row(l), it.corrupt_answer, it.answer));
+        }
+        if (cond == "key:embedding") {
+            // The donor differs from the host only at the key tokens, so writing the donor's
+            // embeddings at all of them is the donor's own run, bit for bit.
+            const auto ks = lk::key_swap(tok, hylens::chat_format(family), lk::parse_variant("chat8"), it, drops);
+            REQUIRE(ks.has_value());
+            const auto l = last_logits(ks->ids);
+            CHECK(rec["dAB"].get<double>() == hylens::logit_diff(hylens::logits_row(l), it.corrupt_answer, it.answer));
+            CHECK(rec["success"].get<bool>() == (hylens::argmax(hylens::logits_row(l), model.config().vocab) == it.corrupt_answer));
+            ++checked_key;
+        }
+    }
+    CHECK(checked_key == r.key_items);
+
+    // summary.csv: one row per condition with its n.
+    const std::string csv = read_text(o.out / "summary.csv");
+    CHECK(csv.find("value:bind,value,bind," + std::to_string(r.items) + ",") != std::string::npos);
+    if (r.key_items) CHECK(csv.find("key:mean,key,mean," + std::to_string(r.key_items) + ",") != std::string::npos);
+
+    // Shards merged == one run.
+    std::vector<fs::path> dirs;
+    for (std::size_t i = 0; i < 2; ++i) {
+        ex::EncodeSwapOptions s = swap_options(d.path / ("s" + std::to_string(i)));
+        s.shard = {i, 2};
+        run(s);
+        dirs.push_back(s.out);
+    }
+    const nlohmann::json def = run_json["study"];
+    ex::merge_study_folders(dirs, d.path / "merged", "encode-swap", [&](const fs::path& out, const std::vector<nlohmann::json>& recs) {
+        ex::write_encode_swap_summaries(out, recs, def, o.bootstrap);
+    });
+    for (const char* f : {"items.jsonl", "summary.csv", "summary.json"})
+        CHECK_MESSAGE(read_text(d.path / "merged" / f) == read_text(o.out / f), f);
+
+    // Killed mid-line and resumed == one run.
+    const fs::path cut = d.path / "cut";
+    fs::create_directories(cut);
+    fs::copy_file(o.out / "run.json", cut / "run.json");
+    const std::string all = read_text(o.out / "items.jsonl");
+    write_text(cut / "items.jsonl", all.substr(0, all.find('\n', all.size() / 3) + 7));
+    ex::EncodeSwapOptions res = swap_options(cut);
+    res.resume = true;
+    const ex::EncodeSwapResult rr = run(res);
+    CHECK(rr.resumed >= 1);
+    CHECK(read_text(cut / "items.jsonl") == all);
+    CHECK(read_text(cut / "summary.csv") == csv);
+
+    // A layer that is not a linear layer of the model (a circuit of another model) is an error.
+    ex::EncodeSwapOptions bad = swap_options(d.path / "bad");
+    bad.encode = {3};
+    CHECK_THROWS_WITH_AS(run(bad), doctest::Contains("not a linear layer"), hylens::Error);
+}

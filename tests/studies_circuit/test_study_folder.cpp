@@ -1,0 +1,187 @@
+// StudyFolder and merge_study_folders (experiments/study_folder.hpp): resume after a torn line
+// gives the uninterrupted run's items.jsonl, the union of the shards is the unsharded run, and
+// a folder of another kind or definition is refused.
+
+#include <doctest/doctest.h>
+
+#include <hylens/experiments/study_folder.hpp>
+
+#include <string>
+#include <vector>
+
+#include "fixtures.hpp"
+
+namespace {
+
+using hylens::test::studies::read_text;
+using hylens::test::studies::TempDir;
+using hylens::test::studies::write_text;
+namespace ex = hylens::experiments;
+
+const nlohmann::json kDefinition = {{"variant", "chat8"}, {"per_config", 3}, {"seed", 7}};
+const std::vector<std::string> kConditions = {"baseline", "drop:G0", "drop:L1"};
+
+/// A toy study: 7 units (items), 3 conditions each; the record's value depends only on its key.
+/// Runs the units of its shard, stopping after `stop_after` appends (0: all), then finishes.
+/// Returns false when it stopped early.
+bool toy_study(const ex::StudyFolderOptions& o, std::size_t stop_after = 0) {
+    ex::StudyFolder f(o);
+    std::size_t appended = 0;
+    for (std::size_t item = 0; item < 7; ++item) {
+        if (!f.mine(item)) continue;
+        std::vector<nlohmann::json> recs;
+        for (const std::string& c : kConditions) {
+            const ex::RecordKey k{"chat8", 7, item, c};
+            if (f.done(k)) continue;
+            recs.push_back({{"task", k.task}, {"seed", k.seed}, {"item", k.item}, {"condition", k.condition},
+                            {"d_clean", 0.25 * static_cast<double>(item) - static_cast<double>(c.size())}});
+        }
+        if (recs.empty()) continue;
+        f.append(recs);
+        if (stop_after && ++appended == stop_after) return false;
+    }
+    f.finish({{"note", "toy"}});
+    return true;
+}
+
+ex::StudyFolderOptions options(const std::filesystem::path& out, bool resume = false, ex::Shard shard = {}) {
+    ex::StudyFolderOptions o;
+    o.out = out;
+    o.kind = "toy";
+    o.definition = kDefinition;
+    o.resume = resume;
+    o.shard = shard;
+    o.run_info = {{"model", "none"}};
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("StudyFolder: a run resumed after a torn last line equals the uninterrupted run") {
+    TempDir whole("folder_whole"), cut("folder_cut");
+    REQUIRE(toy_study(options(whole.path)));
+    const std::string expected = read_text(whole.path / "items.jsonl");
+    CHECK(std::count(expected.begin(), expected.end(), '\n') == 21);
+
+    // Killed after 3 items, the last line half written.
+    REQUIRE_FALSE(toy_study(options(cut.path), 3));
+    const nlohmann::json run_cut = nlohmann::json::parse(read_text(cut.path / "run.json"));
+    CHECK(run_cut["status"] == "running");
+    CHECK(run_cut["kind"] == "toy");
+    CHECK(run_cut["study"]["shard"] == "0/1");
+    write_text(cut.path / "items.jsonl", read_text(cut.path / "items.jsonl") + "{\"task\":\"chat8\",\"se");
+    // Without --resume the folder is refused.
+    CHECK_THROWS_AS(ex::StudyFolder(options(cut.path)), hylens::Error);
+    {
+        ex::StudyFolder f(options(cut.path, true));
+        CHECK(f.resumed() == 9);
+        CHECK(f.done({"chat8", 7, 2, "drop:L1"}));
+        CHECK_FALSE(f.done({"chat8", 7, 3, "baseline"}));
+        // A key already on disk cannot be written again.
+        CHECK_THROWS_AS(f.append({{{"task", "chat8"}, {"seed", 7}, {"item", 0}, {"condition", "baseline"}}}), hylens::Error);
+    }
+    REQUIRE(toy_study(options(cut.path, true)));
+    CHECK(read_text(cut.path / "items.jsonl") == expected);
+    const nlohmann::json run = nlohmann::json::parse(read_text(cut.path / "run.json"));
+    CHECK(run["status"] == "complete");
+    CHECK(run["records"] == 21);
+    CHECK(run["note"] == "toy");
+    CHECK(run["model"] == "none");
+}
+
+TEST_CASE("StudyFolder: records() are sorted by key; finish() writes them in that order") {
+    TempDir d("folder_order");
+    ex::StudyFolder f(options(d.path));
+    f.append({{{"task", "chat8"}, {"seed", 7}, {"item", 2}, {"condition", "b"}}});
+    f.append({{{"task", "chat8"}, {"seed", 7}, {"item", 1}, {"condition", "z"}},
+              {{"task", "chat8"}, {"seed", 7}, {"item", 1}, {"condition", "a"}}});
+    const std::vector<nlohmann::json> r = f.records();
+    REQUIRE(r.size() == 3);
+    CHECK(r[0]["item"] == 1);
+    CHECK(r[0]["condition"] == "a");
+    CHECK(r[1]["condition"] == "z");
+    CHECK(r[2]["item"] == 2);
+    f.finish();
+    CHECK(read_text(d.path / "items.jsonl") ==
+          "{\"condition\":\"a\",\"item\":1,\"seed\":7,\"task\":\"chat8\"}\n"
+          "{\"condition\":\"z\",\"item\":1,\"seed\":7,\"task\":\"chat8\"}\n"
+          "{\"condition\":\"b\",\"item\":2,\"seed\":7,\"task\":\"chat8\"}\n");
+    // A record without its key fields is an error.
+    ex::StudyFolder g(options(d.path, true));
+    CHECK_THROWS_AS(g.append({{{"task", "chat8"}, {"item", 3}}}), hylens::Error);
+}
+
+TEST_CASE("merge_study_folders: the union of the shards is the unsharded run") {
+    TempDir whole("merge_whole"), s0("merge_s0"), s1("merge_s1"), s2("merge_s2"), merged("merge_out");
+    REQUIRE(toy_study(options(whole.path)));
+    REQUIRE(toy_study(options(s0.path, false, ex::parse_shard("0/3"))));
+    REQUIRE(toy_study(options(s1.path, false, ex::parse_shard("1/3"))));
+    REQUIRE(toy_study(options(s2.path, false, ex::parse_shard("2/3"))));
+    // Shard 1 of 3 holds items 1 and 4.
+    CHECK(read_text(s1.path / "items.jsonl").find("\"item\":4") != std::string::npos);
+    CHECK(read_text(s1.path / "items.jsonl").find("\"item\":0") == std::string::npos);
+    std::size_t summarised = 0;
+    const ex::MergeResult m =
+        ex::merge_study_folders({s2.path, s0.path, s1.path}, merged.path, "toy",
+                                [&](const std::filesystem::path& out, const std::vector<nlohmann::json>& recs) {
+                                    CHECK(out == merged.path);
+                                    summarised = recs.size();
+                                });
+    CHECK(m.folders == 3);
+    CHECK(m.records == 21);
+    CHECK(m.incomplete == 0);
+    CHECK(summarised == 21);
+    CHECK(read_text(merged.path / "items.jsonl") == read_text(whole.path / "items.jsonl"));
+    const nlohmann::json run = nlohmann::json::parse(read_text(merged.path / "run.json"));
+    CHECK(run["status"] == "complete");
+    CHECK(run["study"] == nlohmann::json::parse(read_text(whole.path / "run.json"))["study"]);
+    CHECK(run["merged_from"].size() == 3);
+
+    // A shard twice, or the same records twice, is refused.
+    TempDir again("merge_again");
+    CHECK_THROWS_AS(ex::merge_study_folders({s0.path, s0.path}, again.path, "toy", nullptr), hylens::Error);
+    CHECK_THROWS_AS(ex::merge_study_folders({whole.path, s0.path}, again.path, "toy", nullptr), hylens::Error);
+}
+
+TEST_CASE("merge_study_folders: an unfinished shard is counted incomplete") {
+    TempDir s0("inc_s0"), s1("inc_s1"), merged("inc_out");
+    REQUIRE(toy_study(options(s0.path, false, ex::parse_shard("0/2"))));
+    REQUIRE_FALSE(toy_study(options(s1.path, false, ex::parse_shard("1/2")), 1));
+    const ex::MergeResult m = ex::merge_study_folders({s0.path, s1.path}, merged.path, "toy", nullptr);
+    CHECK(m.incomplete == 1);
+    CHECK(m.records == 4 * 3 + 3);
+    CHECK(nlohmann::json::parse(read_text(merged.path / "run.json"))["status"] == "incomplete");
+}
+
+TEST_CASE("StudyFolder: another kind or definition is refused with --resume and by merge") {
+    TempDir d("mismatch"), other("mismatch_other"), out("mismatch_out");
+    REQUIRE_FALSE(toy_study(options(d.path), 1));
+    ex::StudyFolderOptions kind = options(d.path, true);
+    kind.kind = "circuit";
+    CHECK_THROWS_WITH_AS(ex::StudyFolder{kind}, doctest::Contains("'toy' study, not 'circuit'"), hylens::Error);
+    ex::StudyFolderOptions def = options(d.path, true);
+    def.definition["per_config"] = 4;
+    CHECK_THROWS_WITH_AS(ex::StudyFolder{def}, doctest::Contains("describes another study"), hylens::Error);
+    // Another shard is another study for --resume.
+    CHECK_THROWS_AS(ex::StudyFolder(options(d.path, true, ex::parse_shard("0/2"))), hylens::Error);
+    // The definition may not carry the shard itself.
+    ex::StudyFolderOptions bad = options(other.path);
+    bad.definition["shard"] = "0/1";
+    CHECK_THROWS_AS(ex::StudyFolder{bad}, hylens::Error);
+
+    ex::StudyFolderOptions o2 = options(other.path);
+    o2.definition["seed"] = 8;
+    REQUIRE(toy_study(o2));
+    CHECK_THROWS_WITH_AS(ex::merge_study_folders({d.path, other.path}, out.path, "toy", nullptr),
+                         doctest::Contains("is another study"), hylens::Error);
+    CHECK_THROWS_WITH_AS(ex::merge_study_folders({d.path}, out.path, "circuit", nullptr),
+                         doctest::Contains("is not a 'circuit' study"), hylens::Error);
+}
+
+TEST_CASE("parse_shard") {
+    CHECK(ex::parse_shard("2/3").index == 2);
+    CHECK(ex::parse_shard("2/3").count == 3);
+    CHECK_THROWS_AS(ex::parse_shard("3/3"), hylens::Error);
+    CHECK_THROWS_AS(ex::parse_shard("1"), hylens::Error);
+    CHECK_THROWS_AS(ex::parse_shard("-1/3"), hylens::Error);
+}
