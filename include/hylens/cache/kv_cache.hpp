@@ -7,17 +7,17 @@
 // [kv_heads, length, head_dim] per sequence, [batch, kv_heads, length, head_dim] for all; valid
 // until the cache grows (reserve_more, a forward) or dies. Kernels use the raw k() / v().
 
-#include <algorithm>  // std::copy, std::max
-#include <cstddef>    // std::size_t
+#include <xtensor/xview.hpp>  // xt::view, xt::range
+
+#include <algorithm>    // std::copy, std::max
+#include <cstddef>      // std::size_t
 #include <type_traits>  // std::remove_cvref_t
-#include <utility>    // std::declval, std::forward
-#include <vector>     // std::vector
+#include <utility>      // std::declval, std::forward
+#include <vector>       // std::vector
 
 #include "../core/error.hpp"
 #include "../core/tensor_view.hpp"
 #include "channels.hpp"
-
-#include <xtensor/xview.hpp>  // xt::view, xt::range
 
 namespace hylens {
 
