@@ -35,6 +35,7 @@
 #include "args.hpp"
 #include "experiment_circuit.hpp"
 #include "experiment_encode_swap.hpp"
+#include "experiment_query_map.hpp"  // and experiment_transplant.hpp
 #include "study_mpi.hpp"  // detail::MpiJob
 
 #ifndef HYLENS_VERSION
@@ -170,6 +171,8 @@ inline int run_experiment(int argc, char** argv) {
         const std::string_view study = argv[2];
         if (study == "circuit") return run_experiment_circuit(argc - 1, argv + 1);
         if (study == "encode-swap") return run_experiment_encode_swap(argc - 1, argv + 1);
+        if (study == "transplant") return run_experiment_transplant(argc - 1, argv + 1);
+        if (study == "query-map") return run_experiment_query_map(argc - 1, argv + 1);
     }
     CLI::App app("studies on a model folder; results as items.jsonl, summary.csv/json, diffs.csv, run.json",
                  "hylens experiment");
@@ -201,6 +204,8 @@ inline int run_experiment(int argc, char** argv) {
     ch->add_option("--out", a.out, "result folder")->required();
     app.add_subcommand("circuit", "Encode / Address / reader-head identification (B1-B4, B6, B7) on dictionary pairs; circuit.json");
     app.add_subcommand("encode-swap", "Encode (Bind) sufficiency swaps (exp29) at the value and key tokens, with a circuit.json");
+    app.add_subcommand("transplant", "mixer-output, layer-write (exp22) and state (exp32) transplants on donor/host pairs, reader attention");
+    app.add_subcommand("query-map", "query-vector transfer (exp26): ridge maps donor -> receiver Address outputs, controls, learning curves");
     std::vector<std::string> merge_dirs;
     std::string merge_out;
     CLI::App* mg = app.add_subcommand("merge", "merge the result folders of a sharded study (recomputes the summaries)");
@@ -216,6 +221,8 @@ inline int run_experiment(int argc, char** argv) {
     const std::string kind = result_kind(dirs.front());
     if (kind == "circuit") return report_merge(merge_circuit_folders(dirs, merge_out), merge_out);
     if (kind == "encode-swap") return report_merge(merge_encode_swap_folders(dirs, merge_out), merge_out);
+    if (kind == "transplant") return report_merge(merge_transplant_folders(dirs, merge_out), merge_out);
+    if (kind == "query-map") return report_merge(merge_query_map_folders(dirs, merge_out), merge_out);
     if (kind != "channels") {
         std::cerr << "hylens experiment merge: " << dirs.front().string() << "/run.json is a '" << kind
                   << "' study, which has no merge\n";

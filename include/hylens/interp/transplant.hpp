@@ -9,6 +9,7 @@
 
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::int64_t
+#include <span>     // std::span
 #include <string>   // std::string
 #include <vector>   // std::vector
 
@@ -27,34 +28,54 @@ struct MixerTransplant {
     RunResult host;      ///< the patched host run (logits of every position)
 };
 
+/// The donor rows of `sites` copied into the host run as the host computes them (every site
+/// patched at its own positions); `host_options` adds captures (the reader's attention) or
+/// last_only to the host run. Donor and host must have the same shape.
+template <class Model>
+MixerTransplant transplant_sites(const Model& model, const TokenBatch& donor, const TokenBatch& host,
+                                 const std::vector<SiteRef>& sites, const RunOptions& host_options = {}) {
+    check<ShapeError>(donor.T() == host.T() && donor.batch == host.batch, "[transplant] donor (", donor.batch, " x ",
+                      donor.T(), ") and host (", host.batch, " x ", host.T(), ") differ in shape");
+    MixerTransplant out;
+    out.donor = capture(model, donor, sites);
+    std::vector<Intervention> iv;
+    for (const SiteRef& s : sites) iv.push_back(patch(s, out.donor));
+    out.host = run(model, host, iv, host_options);
+    return out;
+}
+
 /// exp22: the mixer outputs of `layers` (the site of `channel`: mixer_out, or attn_out /
 /// ssm_out on parallel layers) at `positions`, copied from the donor run into the host run.
 /// Donor and host must have the same length.
 template <class Model>
 MixerTransplant transplant_mixer(const Model& model, const TokenBatch& donor, const TokenBatch& host,
                                  const std::vector<int>& layers, const Positions& positions,
-                                 MixerChannel channel = MixerChannel::recurrent) {
-    check<ShapeError>(donor.T() == host.T() && donor.batch == host.batch, "[transplant_mixer] donor (", donor.batch,
-                      " x ", donor.T(), ") and host (", host.batch, " x ", host.T(), ") differ in shape");
+                                 MixerChannel channel = MixerChannel::recurrent, const RunOptions& host_options = {}) {
     std::vector<SiteRef> sites;
-    std::vector<Intervention> iv;
-    for (int l : layers) {
-        const Site s = mixer_site(model.stack(), l, channel);
-        sites.push_back({s, l, positions, false});
-    }
-    MixerTransplant out;
-    out.donor = capture(model, donor, sites);
-    for (const SiteRef& s : sites) iv.push_back(patch(s, out.donor));
-    out.host = run(model, host, iv);
-    return out;
+    for (int l : layers) sites.push_back({mixer_site(model.stack(), l, channel), l, positions, false});
+    return transplant_sites(model, donor, host, sites, host_options);
 }
 
-/// exp32-B: final-position logits [B, 1, V] of the host after copying the recurrent state of
-/// `layers` (and the conv window when include_conv) from the donor's cache, both prefilled
-/// over every token but the last. An empty layer list is the control (the host's own run).
+/// exp22 --unit layer: the layer writes resid_post - resid_pre of `layers` at `positions`,
+/// copied from the donor run (host resid_post[p] := host resid_pre[p] + donor write[p]).
 template <class Model>
-Tensor3 transplant_state(const Model& model, const TokenBatch& donor, const TokenBatch& host,
-                         const std::vector<int>& layers, bool include_conv = true) {
+MixerTransplant transplant_layer_write(const Model& model, const TokenBatch& donor, const TokenBatch& host,
+                                       const std::vector<int>& layers, const Positions& positions,
+                                       const RunOptions& host_options = {}) {
+    std::vector<SiteRef> sites;
+    for (int l : layers) sites.push_back(site::layer_write(l, positions));
+    return transplant_sites(model, donor, host, sites, host_options);
+}
+
+/// exp32-B: the host's final token run on a cache holding the host's prefill over every token
+/// but the last, with the recurrent state of `layers` (and the conv window when include_conv)
+/// copied from the donor's cache prefilled the same way. An empty layer list is the control
+/// (the host's own split run). `options` adds captures at that one token (positions index the
+/// one-token run, so Positions::last() is the final position; attention rows cover all T keys);
+/// its logits are [B, 1, V].
+template <class Model>
+RunResult transplant_state_run(const Model& model, const TokenBatch& donor, const TokenBatch& host,
+                               const std::vector<int>& layers, bool include_conv = true, RunOptions options = {}) {
     const std::size_t T = host.T();
     check<ShapeError>(donor.T() == T && donor.batch == host.batch && T >= 2, "[transplant_state] donor (",
                       donor.batch, " x ", donor.T(), ") and host (", host.batch, " x ", T,
@@ -66,7 +87,17 @@ Tensor3 transplant_state(const Model& model, const TokenBatch& donor, const Toke
     last.batch = host.batch;
     for (std::size_t b = 0; b < host.batch; ++b) last.ids.push_back(host.at(b, T - 1));
     const std::int64_t pos[1] = {static_cast<std::int64_t>(T - 1)};
-    return model.forward(last, hc, {std::span<const std::int64_t>(pos, 1), nullptr, true, false});
+    options.positions = std::span<const std::int64_t>(pos, 1);
+    return run(model, hc, last, {}, options);
+}
+
+/// exp32-B: final-position logits [B, 1, V] of transplant_state_run.
+template <class Model>
+Tensor3 transplant_state(const Model& model, const TokenBatch& donor, const TokenBatch& host,
+                         const std::vector<int>& layers, bool include_conv = true) {
+    RunOptions o;
+    o.last_only = true;
+    return transplant_state_run(model, donor, host, layers, include_conv, o).logits;
 }
 
 /// Every layer holding a mixer of channel `ch` (for Falcon-H1: every layer, either channel).

@@ -1,0 +1,150 @@
+#pragma once
+// hylens experiment query-map: the query-vector transfer of the Encode-Address studies (exp26):
+// ridge maps from a donor model's final-position features to the receiver's Address-layer
+// mixer outputs, with the controls and learning curves. See docs/study_transplant.md.
+//
+//   hylens experiment query-map --model DIR [--tokenizer FILE] [--donor DIR [--donor-tokenizer FILE]]
+//       [--circuit FILE] [--address BLOCK] [--reader L:H] [--sources LIST] [--no-embedding]
+//       [--fit N] [--per-config N] [--curve LIST] [--variant V] [--seed S] [--shard I/N]
+//       [--resume] [--no-progress] --out DIR
+
+#include <hylens/experiments/prompt.hpp>
+#include <hylens/experiments/query_map_study.hpp>
+#include <hylens/experiments/study_folder.hpp>
+#include <hylens/interp/circuit.hpp>
+#include <hylens/models/load.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "experiment_transplant.hpp"
+#include "study_mpi.hpp"
+
+namespace hylens::cli {
+
+/// Merges query-map result folders (hylens experiment merge dispatches here on run.json's kind).
+inline experiments::MergeResult merge_query_map_folders(const std::vector<std::filesystem::path>& dirs,
+                                                        const std::filesystem::path& out) {
+    return experiments::merge_study_folders(dirs, out, "query-map", [](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
+        experiments::write_transplant_summaries(o, r);
+    });
+}
+
+/// argv[1] is "query-map".
+inline int run_experiment_query_map(int argc, char** argv) {
+    namespace ex = experiments;
+    namespace td = transplant_detail;
+    namespace lk = tasks::lookup;
+    CLI::App app("query-vector transfer (exp26): ridge maps from a donor's final-position features to the receiver's "
+                 "Address-layer mixer outputs, with self, shuffled, mean and embedding controls and learning curves",
+                 "hylens experiment query-map");
+    LookupStudyArgs a;
+    a.add(app);
+    std::string donor_dir, donor_tokenizer, circuit, address, reader, sources;
+    std::size_t fit = 2000;
+    std::vector<std::size_t> curve;
+    bool no_embedding = false;
+    long group_size = -1;
+    CLI::Option* don = app.add_option("--donor", donor_dir, "the donor's model folder (default: the receiver, --model, itself)")
+                           ->check(CLI::ExistingDirectory);
+    app.add_option("--donor-tokenizer", donor_tokenizer, "the donor's tokenizer.json (default: the donor folder's)")
+        ->check(CLI::ExistingFile)
+        ->needs(don);
+    app.add_option("--circuit", circuit, "the receiver's circuit.json: its Address layers and reader head")
+        ->check(CLI::ExistingFile);
+    app.add_option("--address", address, "the receiver's Address layers as one block (G<i>, a-b, layers joined by +); "
+                                         "default: the circuit's, else the receiver's last layer group");
+    app.add_option("--reader", reader, "the receiver's reader head LAYER:HEAD (default: the circuit's)");
+    app.add_option("--sources", sources, "donor source blocks, comma-separated (default: every donor layer group)");
+    app.add_flag("--no-embedding", no_embedding, "leave out the donor's key embedding as a source");
+    app.add_option("--group-size", group_size, "layers per group (default: 3 for Qwen3.5, else every linear layer "
+                                               "since the previous softmax layer)")
+        ->check(CLI::Range(0L, 1000L));
+    app.add_option("--fit", fit, "fit prompts (K_fit keys)")->capture_default_str()->check(CLI::Range(std::size_t{10}, std::size_t{1000000}));
+    app.add_option("--curve", curve, "learning-curve fit sizes, comma-separated (each in [10, --fit))")->delimiter(',');
+    if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
+
+    ex::QueryMapOptions opt;
+    lk::Variant v;
+    try {
+        v = lk::parse_variant(a.variant);
+        check(!v.long_filler && !v.perm, "--variant ", a.variant, " has no donor/host pairs (chat4, chat8, chat16, list8, rev8)");
+        if (!reader.empty()) opt.reader = td::parse_reader(reader);
+        if (!a.shard.empty()) opt.shard = ex::parse_shard(a.shard);
+        for (std::size_t n : curve) check(n >= 10 && n < fit, "--curve: ", n, " is not in [10, --fit)");
+    } catch (const Error& e) {
+        std::cerr << "hylens experiment query-map: " << e.what() << "\n" << usage_line(app) << "\n";
+        return 2;
+    }
+    opt.style = v.style;
+    opt.n_pairs = v.n_pairs;
+    opt.fit_items = fit;
+    opt.per_config = a.per_config;
+    opt.curve = curve;
+    opt.seeds = {a.seed};
+    opt.embedding_source = !no_embedding;
+    opt.resume = a.resume;
+    opt.progress = !a.no_progress;
+    const std::vector<std::string> all(argv - 1, argv + argc);
+    return run_study_ranks(
+        "query-map", opt.shard, !a.shard.empty(), a.out,
+        [&](const StudyPlace& place) {
+            const AnyModel recv = load(a.model);
+            const std::filesystem::path tr = study_tokenizer_path(a.model, a.tokenizer);
+            const Tokenizer tok_r = Tokenizer::from_file(tr.string());
+            std::optional<AnyModel> donor_model;
+            std::optional<Tokenizer> donor_tok;
+            std::filesystem::path tdp = tr;
+            if (!donor_dir.empty()) {
+                donor_model.emplace(load(donor_dir));
+                tdp = study_tokenizer_path(donor_dir, donor_tokenizer);
+                donor_tok.emplace(Tokenizer::from_file(tdp.string()));
+            }
+            const AnyModel& dm = donor_model ? *donor_model : recv;
+            const Tokenizer& tok_d = donor_tok ? *donor_tok : tok_r;
+            const std::string rtype = recv.config().model_type, dtype = dm.config().model_type;
+            ex::QueryMapOptions o = opt;
+            o.shard = place.shard;
+            o.out = place.out;
+            // One tokenizer reads both prompts: the in-family words; two: the cross-family ones.
+            const bool same_tokenizer = !donor_tok || td::read_file_text(tr) == td::read_file_text(tdp);
+            o.vocabulary = same_tokenizer ? lk::in_family_vocabulary(tok_r) : lk::cross_family_vocabulary({&tok_r, &tok_d});
+            std::optional<CircuitRoles> roles;
+            if (!circuit.empty()) roles = td::read_circuit(circuit);
+            if (roles && reader.empty()) o.reader = {roles->reader_layer, roles->reader_head};
+            o.run_info = study_run_info(a.model, rtype, tr, all, place.ranks, HYLENS_VERSION);
+            o.run_info["donor"] = donor_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(donor_dir).string());
+            o.run_info["donor_model_type"] = dtype;
+            o.run_info["donor_tokenizer"] = std::filesystem::absolute(tdp).string();
+            o.run_info["circuit"] = circuit.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(circuit).string());
+            const ex::QueryMapResult r = recv.visit([&](const auto& rm) {
+                const auto rg = td::groups_of(rm, rtype, group_size);
+                if (!address.empty()) o.address = ex::parse_blocks(address, rg, rm.num_layers()).at(0).layers;
+                else if (roles) o.address = roles->address;
+                else {
+                    check(!rg.empty() && !rg.back().empty(), "[query-map] the receiver has no layer group; pass --address");
+                    o.address = rg.back();
+                }
+                return dm.visit([&](const auto& d) {
+                    const auto dg = td::groups_of(d, dtype, group_size);
+                    std::string spec = sources;
+                    if (spec.empty())
+                        for (std::size_t g = 0; g < dg.size(); ++g)
+                            if (!dg[g].empty()) spec += (spec.empty() ? "G" : ",G") + std::to_string(g);
+                    if (!spec.empty()) o.sources = ex::parse_blocks(spec, dg, d.num_layers());
+                    return ex::run_query_map_study(rm, tok_r, chat_format(ex::chat_family(rtype)), d, tok_d,
+                                                   chat_format(ex::chat_family(dtype)), o);
+                });
+            });
+            std::cerr << "hylens experiment query-map: " << r.items << " test pairs, " << r.records << " records (" << r.written
+                      << " new, " << r.resumed << " resumed) -> " << o.out.string() << "\n";
+        },
+        merge_query_map_folders);
+}
+
+}  // namespace hylens::cli

@@ -1,0 +1,183 @@
+#pragma once
+// hylens experiment transplant: the representation and state transplants of the Encode-Address
+// studies (exp22, exp32) on donor/host dictionary pairs. See docs/study_transplant.md.
+//
+//   hylens experiment transplant --model DIR [--tokenizer FILE] [--circuit FILE | --reader L:H]
+//       [--blocks LIST] [--group-size N] [--positions LIST] [--kind LIST] [--variant V]
+//       [--per-config N] [--seed S] [--shard I/N] [--resume] [--no-progress] --out DIR
+//
+// Under mpirun, rank r runs shard r/N into OUT/ranks/rank-r-of-N and rank 0 merges them
+// (study_mpi.hpp).
+
+#include <hylens/experiments/prompt.hpp>
+#include <hylens/experiments/study_folder.hpp>
+#include <hylens/experiments/transplant_study.hpp>
+#include <hylens/interp/circuit.hpp>
+#include <hylens/models/load.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "args.hpp"
+#include "study_mpi.hpp"
+
+#ifndef HYLENS_VERSION
+#define HYLENS_VERSION "unknown"
+#endif
+
+namespace hylens::cli {
+
+namespace transplant_detail {
+
+/// Splits "a,b,c" (no empty parts).
+inline std::vector<std::string> split_list(const std::string& s, const char* what) {
+    std::vector<std::string> out;
+    std::size_t b = 0;
+    while (b <= s.size()) {
+        const std::size_t e = std::min(s.find(',', b), s.size());
+        check(e > b, "--", what, ": empty entry in '", s, "'");
+        out.push_back(s.substr(b, e - b));
+        b = e + 1;
+    }
+    return out;
+}
+
+/// "L:H" -> the reader head.
+inline experiments::ReaderHead parse_reader(const std::string& s) {
+    const std::size_t c = s.find(':');
+    const auto digits = [](std::string_view d) {
+        return !d.empty() && d.size() < 7 && d.find_first_not_of("0123456789") == std::string_view::npos;
+    };
+    check(c != std::string::npos && digits(std::string_view(s).substr(0, c)) && digits(std::string_view(s).substr(c + 1)),
+          "--reader '", s, "' is not LAYER:HEAD (e.g. 3:1)");
+    return {std::stoi(s.substr(0, c)), static_cast<std::size_t>(std::stoul(s.substr(c + 1)))};
+}
+
+/// The circuit file's roles (interp/circuit.hpp).
+inline CircuitRoles read_circuit(const std::string& path) {
+    std::ifstream in(path);
+    check<FormatError>(in.good(), "[transplant] cannot read the circuit file ", path);
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+        fail<FormatError>("[transplant] the circuit file ", path, " is not JSON: ", e.what());
+    }
+    return circuit_from_json(j);
+}
+
+/// The bytes of a file.
+inline std::string read_file_text(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    check(in.good(), "[experiment] cannot read ", p.string());
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// The layer groups of a model (interp/reader_search.hpp layer_groups): `size` layers before
+/// each softmax layer, or when size < 0 the default, 3 for Qwen3.5 (three DeltaNet layers
+/// before each softmax layer) and 0 (every linear layer since the last softmax layer) otherwise.
+template <class Model>
+std::vector<std::vector<int>> groups_of(const Model& m, const std::string& model_type, long size) {
+    const std::size_t gs = size >= 0 ? static_cast<std::size_t>(size) : model_type.rfind("qwen3_5", 0) == 0 ? 3 : 0;
+    std::vector<std::vector<int>> out;
+    for (const LayerGroup& g : layer_groups(m.stack(), gs)) out.push_back(g.layers);
+    return out;
+}
+
+}  // namespace transplant_detail
+
+/// Merges transplant result folders (hylens experiment merge dispatches here on run.json's kind).
+inline experiments::MergeResult merge_transplant_folders(const std::vector<std::filesystem::path>& dirs,
+                                                         const std::filesystem::path& out) {
+    return experiments::merge_study_folders(dirs, out, "transplant", [](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
+        experiments::write_transplant_summaries(o, r);
+    });
+}
+
+/// argv[1] is "transplant".
+inline int run_experiment_transplant(int argc, char** argv) {
+    namespace ex = experiments;
+    namespace td = transplant_detail;
+    CLI::App app("representation transplants (mixer outputs, layer writes; exp22) and state transplants (exp32) on "
+                 "donor/host dictionary pairs, with the reader head's attention; items.jsonl, summary.csv/json, run.json",
+                 "hylens experiment transplant");
+    LookupStudyArgs a;
+    a.add(app);
+    std::string circuit, reader, blocks, positions = "final,question,dictionary,all", kinds = "mixer,layer,state,state+conv";
+    long group_size = -1;
+    CLI::Option* circ = app.add_option("--circuit", circuit, "circuit.json of `hylens experiment circuit`: the reader head")
+                            ->check(CLI::ExistingFile);
+    app.add_option("--reader", reader, "the reader head as LAYER:HEAD (instead of --circuit)")->excludes(circ);
+    app.add_option("--blocks", blocks,
+                   "blocks, comma-separated: a layer group G<i>, a layer, a range a-b, or a union joined by + "
+                   "(default: every layer group)");
+    app.add_option("--group-size", group_size, "layers per group (default: 3 for Qwen3.5, else every linear layer "
+                                               "since the previous softmax layer)")
+        ->check(CLI::Range(0L, 1000L));
+    app.add_option("--positions", positions, "position sets of the mixer / layer transplants: final, question, "
+                                             "dictionary, all")
+        ->capture_default_str();
+    app.add_option("--kind", kinds, "transplant kinds: mixer, layer, state, state+conv")->capture_default_str();
+    if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
+
+    ex::TransplantStudyOptions opt;
+    tasks::lookup::Variant v;
+    try {
+        v = tasks::lookup::parse_variant(a.variant);
+        check(!v.long_filler && !v.perm, "--variant ", a.variant, " has no donor/host pairs (chat4, chat8, chat16, list8, rev8)");
+        opt.positions.clear();
+        for (const std::string& p : td::split_list(positions, "positions")) opt.positions.push_back(ex::parse_position_set(p));
+        opt.kinds.clear();
+        for (const std::string& k : td::split_list(kinds, "kind")) opt.kinds.push_back(ex::parse_transplant_kind(k));
+        if (!reader.empty()) opt.reader = td::parse_reader(reader);
+        if (!a.shard.empty()) opt.shard = ex::parse_shard(a.shard);
+    } catch (const Error& e) {
+        std::cerr << "hylens experiment transplant: " << e.what() << "\n" << usage_line(app) << "\n";
+        return 2;
+    }
+    opt.style = v.style;
+    opt.n_pairs = v.n_pairs;
+    opt.per_config = a.per_config;
+    opt.seeds = {a.seed};
+    opt.resume = a.resume;
+    opt.progress = !a.no_progress;
+    const std::vector<std::string> all(argv - 1, argv + argc);
+    return run_study_ranks(
+        "transplant", opt.shard, !a.shard.empty(), a.out,
+        [&](const StudyPlace& place) {
+            const AnyModel model = load(a.model);
+            const std::filesystem::path tok_path = study_tokenizer_path(a.model, a.tokenizer);
+            const Tokenizer tok = Tokenizer::from_file(tok_path.string());
+            const std::string type = model.config().model_type;
+            ex::TransplantStudyOptions o = opt;
+            o.shard = place.shard;
+            o.out = place.out;
+            if (!circuit.empty()) {
+                const CircuitRoles roles = td::read_circuit(circuit);
+                o.reader = {roles.reader_layer, roles.reader_head};
+            }
+            o.run_info = study_run_info(a.model, type, tok_path, all, place.ranks, HYLENS_VERSION);
+            o.run_info["circuit"] = circuit.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(circuit).string());
+            const ex::TransplantStudyResult r = model.visit([&](const auto& m) {
+                const std::vector<std::vector<int>> groups = td::groups_of(m, type, group_size);
+                std::string spec = blocks;
+                if (spec.empty())
+                    for (std::size_t g = 0; g < groups.size(); ++g)
+                        if (!groups[g].empty()) spec += (spec.empty() ? "G" : ",G") + std::to_string(g);
+                check(!spec.empty(), "[transplant] the model has no layer group; pass --blocks");
+                o.blocks = ex::parse_blocks(spec, groups, m.num_layers());
+                return ex::run_transplant_study(m, tok, chat_format(ex::chat_family(type)), o);
+            });
+            std::cerr << "hylens experiment transplant: " << r.items << " pairs, " << r.records << " records (" << r.written
+                      << " new, " << r.resumed << " resumed) -> " << o.out.string() << "\n";
+        },
+        merge_transplant_folders);
+}
+
+}  // namespace hylens::cli

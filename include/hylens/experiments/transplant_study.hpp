@@ -1,0 +1,495 @@
+#pragma once
+// The transplant study (experiments.md §A.8 exp22, §A.9 exp32-B) on donor/host pairs of one
+// dictionary (tasks/lookup/pairs.hpp): run A (the donor) asks entry ia, run B (the host) asks
+// entry ib. Conditions, each scored on the host's final position (interp/metrics.hpp
+// score_transplant: ansA, ansB, dAB, and the reader head's attention attA / attB on entries A
+// and B, captured in the same run):
+//
+//   A, B                     the donor and the host run alone (baselines);
+//   mixer:<block>@<pos>      the mixer outputs of every layer of the block at the position set,
+//                            copied from run A into run B (transplant_mixer);
+//   layer:<block>@<pos>      the layer writes resid_post - resid_pre instead (transplant_layer_write);
+//   split                    run B prefilled over T - 1 tokens, then its final token (the control
+//                            of the state transplants: no copy);
+//   state:<block>            as split, with the recurrent state of the block's layers copied from
+//                            A's prefill (transplant_state_run);
+//   state+conv:<block>       the state and the conv window.
+//
+// Position sets: final {T-1}; question [qstart, T); dictionary [0, qstart); all [0, T).
+// Blocks: a layer group "G<i>" (interp/reader_search.hpp layer_groups), a layer "12", a range
+// "12-14", or a union joined by '+' ("G1+G2").
+//
+// Records (one per (task, seed, item, condition), through StudyFolder): the key, the condition's
+// kind / block / layers / positions, ia, ib, the answer ids, ansA, ansB, dAB, attA, attB (null
+// without a reader). The summary (summary.json / summary.csv) holds, per (task, condition), the
+// mean of each score with its 95 % bootstrap interval (interp/metric_intervals.hpp
+// transplant_intervals), computed from the records alone. Sharding numbers the (seed, item)
+// units in study order.
+
+#include <algorithm>   // std::sort, std::find
+#include <cmath>       // std::isnan
+#include <cstddef>     // std::size_t
+#include <cstdint>     // std::int64_t, std::uint64_t
+#include <filesystem>  // std::filesystem
+#include <limits>      // std::numeric_limits
+#include <map>         // std::map
+#include <sstream>     // std::ostringstream
+#include <string>      // std::string
+#include <string_view> // std::string_view
+#include <utility>     // std::pair
+#include <vector>      // std::vector
+
+#include <nlohmann/json.hpp>
+
+#include "../core/error.hpp"
+#include "../interp/metric_intervals.hpp"
+#include "../interp/metrics.hpp"
+#include "../interp/reader_search.hpp"
+#include "../interp/transplant.hpp"
+#include "../tasks/lookup/pairs.hpp"
+#include "progress.hpp"
+#include "records.hpp"
+#include "study_folder.hpp"
+
+namespace hylens::experiments {
+
+// ---- conditions --------------------------------------------------------------------------
+
+enum class TransplantKind { baseline, mixer, layer, split, state, state_conv };
+
+inline std::string kind_name(TransplantKind k) {
+    switch (k) {
+        case TransplantKind::baseline: return "baseline";
+        case TransplantKind::mixer: return "mixer";
+        case TransplantKind::layer: return "layer";
+        case TransplantKind::split: return "split";
+        case TransplantKind::state: return "state";
+        case TransplantKind::state_conv: return "state+conv";
+    }
+    return "?";
+}
+/// The kinds a user picks (--kind): mixer, layer, state, state+conv.
+inline TransplantKind parse_transplant_kind(std::string_view s) {
+    if (s == "mixer") return TransplantKind::mixer;
+    if (s == "layer") return TransplantKind::layer;
+    if (s == "state") return TransplantKind::state;
+    if (s == "state+conv") return TransplantKind::state_conv;
+    fail("[transplant] unknown kind '", s, "' (mixer, layer, state, state+conv)");
+}
+
+enum class PositionSet { final_position, question, dictionary, all };
+
+inline std::string position_set_name(PositionSet p) {
+    switch (p) {
+        case PositionSet::final_position: return "final";
+        case PositionSet::question: return "question";
+        case PositionSet::dictionary: return "dictionary";
+        case PositionSet::all: return "all";
+    }
+    return "?";
+}
+inline PositionSet parse_position_set(std::string_view s) {
+    if (s == "final") return PositionSet::final_position;
+    if (s == "question") return PositionSet::question;
+    if (s == "dictionary" || s == "dict") return PositionSet::dictionary;
+    if (s == "all") return PositionSet::all;
+    fail("[transplant] unknown position set '", s, "' (final, question, dictionary, all)");
+}
+/// The positions of a set in a prompt of T tokens whose question starts at qstart.
+inline Positions positions_of(PositionSet p, std::size_t qstart, std::size_t T) {
+    check<ShapeError>(qstart > 0 && qstart < T, "[transplant] qstart ", qstart, " is not inside a prompt of ", T, " tokens");
+    switch (p) {
+        case PositionSet::final_position: return Positions::last();
+        case PositionSet::question: return Positions::range(static_cast<std::int64_t>(qstart), static_cast<std::int64_t>(T));
+        case PositionSet::dictionary: return Positions::range(0, static_cast<std::int64_t>(qstart));
+        case PositionSet::all: return Positions::all();
+    }
+    return Positions::all();
+}
+
+/// A named set of layers transplanted together.
+struct TransplantBlock {
+    std::string name;
+    std::vector<int> layers;
+};
+
+/// Parses a block list "G0,G1+G2,12-14,3" against the model's layer groups (`groups[i]` is
+/// G<i>) and its layer count; layers of a union are sorted and deduplicated.
+inline std::vector<TransplantBlock> parse_blocks(std::string_view spec, const std::vector<std::vector<int>>& groups,
+                                                 std::size_t num_layers) {
+    const auto number = [&](std::string_view s, std::string_view whole) {
+        check(!s.empty() && s.size() < 7 && s.find_first_not_of("0123456789") == std::string_view::npos,
+              "[transplant] block '", whole, "': '", s, "' is not a layer number, a range a-b or a group G<i>");
+        return static_cast<std::size_t>(std::stoul(std::string(s)));
+    };
+    std::vector<TransplantBlock> out;
+    std::size_t b = 0;
+    while (b <= spec.size()) {
+        const std::size_t e = std::min(spec.find(',', b), spec.size());
+        const std::string_view item = spec.substr(b, e - b);
+        check(!item.empty(), "[transplant] empty block in '", spec, "'");
+        TransplantBlock blk{std::string(item), {}};
+        std::size_t pb = 0;
+        while (pb <= item.size()) {
+            const std::size_t pe = std::min(item.find('+', pb), item.size());
+            const std::string_view part = item.substr(pb, pe - pb);
+            if (!part.empty() && part[0] == 'G') {
+                const std::size_t g = number(part.substr(1), item);
+                check(g < groups.size(), "[transplant] block '", item, "': the model has ", groups.size(),
+                      " layer groups (G0..G", groups.empty() ? 0 : groups.size() - 1, ")");
+                check(!groups[g].empty(), "[transplant] block '", item, "': group G", g, " has no layers");
+                blk.layers.insert(blk.layers.end(), groups[g].begin(), groups[g].end());
+            } else if (const std::size_t dash = part.find('-'); dash != std::string_view::npos) {
+                const std::size_t lo = number(part.substr(0, dash), item), hi = number(part.substr(dash + 1), item);
+                check(lo <= hi && hi < num_layers, "[transplant] block '", item, "': range ", lo, "-", hi,
+                      " is not inside the model's ", num_layers, " layers");
+                for (std::size_t l = lo; l <= hi; ++l) blk.layers.push_back(static_cast<int>(l));
+            } else {
+                const std::size_t l = number(part, item);
+                check(l < num_layers, "[transplant] block '", item, "': layer ", l, " of ", num_layers);
+                blk.layers.push_back(static_cast<int>(l));
+            }
+            pb = pe + 1;
+        }
+        std::sort(blk.layers.begin(), blk.layers.end());
+        blk.layers.erase(std::unique(blk.layers.begin(), blk.layers.end()), blk.layers.end());
+        out.push_back(std::move(blk));
+        b = e + 1;
+    }
+    return out;
+}
+
+struct TransplantCondition {
+    std::string name;  ///< the record's "condition"
+    TransplantKind kind = TransplantKind::baseline;
+    std::string block;         ///< block name ("" for baselines and split); "A" / "B" for the baselines
+    std::vector<int> layers{};
+    PositionSet positions = PositionSet::final_position;  ///< mixer / layer only
+};
+
+/// The conditions of a study, in order: A, B, then for each kind (mixer and layer: each block
+/// at each position set; state kinds: split first, then each block).
+inline std::vector<TransplantCondition> transplant_conditions(const std::vector<TransplantKind>& kinds,
+                                                              const std::vector<TransplantBlock>& blocks,
+                                                              const std::vector<PositionSet>& positions) {
+    std::vector<TransplantCondition> out{{"A", TransplantKind::baseline, "A"}, {"B", TransplantKind::baseline, "B"}};
+    bool split = false;
+    for (TransplantKind k : kinds) {
+        check(k != TransplantKind::baseline && k != TransplantKind::split, "[transplant] ", kind_name(k),
+              " is not a transplant kind");
+        if (k == TransplantKind::mixer || k == TransplantKind::layer) {
+            for (const TransplantBlock& b : blocks)
+                for (PositionSet p : positions)
+                    out.push_back({kind_name(k) + ":" + b.name + "@" + position_set_name(p), k, b.name, b.layers, p});
+        } else {
+            if (!split) out.push_back({"split", TransplantKind::split, ""});
+            split = true;
+            for (const TransplantBlock& b : blocks) out.push_back({kind_name(k) + ":" + b.name, k, b.name, b.layers});
+        }
+    }
+    for (std::size_t i = 0; i < out.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            check(out[i].name != out[j].name, "[transplant] condition ", out[i].name, " is listed twice");
+    return out;
+}
+
+// ---- one item ----------------------------------------------------------------------------
+
+/// The reader head whose attention from the final position is read (layer -1: none).
+struct ReaderHead {
+    int layer = -1;
+    std::size_t head = 0;
+    bool given() const noexcept { return layer >= 0; }
+};
+
+/// What one donor/host item needs: both prompts, the two answers, the two entries' spans.
+struct TransplantItem {
+    std::vector<std::int64_t> a, b;
+    std::int64_t value_a = 0, value_b = 0;
+    Span entry_a{}, entry_b{};
+    std::size_t qstart = 0;
+};
+
+inline TransplantItem transplant_item(const tasks::lookup::DonorHostItem& it) {
+    TransplantItem t;
+    t.a = it.a.ids;
+    t.b = it.b_ids;
+    t.value_a = it.answer_a;
+    t.value_b = it.answer_b;
+    t.entry_a = contiguous_span(it.a.entries[it.ia]);
+    t.entry_b = contiguous_span(it.a.entries[it.ib]);
+    t.qstart = it.a.qstart;
+    return t;
+}
+
+/// The score of the host's final position of a run (logits [1, 1 or T, V]), with the reader's
+/// row from the run's captures when a reader is given.
+template <class Model>
+TransplantScore score_run(const Model& model, const RunResult& r, const TransplantItem& it, const ReaderHead& reader) {
+    const float* probs = nullptr;
+    std::size_t Tk = 0;
+    if (reader.given()) probs = probs_row(r.captures.at(site::attn_probs(reader.layer, Positions::last()).name()), 0, reader.head, 0, Tk);
+    const std::size_t rows = r.logits.shape()[1];
+    return score_transplant(logits_row(r.logits, 0, static_cast<long>(rows) - 1), model.config().vocab, it.value_a,
+                            it.value_b, probs, Tk, it.entry_a, it.entry_b);
+}
+
+/// Runs one condition on one item.
+template <class Model>
+TransplantScore run_transplant_condition(const Model& model, const TransplantItem& it, const TransplantCondition& c,
+                                         const ReaderHead& reader) {
+    check<ShapeError>(it.a.size() == it.b.size(), "[transplant] donor and host have ", it.a.size(), " and ", it.b.size(),
+                      " tokens");
+    RunOptions o;
+    o.last_only = true;
+    if (reader.given()) o.capture = {site::attn_probs(reader.layer, Positions::last())};
+    const TokenBatch A(it.a), B(it.b);
+    switch (c.kind) {
+        case TransplantKind::baseline: return score_run(model, run(model, c.block == "A" ? A : B, {}, o), it, reader);
+        case TransplantKind::mixer:
+            return score_run(model,
+                             transplant_mixer(model, A, B, c.layers, positions_of(c.positions, it.qstart, it.b.size()),
+                                              MixerChannel::recurrent, o).host,
+                             it, reader);
+        case TransplantKind::layer:
+            return score_run(
+                model, transplant_layer_write(model, A, B, c.layers, positions_of(c.positions, it.qstart, it.b.size()), o).host,
+                it, reader);
+        case TransplantKind::split: return score_run(model, transplant_state_run(model, A, B, {}, false, o), it, reader);
+        case TransplantKind::state:
+        case TransplantKind::state_conv:
+            return score_run(model, transplant_state_run(model, A, B, c.layers, c.kind == TransplantKind::state_conv, o), it,
+                             reader);
+    }
+    fail("[transplant] unknown condition kind");
+}
+
+/// The fields that name a condition in its records: kind, block, layers, and positions for
+/// the mixer and layer kinds.
+inline nlohmann::json condition_fields(const TransplantCondition& c) {
+    nlohmann::json f = {{"kind", kind_name(c.kind)}, {"block", c.block}, {"layers", c.layers}};
+    if (c.kind == TransplantKind::mixer || c.kind == TransplantKind::layer) f["positions"] = position_set_name(c.positions);
+    return f;
+}
+
+/// The record of one (item, condition): the key, the condition's `order` in the study (the
+/// summary's row order), the condition's fields, `extra` (item fields), then the scores.
+inline nlohmann::json score_record(const std::string& task, std::uint64_t seed, std::size_t item, const std::string& condition,
+                                   std::size_t order, const nlohmann::json& fields, const TransplantScore& s,
+                                   const nlohmann::json& extra = nlohmann::json::object()) {
+    const auto num = [](double x) { return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x); };
+    nlohmann::json r = {{"task", task}, {"seed", seed}, {"item", item}, {"condition", condition}, {"order", order}};
+    for (auto e = fields.begin(); e != fields.end(); ++e) r[e.key()] = e.value();
+    for (auto e = extra.begin(); e != extra.end(); ++e) r[e.key()] = e.value();
+    r["ansA"] = s.ansA;
+    r["ansB"] = s.ansB;
+    r["dAB"] = num(s.dAB);
+    r["attA"] = num(s.attA);
+    r["attB"] = num(s.attB);
+    return r;
+}
+
+/// score_record for a TransplantCondition.
+inline nlohmann::json transplant_record(const std::string& task, std::uint64_t seed, std::size_t item,
+                                        const TransplantCondition& c, std::size_t order, const TransplantScore& s,
+                                        const nlohmann::json& extra = nlohmann::json::object()) {
+    return score_record(task, seed, item, c.name, order, condition_fields(c), s, extra);
+}
+
+/// The scores of a record (null attention: NaN).
+inline TransplantScore score_of_record(const nlohmann::json& r) {
+    const auto num = [&](const char* k) {
+        const nlohmann::json& v = r.at(k);
+        return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+    };
+    TransplantScore s;
+    s.ansA = r.at("ansA").get<bool>();
+    s.ansB = r.at("ansB").get<bool>();
+    s.dAB = num("dAB");
+    s.attA = num("attA");
+    s.attB = num("attB");
+    return s;
+}
+
+// ---- summaries ---------------------------------------------------------------------------
+
+/// One row per (task, condition), in (task, order) order: the record fields that name the
+/// condition, n, and each score's mean with its interval (attA / attB over the records that
+/// have them).
+inline nlohmann::json transplant_summary(const std::vector<nlohmann::json>& records, const BootstrapOptions& boot = {}) {
+    struct Group {
+        nlohmann::json head;
+        std::map<std::uint64_t, std::vector<TransplantScore>> seeds;
+    };
+    std::map<std::pair<std::string, std::size_t>, Group> groups;
+    for (const nlohmann::json& r : records) {
+        Group& g = groups[{r.at("task").get<std::string>(), r.at("order").get<std::size_t>()}];
+        if (g.head.is_null()) {
+            g.head = {{"task", r.at("task")}, {"condition", r.at("condition")}, {"order", r.at("order")}};
+            for (const char* k : {"kind", "block", "layers", "positions", "fit_items"})
+                if (r.contains(k)) g.head[k] = r[k];
+        }
+        check<FormatError>(g.head["condition"] == r.at("condition"), "[transplant summary] conditions ",
+                           g.head["condition"].dump(), " and ", r.at("condition").dump(), " share order ",
+                           r.at("order").dump());
+        g.seeds[r.at("seed").get<std::uint64_t>()].push_back(score_of_record(r));
+    }
+    nlohmann::json rows = nlohmann::json::array();
+    const auto num = [](double x) { return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x); };
+    for (auto& [key, g] : groups) {
+        std::vector<std::vector<TransplantScore>> seeds;
+        std::size_t n = 0;
+        for (auto& [seed, items] : g.seeds) {
+            n += items.size();
+            seeds.push_back(items);
+        }
+        const TransplantIntervals iv = transplant_intervals(seeds, boot);
+        nlohmann::json row = g.head;
+        row["n"] = n;
+        const std::pair<const char*, const Interval*> cols[] = {
+            {"ansA", &iv.ansA}, {"ansB", &iv.ansB}, {"dAB", &iv.dAB}, {"attA", &iv.attA}, {"attB", &iv.attB}};
+        for (const auto& [name, i] : cols) row[name] = {{"mean", num(i->value)}, {"lo", num(i->lo)}, {"hi", num(i->hi)}, {"n", i->n}};
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+/// summary.csv of transplant_summary's rows: task, condition, kind, block, positions, n, then
+/// mean, lo, hi of ansA, ansB, dAB, attA, attB (empty cells for missing values).
+inline std::string transplant_summary_csv(const nlohmann::json& rows) {
+    std::ostringstream o;
+    o.precision(9);
+    o << "task,condition,kind,block,positions,n";
+    for (const char* m : {"ansA", "ansB", "dAB", "attA", "attB"}) o << "," << m << "," << m << "_lo," << m << "_hi";
+    o << "\n";
+    const auto cell = [&](const nlohmann::json& v) {
+        if (v.is_null()) return;
+        if (v.is_string()) o << v.get<std::string>();
+        else o << v.get<double>();
+    };
+    for (const nlohmann::json& r : rows) {
+        o << r["task"].get<std::string>() << "," << r["condition"].get<std::string>() << ","
+          << r.value("kind", std::string()) << "," << r.value("block", std::string()) << ","
+          << r.value("positions", std::string()) << "," << r["n"].get<std::size_t>();
+        for (const char* m : {"ansA", "ansB", "dAB", "attA", "attB"})
+            for (const char* f : {"mean", "lo", "hi"}) {
+                o << ",";
+                cell(r[m][f]);
+            }
+        o << "\n";
+    }
+    return o.str();
+}
+
+/// Writes summary.json and summary.csv into `out` from the records.
+inline void write_transplant_summaries(const std::filesystem::path& out, const std::vector<nlohmann::json>& records,
+                                       const BootstrapOptions& boot = {}) {
+    const nlohmann::json rows = transplant_summary(records, boot);
+    write_file_atomic(out / "summary.json", rows.dump(1) + "\n");
+    write_file_atomic(out / "summary.csv", transplant_summary_csv(rows));
+}
+
+// ---- the study ---------------------------------------------------------------------------
+
+struct TransplantStudyOptions {
+    std::filesystem::path out;
+    tasks::lookup::Style style = tasks::lookup::Style::chat;
+    std::size_t n_pairs = 8;
+    std::size_t per_config = 25;                 ///< items per (ia, ib) configuration
+    std::vector<std::uint64_t> seeds{1};
+    std::vector<TransplantBlock> blocks;         ///< required
+    std::vector<PositionSet> positions{PositionSet::final_position, PositionSet::question, PositionSet::dictionary,
+                                       PositionSet::all};
+    std::vector<TransplantKind> kinds{TransplantKind::mixer, TransplantKind::layer, TransplantKind::state,
+                                      TransplantKind::state_conv};
+    ReaderHead reader;
+    bool resume = false;
+    bool progress = true;  ///< the progress line on stderr (progress.hpp)
+    Shard shard{};
+    nlohmann::json run_info = nlohmann::json::object();
+};
+
+struct TransplantStudyResult {
+    std::size_t records = 0, written = 0, resumed = 0, items = 0;
+    nlohmann::json drops = nlohmann::json::object();  ///< per seed: draws and dropped pairs by reason
+};
+
+/// The task name of the records ("transplant:chat8").
+inline std::string transplant_task(tasks::lookup::Style style, std::size_t n_pairs) {
+    return "transplant:" + tasks::lookup::Variant{style, n_pairs}.name();
+}
+
+/// Runs the study into opts.out (items.jsonl, summary.json / .csv, run.json).
+template <class Model>
+TransplantStudyResult run_transplant_study(const Model& model, const Tokenizer& tok, const ChatFormat& format,
+                                           const TransplantStudyOptions& opt) {
+    check(!opt.blocks.empty() || opt.kinds.empty(), "[transplant] no blocks to transplant");
+    check(!opt.seeds.empty() && opt.per_config >= 1, "[transplant] need at least one seed and one item per configuration");
+    const std::vector<TransplantCondition> conds = transplant_conditions(opt.kinds, opt.blocks, opt.positions);
+    // Layers each kind can act on: clear errors before any item runs.
+    for (const TransplantCondition& c : conds)
+        for (int l : c.layers) {
+            check<ShapeError>(l >= 0 && static_cast<std::size_t>(l) < model.num_layers(), "[transplant] ", c.name,
+                              ": layer ", l, " of ", model.num_layers());
+            if (c.kind == TransplantKind::mixer || c.kind == TransplantKind::state || c.kind == TransplantKind::state_conv)
+                check<ShapeError>(find_mixer_site(model.stack(), l, MixerChannel::recurrent).has_value(), "[transplant] ",
+                                  c.name, ": layer ", l, " has no recurrent mixer (mixer and state transplants act on "
+                                  "DeltaNet / Mamba-2 layers)");
+        }
+    if (opt.reader.given())
+        check<ShapeError>(find_mixer_site(model.stack(), opt.reader.layer, MixerChannel::attention).has_value(),
+                          "[transplant] the reader layer ", opt.reader.layer, " has no softmax attention");
+    const std::string task = transplant_task(opt.style, opt.n_pairs);
+    nlohmann::json def = {{"task", task},
+                          {"per_config", opt.per_config},
+                          {"seeds", opt.seeds},
+                          {"reader", opt.reader.given() ? nlohmann::json{{"layer", opt.reader.layer}, {"head", opt.reader.head}}
+                                                        : nlohmann::json(nullptr)},
+                          {"conditions", nlohmann::json::array()}};
+    for (const TransplantCondition& c : conds) def["conditions"].push_back({{"name", c.name}, {"layers", c.layers}});
+    StudyFolder folder({opt.out, "transplant", def, opt.resume, opt.shard, opt.run_info});
+    const tasks::lookup::Vocabulary vocab = tasks::lookup::in_family_vocabulary(tok);
+    TransplantStudyResult res;
+    std::vector<tasks::lookup::DonorHostSet> sets;
+    std::size_t ordinal = 0, mine = 0;
+    for (std::uint64_t seed : opt.seeds) {
+        sets.push_back(tasks::lookup::donor_host_pairs(tok, format, opt.style, vocab, opt.per_config, seed, opt.n_pairs));
+        const tasks::lookup::DonorHostSet& set = sets.back();
+        res.drops[std::to_string(seed)] = {{"drawn", set.drawn},
+                                           {"kept", set.items.size()},
+                                           {"length", set.dropped.length},
+                                           {"outside", set.dropped.outside},
+                                           {"positions", set.dropped.positions},
+                                           {"answer_tokens", set.dropped.answer_tokens}};
+        for (std::size_t i = 0; i < set.items.size(); ++i) mine += folder.mine(ordinal++);
+    }
+    Progress progress(mine * conds.size(), "transplant", opt.progress);
+    ordinal = 0;
+    for (std::size_t si = 0; si < opt.seeds.size(); ++si) {
+        const std::uint64_t seed = opt.seeds[si];
+        for (const tasks::lookup::DonorHostItem& di : sets[si].items) {
+            if (!folder.mine(ordinal++)) continue;
+            ++res.items;
+            const TransplantItem it = transplant_item(di);
+            const nlohmann::json extra = {{"ia", di.ia}, {"ib", di.ib}, {"answer_a", di.answer_a}, {"answer_b", di.answer_b}};
+            std::vector<nlohmann::json> recs;
+            for (std::size_t k = 0; k < conds.size(); ++k) {
+                if (folder.done({task, seed, di.index, conds[k].name})) continue;
+                recs.push_back(transplant_record(task, seed, di.index, conds[k], k,
+                                                 run_transplant_condition(model, it, conds[k], opt.reader), extra));
+            }
+            if (!recs.empty()) folder.append(recs);
+            progress.add(conds.size());
+        }
+    }
+    progress.finish();
+    const std::vector<nlohmann::json> records = folder.records();
+    write_transplant_summaries(opt.out, records);
+    folder.finish({{"pairs", res.drops}});
+    res.records = records.size();
+    res.written = folder.written();
+    res.resumed = folder.resumed();
+    return res;
+}
+
+}  // namespace hylens::experiments

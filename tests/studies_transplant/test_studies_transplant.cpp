@@ -1,0 +1,510 @@
+// The transplant study (include/hylens/experiments/transplant_study.hpp):
+//  * conditions, blocks and position sets on hand-written cases;
+//  * a transplant of a prompt onto itself, run through the study's condition runner, scores
+//    exactly as the clean run (mixer kind: as condition B; state kinds: as the split control),
+//    on a random Qwen-like model and on the shipped organism models/qwen35-tiny; the layer-write
+//    kind adds the write back onto resid_pre, fl(x + fl(y - x)), which is checked bit for bit
+//    at the block's first layer (its scores then agree to 1e-4 relative, the rounding it causes);
+//  * the summary of hand-computed records;
+//  * the study on models/qwen35-tiny: a resumed killed run and merged shards give the unsharded
+//    run's files byte for byte, and a second run gives the same bytes (determinism);
+//  * the query-map study on that organism (donor = receiver): its baselines and in-family
+//    condition equal the transplant study's A, B and mixer transplant at the final position,
+//    the shuffled fit's targets are a permutation, resume / shards / a second run give the same
+//    bytes;
+//  * the CLI end to end on that organism (when the tool is built).
+// The organisms are retrained from time to time: nothing here depends on their accuracy.
+
+#include <hylens/experiments/study_folder.hpp>
+#include <hylens/experiments/transplant_study.hpp>
+#include <hylens/experiments/prompt.hpp>
+#include <hylens/experiments/query_map_study.hpp>
+#include <hylens/models/load.hpp>
+
+#include "../support/random_ids.hpp"
+#include "../support/random_model.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>  // WEXITSTATUS
+
+using namespace hylens;
+namespace ex = hylens::experiments;
+namespace fs = std::filesystem;
+namespace lk = hylens::tasks::lookup;
+
+namespace {
+
+std::string read_text(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+fs::path fresh_dir(const std::string& name) {
+    const fs::path d = fs::temp_directory_path() / ("hylens_studies_transplant_" + std::to_string(::getpid())) / name;
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+}
+
+const fs::path kOrganism = fs::path(HYLENS_MODELS_DIR) / "qwen35-tiny";
+
+/// Checks that every condition of `conds` scores on `it` (donor = host) as the clean run.
+template <class Model>
+void check_self(const Model& m, const ex::TransplantItem& it, const std::vector<ex::TransplantCondition>& conds,
+                const ex::ReaderHead& reader) {
+    REQUIRE(it.a == it.b);
+    const ex::TransplantCondition B{"B", ex::TransplantKind::baseline, "B"};
+    const ex::TransplantCondition split{"split", ex::TransplantKind::split, ""};
+    const TransplantScore clean = ex::run_transplant_condition(m, it, B, reader);
+    const TransplantScore clean_split = ex::run_transplant_condition(m, it, split, reader);
+    CHECK(!std::isnan(clean.attA));
+    CHECK(!std::isnan(clean_split.attB));
+    for (const ex::TransplantCondition& c : conds) {
+        CAPTURE(c.name);
+        const bool state = c.kind == ex::TransplantKind::state || c.kind == ex::TransplantKind::state_conv ||
+                           c.kind == ex::TransplantKind::split;
+        const TransplantScore& want = state ? clean_split : clean;
+        const TransplantScore got = ex::run_transplant_condition(m, it, c, reader);
+        if (c.kind == ex::TransplantKind::layer) {
+            // resid_post := resid_pre + (resid_post - resid_pre) is fl(x + fl(y - x)), not y: check
+            // that identity bit for bit at the block's first layer (everything before it is the
+            // clean computation), and the scores only to the rounding that follows from it.
+            const int l0 = c.layers.front();
+            const Positions P = ex::positions_of(c.positions, it.qstart, it.b.size());
+            const NamedTensors cl = capture(m, TokenBatch(it.b), {site::resid_pre(l0), site::resid_post(l0)});
+            RunOptions o;
+            o.capture = {site::resid_post(l0)};
+            const MixerTransplant t = transplant_layer_write(m, TokenBatch(it.a), TokenBatch(it.b), c.layers, P, o);
+            const auto& x = cl.at(site::resid_pre(l0).name()).values;
+            const auto& y = cl.at(site::resid_post(l0).name()).values;
+            const auto& z = t.host.captures.at(site::resid_post(l0).name()).values;
+            const std::size_t H = m.config().hidden;
+            std::vector<bool> patched(it.b.size(), false);
+            for (std::size_t p : P.resolve(it.b.size())) patched[p] = true;
+            std::size_t wrong = 0;
+            for (std::size_t i = 0; i < z.size(); ++i) {
+                const float want_z = patched[i / H] ? x[i] + (y[i] - x[i]) : y[i];
+                wrong += z[i] != want_z;
+            }
+            CHECK(wrong == 0);
+            CHECK(got.dAB == doctest::Approx(want.dAB).epsilon(1e-4));
+            CHECK(got.attA == doctest::Approx(want.attA).epsilon(1e-4));
+            CHECK(got.attB == doctest::Approx(want.attB).epsilon(1e-4));
+            continue;
+        }
+        CHECK(got.ansA == want.ansA);
+        CHECK(got.ansB == want.ansB);
+        CHECK(got.dAB == want.dAB);
+        CHECK(got.attA == want.attA);
+        CHECK(got.attB == want.attB);
+    }
+}
+
+/// The organism's donor/host pairs (in-family vocabulary, chat8).
+lk::DonorHostSet organism_pairs(const Tokenizer& tok, std::size_t per_config, std::uint64_t seed) {
+    return lk::donor_host_pairs(tok, chat_format(ChatFamily::qwen35), lk::Style::chat, lk::in_family_vocabulary(tok),
+                                per_config, seed);
+}
+
+std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) out.push_back(l);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("transplant study: blocks, position sets and conditions") {
+    const std::vector<std::vector<int>> groups = {{0, 1, 2}, {4, 5}};
+    const auto b = ex::parse_blocks("G0,3,1-2,G1+G0,2+0", groups, 7);
+    REQUIRE(b.size() == 5);
+    CHECK(b[0].name == "G0");
+    CHECK(b[0].layers == std::vector<int>{0, 1, 2});
+    CHECK(b[1].layers == std::vector<int>{3});
+    CHECK(b[2].layers == std::vector<int>{1, 2});
+    CHECK(b[3].name == "G1+G0");
+    CHECK(b[3].layers == std::vector<int>{0, 1, 2, 4, 5});
+    CHECK(b[4].layers == std::vector<int>{0, 2});
+    for (const char* bad : {"G2", "7", "x", "", "G0,,1", "3-1", "1-9", "G", "+1"}) {
+        CAPTURE(bad);
+        CHECK_THROWS_AS(ex::parse_blocks(bad, groups, 7), Error);
+    }
+
+    using P = std::vector<std::size_t>;
+    CHECK(ex::positions_of(ex::PositionSet::final_position, 5, 9).resolve(9) == P{8});
+    CHECK(ex::positions_of(ex::PositionSet::question, 5, 9).resolve(9) == P{5, 6, 7, 8});
+    CHECK(ex::positions_of(ex::PositionSet::dictionary, 5, 9).resolve(9) == P{0, 1, 2, 3, 4});
+    CHECK(ex::positions_of(ex::PositionSet::all, 5, 9).resolve(9) == P{0, 1, 2, 3, 4, 5, 6, 7, 8});
+    CHECK_THROWS_AS(ex::positions_of(ex::PositionSet::all, 9, 9), ShapeError);
+    CHECK_THROWS_AS(ex::parse_position_set("middle"), Error);
+    CHECK_THROWS_AS(ex::parse_transplant_kind("residual"), Error);
+
+    const auto conds = ex::transplant_conditions({ex::TransplantKind::mixer, ex::TransplantKind::state,
+                                                  ex::TransplantKind::state_conv},
+                                                 {b[0], b[1]}, {ex::PositionSet::final_position, ex::PositionSet::all});
+    std::vector<std::string> names;
+    for (const auto& c : conds) names.push_back(c.name);
+    CHECK(names == std::vector<std::string>{"A", "B", "mixer:G0@final", "mixer:G0@all", "mixer:3@final", "mixer:3@all",
+                                            "split", "state:G0", "state:3", "state+conv:G0", "state+conv:3"});
+    CHECK_THROWS_AS(ex::transplant_conditions({ex::TransplantKind::mixer}, {b[0], b[0]}, {ex::PositionSet::all}), Error);
+}
+
+TEST_CASE("transplant study: a prompt transplanted onto itself scores as the clean run") {
+    const std::vector<ex::TransplantKind> kinds = {ex::TransplantKind::mixer, ex::TransplantKind::layer,
+                                                   ex::TransplantKind::state, ex::TransplantKind::state_conv};
+    const std::vector<ex::PositionSet> sets = {ex::PositionSet::final_position, ex::PositionSet::question,
+                                               ex::PositionSet::dictionary, ex::PositionSet::all};
+    SUBCASE("random Qwen-like model (DeltaNet 0, 1, 3; reader layer 2)") {
+        const auto m = test::random_qwen({});
+        ex::TransplantItem it;
+        it.a = it.b = test::random_ids(14, m.config().vocab, 3);
+        it.value_a = 7;
+        it.value_b = 11;
+        it.entry_a = {2, 5};
+        it.entry_b = {6, 9};
+        it.qstart = 10;
+        const auto blocks = ex::parse_blocks("0+1,3,0+1+3", {}, 4);
+        for (std::size_t h : {0u, 1u}) check_self(m, it, ex::transplant_conditions(kinds, blocks, sets), {2, h});
+    }
+    SUBCASE("models/qwen35-tiny on its own donor/host pairs (B onto B)") {
+        const AnyModel model = load(kOrganism);
+        const Tokenizer tok = Tokenizer::from_file((kOrganism / "tokenizer.json").string());
+        const lk::DonorHostSet set = organism_pairs(tok, 1, 5);
+        REQUIRE(set.items.size() >= 2);
+        model.visit([&](const auto& m) {
+            const auto blocks = ex::parse_blocks("G0,2", {{0, 1, 2}}, m.num_layers());
+            for (std::size_t i = 0; i < 2; ++i) {
+                ex::TransplantItem it = ex::transplant_item(set.items[i]);
+                it.a = it.b;
+                check_self(m, it, ex::transplant_conditions(kinds, blocks, sets), {3, 1});
+            }
+        });
+    }
+}
+
+TEST_CASE("transplant study: the summary of hand-computed records") {
+    const ex::TransplantCondition c{"mixer:G0@final", ex::TransplantKind::mixer, "G0", {0, 1, 2}};
+    const auto score = [](bool a, bool b, double d, double attA) {
+        TransplantScore s;
+        s.ansA = a;
+        s.ansB = b;
+        s.dAB = d;
+        s.attA = attA;
+        s.attB = 0.25;
+        return s;
+    };
+    const double nan = std::nan("");
+    const std::vector<nlohmann::json> recs = {
+        ex::transplant_record("transplant:chat8", 1, 0, c, 2, score(true, false, 1.0, 0.5)),
+        ex::transplant_record("transplant:chat8", 1, 1, c, 2, score(false, true, 2.0, nan)),
+        ex::transplant_record("transplant:chat8", 1, 2, c, 2, score(true, false, 3.0, 0.7)),
+        ex::transplant_record("transplant:chat8", 2, 0, c, 2, score(false, false, 6.0, 0.9)),
+    };
+    CHECK(recs[1]["attA"].is_null());
+    CHECK(recs[0]["positions"] == "final");
+    CHECK(recs[0]["layers"] == nlohmann::json::array({0, 1, 2}));
+    const nlohmann::json rows = ex::transplant_summary(recs, {2000, 0.95, 7});
+    REQUIRE(rows.size() == 1);
+    const nlohmann::json& r = rows[0];
+    CHECK(r["condition"] == "mixer:G0@final");
+    CHECK(r["n"] == 4);
+    CHECK(r["ansA"]["mean"].get<double>() == doctest::Approx(0.5).epsilon(1e-15));   // 2 of 4
+    CHECK(r["ansB"]["mean"].get<double>() == doctest::Approx(0.25).epsilon(1e-15));  // 1 of 4
+    CHECK(r["dAB"]["mean"].get<double>() == doctest::Approx(3.0).epsilon(1e-15));    // (1+2+3+6)/4
+    CHECK(r["attA"]["mean"].get<double>() == doctest::Approx(0.7).epsilon(1e-15));   // (0.5+0.7+0.9)/3, null left out
+    CHECK(r["attA"]["n"] == 3);
+    CHECK(r["attB"]["mean"].get<double>() == 0.25);
+    CHECK(r["attB"]["lo"].get<double>() == 0.25);  // every resample of a constant is the constant
+    CHECK(r["attB"]["hi"].get<double>() == 0.25);
+    for (const char* m : {"ansA", "ansB", "dAB", "attA"}) {
+        CAPTURE(m);
+        CHECK(r[m]["lo"].get<double>() <= r[m]["mean"].get<double>());
+        CHECK(r[m]["mean"].get<double>() <= r[m]["hi"].get<double>());
+    }
+    // the dAB interval stays within the item range; 6.0 sits alone in seed 2, so every resample has it
+    CHECK(r["dAB"]["lo"].get<double>() >= (1.0 + 1.0 + 1.0 + 6.0) / 4 - 1e-12);
+    CHECK(r["dAB"]["hi"].get<double>() <= (3.0 + 3.0 + 3.0 + 6.0) / 4 + 1e-12);
+    const std::vector<std::string> csv = lines(ex::transplant_summary_csv(rows));
+    REQUIRE(csv.size() == 2);
+    CHECK(csv[0] == "task,condition,kind,block,positions,n,ansA,ansA_lo,ansA_hi,ansB,ansB_lo,ansB_hi,dAB,dAB_lo,dAB_hi,"
+                    "attA,attA_lo,attA_hi,attB,attB_lo,attB_hi");
+    CHECK(csv[1].rfind("transplant:chat8,mixer:G0@final,mixer,G0,final,4,0.5,", 0) == 0);
+    CHECK(csv[1].substr(csv[1].size() - 15) == ",0.25,0.25,0.25");
+    // a record round trip
+    const TransplantScore back = ex::score_of_record(recs[1]);
+    CHECK(back.ansB);
+    CHECK(std::isnan(back.attA));
+    CHECK(back.dAB == 2.0);
+}
+
+TEST_CASE("transplant study on models/qwen35-tiny: resume and shards give the unsharded run's files") {
+    const AnyModel model = load(kOrganism);
+    const Tokenizer tok = Tokenizer::from_file((kOrganism / "tokenizer.json").string());
+    const ChatFormat fmt = chat_format(ChatFamily::qwen35);
+    const fs::path root = fresh_dir("study");
+    const auto opts = [&](const fs::path& out) {
+        ex::TransplantStudyOptions o;
+        o.out = out;
+        o.per_config = 1;
+        o.seeds = {1, 2};
+        o.blocks = ex::parse_blocks("G0,1", {{0, 1, 2}}, 4);
+        o.positions = {ex::PositionSet::final_position, ex::PositionSet::question};
+        o.reader = {3, 0};
+        return o;
+    };
+    const auto run_study = [&](const ex::TransplantStudyOptions& o) {
+        return model.visit([&](const auto& m) { return ex::run_transplant_study(m, tok, fmt, o); });
+    };
+    const ex::TransplantStudyResult full = run_study(opts(root / "full"));
+    const std::size_t conds = 2 + 2 * 2 * 2 + 1 + 2 * 2;  // A, B; mixer, layer x 2 blocks x 2 sets; split; state, state+conv x 2
+    REQUIRE(full.items >= 4);
+    CHECK(full.records == full.items * conds);
+    const std::string items = read_text(root / "full" / "items.jsonl");
+    const std::string summary = read_text(root / "full" / "summary.json");
+    const nlohmann::json run = nlohmann::json::parse(read_text(root / "full" / "run.json"));
+    CHECK(run["kind"] == "transplant");
+    CHECK(run["status"] == "complete");
+    CHECK(nlohmann::json::parse(summary).size() == conds);
+    for (const std::string& l : lines(items)) {
+        const nlohmann::json r = nlohmann::json::parse(l);
+        for (const char* k : {"ansA", "ansB", "dAB", "attA", "attB", "ia", "ib", "answer_a", "answer_b", "kind", "block"})
+            CHECK(r.contains(k));
+        CHECK(!r["attA"].is_null());
+    }
+
+    SUBCASE("a second run gives the same bytes") {
+        run_study(opts(root / "again"));
+        CHECK(read_text(root / "again" / "items.jsonl") == items);
+        CHECK(read_text(root / "again" / "summary.json") == summary);
+        CHECK(read_text(root / "again" / "summary.csv") == read_text(root / "full" / "summary.csv"));
+    }
+    SUBCASE("a killed run resumed") {
+        const fs::path d = root / "killed";
+        fs::create_directories(d);
+        const std::vector<std::string> ls = lines(items);
+        std::string part;
+        for (std::size_t i = 0; i < ls.size() / 2; ++i) part += ls[i] + "\n";
+        part += ls[ls.size() / 2].substr(0, 10);  // a torn last line
+        std::ofstream(d / "items.jsonl", std::ios::binary) << part;
+        fs::copy_file(root / "full" / "run.json", d / "run.json");
+        auto o = opts(d);
+        CHECK_THROWS_AS(run_study(o), Error);  // without --resume the folder is refused
+        o.resume = true;
+        const ex::TransplantStudyResult r = run_study(o);
+        CHECK(r.resumed == ls.size() / 2);
+        CHECK(r.written == ls.size() - ls.size() / 2);
+        CHECK(read_text(d / "items.jsonl") == items);
+        CHECK(read_text(d / "summary.json") == summary);
+        auto other = opts(d);
+        other.resume = true;
+        other.per_config = 2;
+        CHECK_THROWS_AS(run_study(other), Error);  // another study in the folder
+    }
+    SUBCASE("shards merged") {
+        std::vector<fs::path> dirs;
+        for (std::size_t s = 0; s < 3; ++s) {
+            auto o = opts(root / ("shard" + std::to_string(s)));
+            o.shard = {s, 3};
+            run_study(o);
+            dirs.push_back(o.out);
+        }
+        ex::merge_study_folders(dirs, root / "merged", "transplant",
+                                [](const fs::path& out, const std::vector<nlohmann::json>& recs) {
+                                    ex::write_transplant_summaries(out, recs);
+                                });
+        CHECK(read_text(root / "merged" / "items.jsonl") == items);
+        CHECK(read_text(root / "merged" / "summary.json") == summary);
+        CHECK(read_text(root / "merged" / "summary.csv") == read_text(root / "full" / "summary.csv"));
+    }
+}
+
+TEST_CASE("query-map: shuffled rows are a fixed permutation of the rows") {
+    std::vector<float> X;
+    for (int i = 0; i < 12; ++i)
+        for (int c = 0; c < 3; ++c) X.push_back(static_cast<float>(10 * i + c));
+    const std::vector<float> a = ex::detail::shuffled_rows(X, 12, 4), b = ex::detail::shuffled_rows(X, 12, 4);
+    CHECK(a == b);
+    CHECK(a != X);
+    std::vector<int> seen(12, 0);
+    for (std::size_t r = 0; r < 12; ++r) {
+        const int i = static_cast<int>(a[r * 3]) / 10;
+        REQUIRE((i >= 0 && i < 12));
+        ++seen[static_cast<std::size_t>(i)];
+        CHECK(a[r * 3 + 1] == static_cast<float>(10 * i + 1));  // whole rows move
+        CHECK(a[r * 3 + 2] == static_cast<float>(10 * i + 2));
+    }
+    CHECK(std::count(seen.begin(), seen.end(), 1) == 12);
+    CHECK(ex::detail::shuffled_rows(X, 12, 5) != a);
+    const auto conds = ex::query_map_conditions({"G0", "embedding"}, {20});
+    std::vector<std::string> names;
+    for (const auto& c : conds) names.push_back(c.name);
+    CHECK(names == std::vector<std::string>{"A", "B", "in_family", "mean", "map:G0", "self:G0", "shuffled:G0", "map:embedding",
+                                            "self:embedding", "shuffled:embedding", "map:G0@20", "map:embedding@20"});
+}
+
+TEST_CASE("query-map study on models/qwen35-tiny (donor = receiver)") {
+    const AnyModel model = load(kOrganism);
+    const Tokenizer tok = Tokenizer::from_file((kOrganism / "tokenizer.json").string());
+    const ChatFormat fmt = chat_format(ChatFamily::qwen35);
+    const fs::path root = fresh_dir("query_map");
+    const auto opts = [&](const fs::path& out) {
+        ex::QueryMapOptions o;
+        o.out = out;
+        o.n_pairs = 4;  // the organism's in-family vocabulary has 10 keys: 5 per half of the key split
+        o.fit_items = 40;
+        o.per_config = 2;
+        o.seeds = {3};
+        o.sources = ex::parse_blocks("G0,1", {{0, 1, 2}}, 4);
+        o.address = {0, 1, 2};
+        o.curve = {20};
+        o.reader = {3, 1};
+        o.vocabulary = lk::in_family_vocabulary(tok);
+        o.progress = false;
+        return o;
+    };
+    const auto run_study = [&](const ex::QueryMapOptions& o) {
+        return model.visit([&](const auto& m) { return ex::run_query_map_study(m, tok, fmt, m, tok, fmt, o); });
+    };
+    const ex::QueryMapResult full = run_study(opts(root / "full"));
+    const std::size_t conds = 4 + 3 * 3 + 3;  // A, B, in_family, mean; map/self/shuffled x 3 sources; 3 curve points
+    REQUIRE(full.items >= 4);
+    CHECK(full.records == full.items * conds);
+    const std::string items = read_text(root / "full" / "items.jsonl");
+    const nlohmann::json run = nlohmann::json::parse(read_text(root / "full" / "run.json"));
+    CHECK(run["kind"] == "query-map");
+    for (const char* f : {"G0", "1", "embedding", "shuffled:G0", "G0@20"}) CHECK(run["fits"]["3"].contains(f));
+    CHECK(run["fits"]["3"]["G0"]["in"] == 3 * 64);
+    CHECK(run["fits"]["3"]["G0"]["out"] == 3 * 64);
+    CHECK(run["fits"]["3"]["embedding"]["in"] == 64);
+
+    // A, B and in_family against the transplant study's runner on the same pairs.
+    std::map<std::pair<std::size_t, std::string>, nlohmann::json> by;
+    for (const std::string& l : lines(items)) {
+        const nlohmann::json r = nlohmann::json::parse(l);
+        by[{r["item"].get<std::size_t>(), r["condition"].get<std::string>()}] = r;
+    }
+    const lk::KeySplit split = lk::key_split(lk::in_family_vocabulary(tok).keys, 3);
+    const lk::DonorHostSet test =
+        lk::donor_host_pairs(tok, fmt, lk::Style::chat, {split.test, lk::in_family_vocabulary(tok).values}, 2, 3, 4);
+    REQUIRE(test.items.size() == full.items);
+    const auto blocks = ex::parse_blocks("0-2", {}, 4);
+    const auto tconds = ex::transplant_conditions({ex::TransplantKind::mixer}, blocks, {ex::PositionSet::final_position});
+    model.visit([&](const auto& m) {
+        for (const lk::DonorHostItem& di : test.items) {
+            const ex::TransplantItem it = ex::transplant_item(di);
+            for (const auto& [qm, tc] : {std::pair<std::string, std::size_t>{"A", 0}, {"B", 1}, {"in_family", 2}}) {
+                CAPTURE(qm);
+                const nlohmann::json want =
+                    ex::transplant_record("x", 3, di.index, tconds[tc], 0, ex::run_transplant_condition(m, it, tconds[tc], {3, 1}));
+                const nlohmann::json& got = by.at({di.index, qm});
+                for (const char* k : {"ansA", "ansB", "dAB", "attA", "attB"}) CHECK(got[k] == want[k]);
+            }
+        }
+    });
+
+    SUBCASE("a second run, a resumed run and merged shards give the same bytes") {
+        run_study(opts(root / "again"));
+        CHECK(read_text(root / "again" / "items.jsonl") == items);
+        CHECK(read_text(root / "again" / "summary.json") == read_text(root / "full" / "summary.json"));
+        const fs::path d = root / "killed";
+        fs::create_directories(d);
+        const std::vector<std::string> ls = lines(items);
+        std::string part;
+        for (std::size_t i = 0; i < ls.size() / 3; ++i) part += ls[i] + "\n";
+        std::ofstream(d / "items.jsonl", std::ios::binary) << part << ls[ls.size() / 3].substr(0, 7);
+        fs::copy_file(root / "full" / "run.json", d / "run.json");
+        auto o = opts(d);
+        o.resume = true;
+        CHECK(run_study(o).resumed == ls.size() / 3);
+        CHECK(read_text(d / "items.jsonl") == items);
+        std::vector<fs::path> dirs;
+        for (std::size_t s = 0; s < 2; ++s) {
+            auto os = opts(root / ("shard" + std::to_string(s)));
+            os.shard = {s, 2};
+            run_study(os);
+            dirs.push_back(os.out);
+        }
+        ex::merge_study_folders(dirs, root / "merged", "query-map",
+                                [](const fs::path& out, const std::vector<nlohmann::json>& recs) {
+                                    ex::write_transplant_summaries(out, recs);
+                                });
+        CHECK(read_text(root / "merged" / "items.jsonl") == items);
+        CHECK(read_text(root / "merged" / "summary.csv") == read_text(root / "full" / "summary.csv"));
+    }
+}
+
+#ifdef HYLENS_CLI
+namespace {
+int sh(const std::string& cmd) {
+    const int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+}  // namespace
+
+TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
+    const std::string cli = HYLENS_CLI;
+    const fs::path root = fresh_dir("cli");
+    const std::string base = cli + " experiment transplant --model " + kOrganism.string() +
+                             " --per-config 1 --blocks G0 --positions final --kind mixer,state --reader 3:0 --no-progress";
+    const std::string quiet = " >" + (root / "log").string() + " 2>&1";
+    SUBCASE("usage errors") {
+        CHECK(sh(base + " --out " + (root / "x").string() + " --bogus 1" + quiet) == 2);
+        CHECK(sh(base + " --out " + (root / "x").string() + " --kind residual" + quiet) == 2);
+        CHECK(sh(base + " --out " + (root / "x").string() + " --positions middle" + quiet) == 2);
+        CHECK(sh(base + " --out " + (root / "x").string() + " --reader 3" + quiet) == 2);
+        CHECK(sh(cli + " experiment transplant --model " + kOrganism.string() + quiet) == 2);  // no --out
+        CHECK(sh(cli + " experiment transplant --model " + kOrganism.string() + " --blocks G7 --out " + (root / "x").string() +
+                 quiet) == 1);  // checked against the model: an error, not a usage error
+        CHECK(read_text(root / "log").find("G7") != std::string::npos);
+    }
+    SUBCASE("a run, two shards merged by `hylens experiment merge`, the figure") {
+        REQUIRE(sh(base + " --out " + (root / "full").string() + quiet) == 0);
+        for (const char* f : {"items.jsonl", "summary.json", "summary.csv", "run.json"}) CHECK(fs::exists(root / "full" / f));
+        const nlohmann::json run = nlohmann::json::parse(read_text(root / "full" / "run.json"));
+        CHECK(run["kind"] == "transplant");
+        CHECK(run["study"]["reader"]["layer"] == 3);
+        REQUIRE(sh(base + " --shard 0/2 --out " + (root / "s0").string() + quiet) == 0);
+        REQUIRE(sh(base + " --shard 1/2 --out " + (root / "s1").string() + quiet) == 0);
+        REQUIRE(sh(cli + " experiment merge " + (root / "s0").string() + " " + (root / "s1").string() + " --out " +
+                   (root / "merged").string() + quiet) == 0);
+        CHECK(read_text(root / "merged" / "items.jsonl") == read_text(root / "full" / "items.jsonl"));
+        CHECK(read_text(root / "merged" / "summary.csv") == read_text(root / "full" / "summary.csv"));
+        if (sh("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0) {
+            CHECK(sh("/usr/bin/python3 " + std::string(HYLENS_SOURCE_DIR) + "/scripts/plot_transplant.py " +
+                     (root / "full").string() + quiet) == 0);
+            CHECK(fs::exists(root / "full" / "transplant.png"));
+        }
+    }
+    SUBCASE("query-map: a run, two shards merged, the figure") {
+        const std::string qm = cli + " experiment query-map --model " + kOrganism.string() +
+                               " --variant chat4 --fit 30 --curve 15 --per-config 1 --reader 3:1 --no-progress";
+        CHECK(sh(qm + " --out " + (root / "q").string() + " --curve 40" + quiet) == 2);  // a curve point beyond --fit
+        REQUIRE(sh(qm + " --out " + (root / "q").string() + quiet) == 0);
+        REQUIRE(sh(qm + " --shard 0/2 --out " + (root / "q0").string() + quiet) == 0);
+        REQUIRE(sh(qm + " --shard 1/2 --out " + (root / "q1").string() + quiet) == 0);
+        REQUIRE(sh(cli + " experiment merge " + (root / "q0").string() + " " + (root / "q1").string() + " --out " +
+                   (root / "qm").string() + quiet) == 0);
+        CHECK(read_text(root / "qm" / "items.jsonl") == read_text(root / "q" / "items.jsonl"));
+        CHECK(read_text(root / "qm" / "summary.json") == read_text(root / "q" / "summary.json"));
+        if (sh("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0) {
+            CHECK(sh("/usr/bin/python3 " + std::string(HYLENS_SOURCE_DIR) + "/scripts/plot_transplant.py " +
+                     (root / "q").string() + quiet) == 0);
+            CHECK(fs::exists(root / "q" / "query_map.png"));
+        }
+    }
+}
+#endif
