@@ -36,6 +36,7 @@
 #include "experiment_circuit.hpp"
 #include "experiment_encode_swap.hpp"
 #include "experiment_query_map.hpp"  // and experiment_transplant.hpp
+#include "experiment_stitch.hpp"
 #include "study_mpi.hpp"  // detail::MpiJob
 
 #ifndef HYLENS_VERSION
@@ -173,6 +174,7 @@ inline int run_experiment(int argc, char** argv) {
         if (study == "encode-swap") return run_experiment_encode_swap(argc - 1, argv + 1);
         if (study == "transplant") return run_experiment_transplant(argc - 1, argv + 1);
         if (study == "query-map") return run_experiment_query_map(argc - 1, argv + 1);
+        if (study == "stitch") return run_experiment_stitch(argc - 1, argv + 1);
     }
     CLI::App app("studies on a model folder; results as items.jsonl, summary.csv/json, diffs.csv, run.json",
                  "hylens experiment");
@@ -206,6 +208,7 @@ inline int run_experiment(int argc, char** argv) {
     app.add_subcommand("encode-swap", "Encode (Bind) sufficiency swaps (exp29) at the value and key tokens, with a circuit.json");
     app.add_subcommand("transplant", "mixer-output, layer-write (exp22) and state (exp32) transplants on donor/host pairs, reader attention");
     app.add_subcommand("query-map", "query-vector transfer (exp26): ridge maps donor -> receiver Address outputs, controls, learning curves");
+    app.add_subcommand("stitch", "cross-family block stitching (exp27 / exp34): ridge adapters on aligned text, every condition on lookups and perplexity");
     std::vector<std::string> merge_dirs;
     std::string merge_out;
     CLI::App* mg = app.add_subcommand("merge", "merge the result folders of a sharded study (recomputes the summaries)");
@@ -223,6 +226,7 @@ inline int run_experiment(int argc, char** argv) {
     if (kind == "encode-swap") return report_merge(merge_encode_swap_folders(dirs, merge_out), merge_out);
     if (kind == "transplant") return report_merge(merge_transplant_folders(dirs, merge_out), merge_out);
     if (kind == "query-map") return report_merge(merge_query_map_folders(dirs, merge_out), merge_out);
+    if (kind == "stitch") return report_merge(merge_stitch_result_folders(dirs, merge_out), merge_out);
     if (kind != "channels") {
         std::cerr << "hylens experiment merge: " << dirs.front().string() << "/run.json is a '" << kind
                   << "' study, which has no merge\n";

@@ -1,0 +1,421 @@
+// The stitch study (experiments/stitch_study.hpp): the fit-corpus reader, the identity
+// self-stitch through the study's forwards, and the study end to end on the trained organisms
+// of models/ (granite-h-tiny host, Mamba-2; qwen35-tiny donor, Gated DeltaNet). The organisms
+// are retrained from time to time, so nothing here depends on what they have learned: the
+// checks are exact identities, float32-rounding bounds, determinism, shards and resume. Each
+// test copies the model folders first, so a retraining in the middle cannot change weights.
+
+#include <doctest/doctest.h>
+
+#include <hylens/experiments/prompt.hpp>
+#include <hylens/experiments/stitch_study.hpp>
+#include <hylens/models/load.hpp>
+#include <hylens/tasks/lookup/fit_corpus.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>  // WEXITSTATUS
+
+#include "studies_circuit/fixtures.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace ex = hylens::experiments;
+namespace lk = hylens::tasks::lookup;
+using hylens::test::studies::read_text;
+using hylens::test::studies::TempDir;
+using hylens::test::studies::write_text;
+
+fs::path organism_copy(const std::string& name, const fs::path& root) {
+    const fs::path src = fs::path(HYLENS_MODELS_DIR) / name, dst = root / name;
+    fs::create_directories(dst);
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"}) fs::copy_file(src / f, dst / f);
+    return dst;
+}
+
+const lk::FitCorpus& policy_corpus() {
+    static const lk::FitCorpus c = lk::read_fit_corpus();
+    return c;
+}
+
+constexpr double kU = 5.9604644775390625e-08;  // 2^-24, float32 unit roundoff
+
+}  // namespace
+
+TEST_CASE("fit corpus: the cleaning rules on a hand-written text") {
+    const std::string text =
+        "Title\n=====\n\n"
+        "This is a first paragraph that runs over two lines and ends with a full stop, so it is kept.  [1]\n"
+        "Its second line \xe2\x80\x9cquotes\xe2\x80\x9d a word and it\xe2\x80\x99s done.\n\n"
+        "  An indented code block or quotation, long enough to be kept if it were not indented at all.\n\n"
+        "* A list item that is long enough to pass the length rule and ends with a full stop.\n\n"
+        "A paragraph without a final stop, long enough to pass the length rule but it has no end\n\n"
+        "Short one.\n\n"
+        "A paragraph with a non-ASCII character \xc3\xa9 that cannot be normalised, long enough to count.\n\n"
+        "This is a first paragraph that runs over two lines and ends with a full stop, so it is kept.  [1]\n"
+        "Its second line \xe2\x80\x9cquotes\xe2\x80\x9d a word and it\xe2\x80\x99s done.\n";
+    const std::vector<std::string> p = lk::corpus_paragraphs(text, 80);
+    REQUIRE(p.size() == 1);  // the repeat of the first paragraph is dropped
+    CHECK(p[0] ==
+          "This is a first paragraph that runs over two lines and ends with a full stop, so it is kept. Its second "
+          "line \"quotes\" a word and it's done.");
+    const std::vector<std::string> paras{std::string(50, 'a') + ".", std::string(30, 'b') + ".", std::string(70, 'c') + ".",
+                                         std::string(10, 'd') + "."};
+    const lk::FitCorpus c = lk::make_fit_corpus(paras, {1, 60, 2});
+    REQUIRE(c.fit.size() == 1);
+    REQUIRE(c.held_out.size() == 1);
+    CHECK(c.fit[0] == paras[0] + "\n" + paras[1]);  // 82 >= 60: chunk 0 (fit)
+    CHECK(c.held_out[0] == paras[2]);              // chunk 1 (held out); the last 11 characters are no chunk
+    CHECK_THROWS_AS(lk::read_fit_corpus("/nonexistent/corpus.txt"), hylens::FormatError);
+}
+
+TEST_CASE("fit corpus: the Debian Policy Manual (package debian-policy) cleans to running English text") {
+    const lk::FitCorpus& c = policy_corpus();
+    CHECK(c.source == std::string(lk::fit_corpus_default_path));
+    CHECK(c.bytes > 400000);
+    REQUIRE(c.paragraphs.size() > 500);
+    CHECK(c.paragraphs.front().rfind("This manual describes the policy requirements for the Debian distribution.", 0) == 0);
+    std::size_t chars = 0;
+    for (const std::string& p : c.paragraphs) {
+        chars += p.size();
+        CHECK(p.size() >= 80);
+        CHECK(p.find("  ") == std::string::npos);
+        CHECK(p.find('\n') == std::string::npos);
+        for (char ch : p) CHECK((ch >= 0x20 && ch <= 0x7e));
+    }
+    CHECK(chars > 150000);
+    // Chunks are whole paragraphs in order; every 5th is held out.
+    CHECK(c.fit.size() + c.held_out.size() >= 200);
+    CHECK(c.held_out.size() == (c.fit.size() + c.held_out.size()) / 5);
+    CHECK(c.fit[0].rfind(c.paragraphs[0], 0) == 0);
+    for (const std::string& ch : c.fit) CHECK(ch.size() >= 600);
+    // Deterministic.
+    const lk::FitCorpus again = lk::read_fit_corpus();
+    CHECK(again.paragraphs == c.paragraphs);
+    CHECK(again.held_out == c.held_out);
+}
+
+TEST_CASE("stitch study forwards: an identity self-stitch is the model to float32 rounding; a zero bypass is removal") {
+    TempDir d("stitch_identity");
+    const fs::path dir = organism_copy("qwen35-tiny", d.path);
+    const auto m = hylens::load_as<hylens::Qwen35Model>(dir);
+    const hylens::Tokenizer tok = hylens::Tokenizer::from_file((dir / "tokenizer.json").string());
+    const std::size_t H = m.config().hidden, V = m.config().vocab;
+    const lk::Vocabulary vocab = lk::cross_family_vocabulary({&tok});
+    const auto items = lk::query_items(tok, hylens::chat_format(hylens::ChatFamily::qwen35), lk::Style::chat, vocab, 4, 3, "t");
+    const auto seqs = ex::held_out_sequences(tok, policy_corpus(), 2, 40);
+
+    hylens::StitchPlan plan;
+    plan.blocks.push_back({0, 1, {0, 1}, false});
+    const auto self = hylens::stitch<hylens::LinearAdapter>(
+        m, plan, m, {hylens::LinearAdapter{hylens::AffineMap::identity(H), hylens::AffineMap::identity(H)}});
+    const ex::StitchForward intact = ex::plain_forward(m), stitched = ex::plain_forward(self);
+    // The stitched slot writes h = fl(x + fl(B(x) - x)) where the intact model has B(x)
+    // (x = resid_pre(0), B(x) = resid_post(1)); the identity maps are exact (gemm against I).
+    // So the stitched model must equal, bit for bit, the intact model with that one rounding
+    // applied to its residual after layer 1, and the intact model to float32 rounding.
+    std::vector<float> x;
+    hylens::Hook rounding;
+    rounding.wants = [](hylens::Site s, int l) {
+        return (s == hylens::Site::resid_pre && l == 0) || (s == hylens::Site::resid_post && l == 1);
+    };
+    rounding.fn = [&](hylens::Site s, int, const hylens::ActivationView& v, const std::int64_t*) {
+        const std::size_t n = v.B * v.T * v.D;
+        REQUIRE(v.ld == v.D);
+        if (s == hylens::Site::resid_pre) {
+            x.assign(v.data, v.data + n);
+            return;
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+            const float d = v.data[i] - x[i];
+            v.data[i] = x[i] + d;
+        }
+    };
+    const ex::StitchForward rounded = [&](const hylens::TokenBatch& ids, bool last_only) {
+        auto cache = m.new_cache(1);
+        hylens::ForwardOptions fo;
+        fo.last_only = last_only;
+        fo.hook = &rounding;
+        return m.forward(ids, cache, fo);
+    };
+    double worst = 0.0;
+    const auto same = [&](const hylens::Tensor3& plain, const hylens::Tensor3& r, const hylens::Tensor3& st) {
+        REQUIRE(st.shape() == r.shape());
+        CHECK(std::equal(st.data(), st.data() + st.size(), r.data()));
+        double scale = 0.0, diff = 0.0;
+        for (std::size_t i = 0; i < plain.size(); ++i) {
+            scale = std::max(scale, std::abs(static_cast<double>(plain.data()[i])));
+            diff = std::max(diff, std::abs(static_cast<double>(plain.data()[i]) - st.data()[i]));
+        }
+        worst = std::max(worst, diff / scale);
+        CHECK(diff <= 1e-3);  // T10 of the protocol (experiments.md C.10)
+    };
+    for (const auto& it : items) {
+        const hylens::TokenBatch ids(it.tokens.ids);
+        const hylens::Tensor3 a = intact(ids, true), b = stitched(ids, true);
+        same(a, rounded(ids, true), b);
+        const nlohmann::json ra = ex::score_lookup_row(hylens::logits_row(a), V, it.answer, it.value_ids);
+        const nlohmann::json rb = ex::score_lookup_row(hylens::logits_row(b), V, it.answer, it.value_ids);
+        CHECK(ra["answer"] == rb["answer"]);
+    }
+    for (const auto& s : seqs) {
+        const hylens::TokenBatch ids(s);
+        same(intact(ids, false), rounded(ids, false), stitched(ids, false));
+    }
+    MESSAGE("identity self-stitch of qwen35-tiny layers 0-1: max |stitched - intact| / max |intact| = " << worst / kU << " u");
+
+    // A bypass whose map is zero leaves h_in at resid_post(hi): bit for bit the removal.
+    hylens::AffineMap zero_map = hylens::AffineMap::identity(H);
+    std::fill(zero_map.W.begin(), zero_map.W.end(), 0.0f);
+    const ex::StitchForward bypass = ex::bypass_forward(m, {ex::BypassSlot{{1, 2}, zero_map}});
+    const ex::StitchForward removed = ex::intervened_forward(m, {hylens::skip_layers({1, 2})});
+    for (const auto& it : items) {
+        const hylens::TokenBatch ids(it.tokens.ids);
+        const hylens::Tensor3 a = bypass(ids, false), b = removed(ids, false);
+        REQUIRE(a.size() == b.size());
+        CHECK(std::equal(a.data(), a.data() + a.size(), b.data()));
+    }
+}
+
+TEST_CASE("layer ranges and conditions") {
+    CHECK(ex::parse_layer_ranges("0-2,5") == std::vector<ex::LayerRange>{{0, 2}, {5, 5}});
+    CHECK_THROWS(ex::parse_layer_range("2-1"));
+    CHECK_THROWS(ex::parse_layer_range("a-b"));
+    ex::StitchStudyOptions o;
+    o.host_blocks = {{0, 1}};
+    o.donor_blocks = {{0, 2}};
+    CHECK(ex::stitch_conditions(o, 4) == std::vector<std::string>{"intact", "removed", "mixers_zeroed", "bypass", "stitched",
+                                                                  "donor_no_mixing", "donor:3-3"});
+    o.conditions = {"intact", "bogus"};
+    CHECK_THROWS(ex::stitch_conditions(o, 4));
+    o.conditions = {"donor:2-4"};
+    CHECK_THROWS(ex::stitch_conditions(o, 4));
+    o.host_blocks = {{0, 0}, {1, 1}};
+    o.donor_blocks = {{0, 0}, {1, 2}};
+    o.conditions = {};
+    CHECK(ex::stitch_conditions(o, 4).size() == 6);  // no other-block conditions for several slots
+}
+
+namespace {
+
+struct Pair {
+    hylens::AnyModel host, donor;
+    hylens::Tokenizer host_tok, donor_tok;
+    Pair(const fs::path& h, const fs::path& d)
+        : host(hylens::load(h)), donor(hylens::load(d)), host_tok(hylens::Tokenizer::from_file((h / "tokenizer.json").string())),
+          donor_tok(hylens::Tokenizer::from_file((d / "tokenizer.json").string())) {}
+};
+
+ex::StitchStudyOptions small(const fs::path& out) {
+    ex::StitchStudyOptions o;
+    o.host_blocks = {{0, 1}};
+    o.donor_blocks = {{0, 2}};
+    o.fit_prompts = 12;
+    o.fit_tokens = 400;
+    o.test_items = 5;
+    o.ppl_seqs = 2;
+    o.ppl_len = 24;
+    o.seed = 7;
+    o.out = out;
+    o.progress = false;
+    o.bootstrap.resamples = 200;
+    return o;
+}
+
+ex::StitchStudyResult run(const Pair& p, const ex::StitchStudyOptions& o) {
+    return p.host.visit([&](const auto& h) {
+        return p.donor.visit([&](const auto& d) {
+            return ex::run_stitch_study(h, p.host_tok, ex::chat_family(p.host.config().model_type), d, p.donor_tok,
+                                        ex::chat_family(p.donor.config().model_type), policy_corpus(), o);
+        });
+    });
+}
+
+std::vector<nlohmann::json> records_of(const fs::path& dir) {
+    std::vector<nlohmann::json> out;
+    std::istringstream in(read_text(dir / "items.jsonl"));
+    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("stitch study granite-h-tiny <- qwen35-tiny: records, intact == the host, determinism, shards, resume") {
+    TempDir d("stitch_study");
+    const Pair p(organism_copy("granite-h-tiny", d.path), organism_copy("qwen35-tiny", d.path));
+    const ex::StitchStudyOptions o = small(d.path / "one");
+    const ex::StitchStudyResult r = run(p, o);
+    const std::vector<std::string> conds{"intact", "removed", "mixers_zeroed", "bypass", "stitched", "donor_no_mixing", "donor:3-3"};
+    CHECK(r.records == (5 + 2) * conds.size());
+    for (const char* f : {"items.jsonl", "summary.csv", "summary.json", "run.json", "adapters.safetensors"})
+        CHECK_MESSAGE(fs::exists(o.out / f), f);
+    const nlohmann::json run_json = nlohmann::json::parse(read_text(o.out / "run.json"));
+    CHECK(run_json["kind"] == "stitch");
+    CHECK(run_json["status"] == "complete");
+    CHECK(run_json["fits"]["stitched"].size() == 1);
+    for (const char* c : {"stitched", "donor_no_mixing", "donor:3-3"}) {
+        const double r2 = run_json["fits"][c][0]["m_in"]["r2"].get<double>();
+        CHECK((std::isfinite(r2) && r2 <= 1.0));
+    }
+
+    // The intact records are the host's own forward on the same prompts.
+    const auto& host = *p.host.get_if<hylens::GraniteModel>();
+    const lk::Vocabulary vocab = lk::cross_family_vocabulary({&p.host_tok, &p.donor_tok});
+    const lk::KeySplit split = lk::key_split(vocab.keys, o.seed);
+    const auto tests = lk::query_items(p.host_tok, hylens::chat_format(hylens::ChatFamily::granite4), lk::Style::chat,
+                                       {split.test, vocab.values}, o.test_items, o.seed, "stitch-test");
+    const auto seqs = ex::held_out_sequences(p.host_tok, policy_corpus(), o.ppl_seqs, o.ppl_len);
+    const std::vector<nlohmann::json> recs = records_of(o.out);
+    std::size_t checked = 0;
+    std::vector<double> acc_intact;
+    for (const nlohmann::json& rec : recs) {
+        CHECK(rec["seed"] == o.seed);
+        if (rec["condition"] != "intact") continue;
+        const std::size_t i = rec["item"].get<std::size_t>();
+        if (rec["task"] == "lookup:chat8") {
+            auto cache = host.new_cache(1);
+            hylens::ForwardOptions last;
+            last.last_only = true;  // the study reads the final row only (the head on one row)
+            const hylens::Tensor3 lg = host.forward(hylens::TokenBatch(tests[i].tokens.ids), cache, last);
+            const nlohmann::json want = ex::score_lookup_row(hylens::logits_row(lg), host.config().vocab, tests[i].answer,
+                                                             tests[i].value_ids);
+            for (const char* k : {"answer", "argmax", "acc", "cacc", "margin", "d_top"}) CHECK_MESSAGE(rec[k] == want[k], k);
+            acc_intact.push_back(rec["acc"].get<double>());
+        } else {
+            REQUIRE(rec["task"] == "ppl");
+            auto cache = host.new_cache(1);
+            const hylens::TokenBatch ids(seqs[i]);
+            CHECK(rec["nll"].get<std::vector<double>>() == hylens::token_nll(host.forward(ids, cache), ids));
+            CHECK(rec["tokens"] == o.ppl_len - 1);
+        }
+        ++checked;
+    }
+    CHECK(checked == 7);
+    // Every summary number comes from the records: the intact accuracy row is their mean.
+    const nlohmann::json summary = nlohmann::json::parse(read_text(o.out / "summary.json"));
+    double mean = 0.0;
+    for (double a : acc_intact) mean += a / static_cast<double>(acc_intact.size());
+    bool found = false;
+    for (const auto& row : summary["rows"])
+        if (row["task"] == "lookup:chat8" && row["condition"] == "intact" && row["metric"] == "acc") {
+            CHECK(row["value"].get<double>() == doctest::Approx(mean).epsilon(1e-12));
+            CHECK(row["n"] == 5);
+            found = true;
+        }
+    CHECK(found);
+
+    // Determinism: a second run writes the same bytes.
+    ex::StitchStudyOptions o2 = o;
+    o2.out = d.path / "two";
+    run(p, o2);
+    for (const char* f : {"items.jsonl", "summary.csv", "summary.json", "adapters.safetensors"})
+        CHECK_MESSAGE(read_text(o.out / f) == read_text(o2.out / f), f);
+
+    // Shards 0/3, 1/3, 2/3 merged == the single run.
+    std::vector<fs::path> shards;
+    for (std::size_t s = 0; s < 3; ++s) {
+        ex::StitchStudyOptions os = o;
+        os.shard = {s, 3};
+        os.out = d.path / ("shard" + std::to_string(s));
+        run(p, os);
+        shards.push_back(os.out);
+    }
+    const ex::MergeResult m = ex::merge_stitch_folders({shards[2], shards[0], shards[1]}, d.path / "merged");
+    CHECK(m.records == r.records);
+    CHECK(m.incomplete == 0);
+    for (const char* f : {"items.jsonl", "summary.csv", "summary.json", "adapters.safetensors"})
+        CHECK_MESSAGE(read_text(d.path / "merged" / f) == read_text(o.out / f), f);
+
+    // A killed run (some records, then a torn line) resumed == the single run.
+    const fs::path killed = d.path / "killed";
+    fs::create_directories(killed);
+    const std::string all = read_text(o.out / "items.jsonl");
+    std::size_t cut = 0;
+    for (int k = 0; k < 10; ++k) cut = all.find('\n', cut) + 1;
+    write_text(killed / "items.jsonl", all.substr(0, cut) + all.substr(cut, 25));
+    nlohmann::json running = run_json;
+    running["status"] = "running";
+    for (const char* k : {"fits", "fit_set", "vocabulary", "corpus_info", "finished", "records", "records_written"}) running.erase(k);
+    write_text(killed / "run.json", running.dump(1));
+    ex::StitchStudyOptions ok = o;
+    ok.out = killed;
+    ok.resume = true;
+    const ex::StitchStudyResult rr = run(p, ok);
+    CHECK(rr.resumed == 10);
+    CHECK(rr.written == r.records - 10);
+    for (const char* f : {"items.jsonl", "summary.csv", "summary.json"})
+        CHECK_MESSAGE(read_text(killed / f) == read_text(o.out / f), f);
+
+    // Without --resume a folder holding records is refused.
+    std::string refused;
+    try {
+        run(p, o);
+    } catch (const hylens::Error& e) {
+        refused = e.what();
+    }
+    CHECK(refused.find("--resume") != std::string::npos);
+}
+
+TEST_CASE("stitch study: two slots (exp34) fitted in order, falcon-h1-tiny as the host") {
+    TempDir d("stitch_slots");
+    const Pair p(organism_copy("falcon-h1-tiny", d.path), organism_copy("qwen35-tiny", d.path));
+    ex::StitchStudyOptions o = small(d.path / "slots");
+    o.host_blocks = {{0, 0}, {2, 3}};
+    o.donor_blocks = {{0, 1}, {2, 2}};
+    o.test_items = 3;
+    o.ppl_seqs = 1;
+    const ex::StitchStudyResult r = run(p, o);
+    CHECK(r.records == (3 + 1) * 6);
+    const nlohmann::json run_json = nlohmann::json::parse(read_text(o.out / "run.json"));
+    CHECK(run_json["fits"]["stitched"].size() == 2);
+    CHECK(run_json["fits"]["bypass"].size() == 2);
+    CHECK(run_json["study"]["host_blocks"] == nlohmann::json::array({"0-0", "2-3"}));
+}
+
+#ifdef HYLENS_CLI
+namespace {
+int sh(const std::string& cmd) {
+    const int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+const std::string kCli = HYLENS_CLI;
+}  // namespace
+
+TEST_CASE("hylens experiment stitch: usage errors, a run equal to the library's, merge by kind, the figure") {
+    TempDir d("stitch_cli");
+    const fs::path host = organism_copy("granite-h-tiny", d.path), donor = organism_copy("qwen35-tiny", d.path);
+    const std::string base = kCli + " experiment stitch --host " + host.string() + " --donor " + donor.string() +
+                             " --no-progress ";
+    const std::string quiet = " 2>" + (d.path / "err.txt").string();
+    const std::string blocks = " --host-block 0-1 --donor-block 0-2 ";
+    CHECK(sh(base + blocks + "--out " + (d.path / "x").string() + " --bogus 1" + quiet) == 2);
+    CHECK(sh(base + "--host-block 0-1 --donor-block 0-2,3 --out " + (d.path / "x").string() + quiet) == 2);
+    CHECK(sh(base + "--host-block 1-0 --donor-block 0-2 --out " + (d.path / "x").string() + quiet) == 2);
+    CHECK(sh(base + blocks + "--out " + (d.path / "x").string() + " --conditions intact,nope" + quiet) == 1);
+    CHECK(read_text(d.path / "err.txt").find("unknown condition 'nope'") != std::string::npos);
+    CHECK(sh(kCli + " experiment --help | grep -q stitch") == 0);
+
+    const std::string args = blocks + "--fit-prompts 12 --fit-tokens 400 --test-items 5 --ppl-seqs 2 --ppl-len 24 --seed 7 ";
+    const fs::path s0 = d.path / "s0", s1 = d.path / "s1", merged = d.path / "merged";
+    REQUIRE(sh(base + args + "--shard 0/2 --out " + s0.string() + quiet) == 0);
+    REQUIRE(sh(base + args + "--shard 1/2 --out " + s1.string() + quiet) == 0);
+    REQUIRE(sh(kCli + " experiment merge " + s1.string() + " " + s0.string() + " --out " + merged.string() + quiet) == 0);
+    const Pair p(host, donor);
+    ex::StitchStudyOptions o = small(d.path / "lib");
+    o.bootstrap = {};
+    run(p, o);
+    for (const char* f : {"items.jsonl", "summary.csv", "summary.json", "adapters.safetensors"})
+        CHECK_MESSAGE(read_text(merged / f) == read_text(o.out / f), f);
+
+    if (sh("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") == 0) {
+        CHECK(sh("/usr/bin/python3 " + std::string(HYLENS_SOURCE_DIR) + "/scripts/plot_stitch.py " + merged.string() +
+                 " --out " + (d.path / "fig.png").string() + quiet) == 0);
+        CHECK(fs::exists(d.path / "fig.png"));
+    }
+}
+#endif
