@@ -42,13 +42,14 @@ HYLENS_ISA_OPS(Avx512Ops, avx512)
 
 // How many consecutive weight rows one pass of dot4 strides over (rows o, o+k, o+2k, o+3k; then
 // o+1, ...): k rows of a group lie end to end, so each of the four memory streams walks k rows
-// in sequence, about 8 KiB. The hardware prefetchers need a few cache lines to lock onto a
+// in sequence, about 32 KiB. The hardware prefetchers need a few cache lines to lock onto a
 // stream: with one short row per stream (a bf16 row of 1024 values is 2 KiB, 32 lines) the
 // streams end before they run at full rate. Measured on AMD Zen 4, one thread, weights from
-// memory (docs/performance.md): bf16 [3584 x 1024] 10 GB/s with k = 1, 17 with k = 2, 19 with
-// k = 4; f32 18 -> 19 with k = 2. The arithmetic per row does not depend on k.
+// memory (docs/performance.md), best of 30: bf16 [3584 x 1024] 10 GB/s with k = 1, 17-18 with
+// k = 2, 18-20 with k = 4 and 8, 22 with k = 16; f32 17-19 with k = 1, 19-21 with k = 2 and 4,
+// 23-25 with k = 8. The arithmetic per row does not depend on k.
 inline std::size_t matvec_row_group(std::size_t row_bytes) noexcept {
-    return std::clamp<std::size_t>((std::size_t{8} << 10) / std::max<std::size_t>(row_bytes, 1), 1, 8);
+    return std::clamp<std::size_t>((std::size_t{32} << 10) / std::max<std::size_t>(row_bytes, 1), 1, 16);
 }
 
 // Rows [o0, o1) of W [*, in] times the M rows of x: y[m*ldy + o] = alpha * dot(x_m, W_o).
