@@ -253,7 +253,7 @@ int sh(const std::string& cmd) {
 const std::string kCli = HYLENS_CLI;
 }  // namespace
 
-TEST_CASE("hylens experiment circuit: usage errors, a run, shards through merge == the library run") {
+TEST_CASE("hylens experiment circuit and encode-swap: usage errors, a run, shards through merge (and mpirun) == the library run") {
     TempDir d("circuit_cli");
     const fs::path model = organism_copy("qwen35-tiny", d.path);
     const std::string base = kCli + " experiment circuit --model " + model.string() + " --no-progress ";
@@ -308,6 +308,17 @@ TEST_CASE("hylens experiment circuit: usage errors, a run, shards through merge 
     REQUIRE(sh(kCli + " experiment merge " + w0.string() + " " + w1.string() + " --out " + wm.string() + quiet) == 0);
     for (const char* f : {"items.jsonl", "summary.csv", "summary.json"}) CHECK_MESSAGE(read_text(wm / f) == read_text(w / f), f);
     CHECK(json_of(w / "run.json")["study"]["encode"] == json_of(one / "circuit.json")["encode"]["layers"]);
+
+#ifdef HYLENS_MPIRUN
+    // mpirun -np 2: the ranks are the shards, rank 0 merges them into --out.
+    const fs::path two = d.path / "mpi";
+    REQUIRE(sh(std::string(HYLENS_MPIRUN) + " --allow-run-as-root --oversubscribe -np 2 " + base + args + "--out " + two.string() +
+               " >/dev/null 2>&1") == 0);
+    for (const char* f : {"items.jsonl", "summary.csv", "summary.json", "circuit.json"})
+        CHECK_MESSAGE(read_text(two / f) == read_text(one / f), f);
+    CHECK(fs::exists(two / "ranks" / "rank-1-of-2" / "items.jsonl"));
+    CHECK(json_of(two / "run.json")["merged_from"].size() == 2);
+#endif
 
     // The figure script draws from the result folder.
     if (sh("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") == 0) {

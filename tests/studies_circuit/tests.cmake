@@ -10,4 +10,7 @@ target_compile_definitions(test_studies_circuit PRIVATE
 if(TARGET hylens_cli)
   add_dependencies(test_studies_circuit hylens_cli)
   target_compile_definitions(test_studies_circuit PRIVATE HYLENS_CLI="$<TARGET_FILE:hylens_cli>")
+  if(HYLENS_WITH_MPI)
+    target_compile_definitions(test_studies_circuit PRIVATE HYLENS_MPIRUN="${MPIEXEC_EXECUTABLE}")
+  endif()
 endif()

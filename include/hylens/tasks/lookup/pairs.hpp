@@ -20,7 +20,7 @@
 // Query items are not pairs: they are kept whatever their tokenization (their answer, the bare
 // value word, is one token by the vocabulary filter).
 
-#include <algorithm>    // std::find, std::sort
+#include <algorithm>    // std::all_of, std::find, std::sort
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::uint64_t, std::int64_t
 #include <optional>     // std::optional
@@ -108,6 +108,30 @@ inline std::vector<std::size_t> differing(const std::vector<std::int64_t>& a, co
     return d;
 }
 
+/// True when the two sequences differ somewhere, and only at positions `inside` accepts.
+template <class Inside>
+bool differs_only_inside(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b, Inside&& inside) {
+    const std::vector<std::size_t> diff = differing(a, b);
+    return !diff.empty() && std::all_of(diff.begin(), diff.end(), inside);
+}
+
+/// The draw loop of the pair generators: per configuration c, per_config draws; draw k is item
+/// c * per_config + k, drawn from its own stream (seed, stream, index). `make(index, config,
+/// rng)` builds the item or returns none (counting why); kept items are collected in order.
+template <class Item, class Make>
+std::vector<Item> draw_pairs(const std::vector<EntryPair>& configs, std::size_t per_config, std::uint64_t seed,
+                             const std::string& stream, std::size_t& drawn, Make&& make) {
+    std::vector<Item> items;
+    for (std::size_t c = 0; c < configs.size(); ++c)
+        for (std::size_t k = 0; k < per_config; ++k) {
+            const std::size_t index = c * per_config + k;
+            ++drawn;
+            TaskRng rng(seed, stream, index);
+            if (std::optional<Item> it = make(index, configs[c], rng)) items.push_back(std::move(*it));
+        }
+    return items;
+}
+
 }  // namespace detail
 
 /// A clean/corrupted pair (§A.4.4). Positions are those of the clean prompt (the corrupted one
@@ -145,15 +169,13 @@ inline CleanCorruptSet clean_corrupt_pairs(const Tokenizer& tok, const ChatForma
         configs = standard_configs(variant.n_pairs);
     }
     CleanCorruptSet out;
-    for (std::size_t c = 0; c < configs.size(); ++c)
-        for (std::size_t k = 0; k < per_config; ++k) {
-            const std::size_t index = c * per_config + k;
-            ++out.drawn;
-            TaskRng rng(seed, stream, index);
+    out.items = detail::draw_pairs<CleanCorruptItem>(
+        configs, per_config, seed, stream, out.drawn,
+        [&](std::size_t index, const EntryPair& config, TaskRng& rng) -> std::optional<CleanCorruptItem> {
             CleanCorruptItem it;
             it.index = index;
-            it.target = configs[c].first;
-            it.distractor = configs[c].second;
+            it.target = config.first;
+            it.distractor = config.second;
             it.dict = draw_dictionary(vocab, variant.n_pairs, rng);
             Dictionary corrupt = it.dict;
             std::swap(corrupt.values[it.target], corrupt.values[it.distractor]);
@@ -164,32 +186,29 @@ inline CleanCorruptSet clean_corrupt_pairs(const Tokenizer& tok, const ChatForma
             const LookupTokens cor = tokenize(tok, it.corrupt_text, variant.n_pairs);
             if (cor.size() != it.clean.size()) {
                 ++out.dropped.length;
-                continue;
+                return std::nullopt;
             }
             if (!detail::values_single_in_prompt(it.clean)) {
                 ++out.dropped.value_tokens;
-                continue;
+                return std::nullopt;
             }
-            const std::vector<std::size_t> diff = detail::differing(it.clean.ids, cor.ids);
-            bool outside = diff.empty();
-            for (std::size_t i : diff)
-                outside = outside || !(detail::contains(it.clean.entries[it.target], i) ||
-                                       detail::contains(it.clean.entries[it.distractor], i));
-            if (outside) {
+            if (!detail::differs_only_inside(it.clean.ids, cor.ids, [&](std::size_t i) {
+                    return detail::contains(it.clean.entries[it.target], i) || detail::contains(it.clean.entries[it.distractor], i);
+                })) {
                 ++out.dropped.outside;
-                continue;
+                return std::nullopt;
             }
             const auto ids = detail::value_ids(tok, it.dict);
             if (!ids) {
                 ++out.dropped.answer_tokens;
-                continue;
+                return std::nullopt;
             }
             it.value_ids = *ids;
             it.answer = it.value_ids[it.target];
             it.corrupt_answer = it.value_ids[it.distractor];
             it.corrupt_ids = cor.ids;
-            out.items.push_back(std::move(it));
-        }
+            return it;
+        });
     return out;
 }
 
@@ -218,10 +237,7 @@ inline std::optional<KeySwap> key_swap(const Tokenizer& tok, const ChatFormat& f
     for (std::size_t e : {it.target, it.distractor})
         out.positions.insert(out.positions.end(), it.clean.keys[e].begin(), it.clean.keys[e].end());
     std::sort(out.positions.begin(), out.positions.end());
-    const std::vector<std::size_t> diff = detail::differing(it.clean.ids, t.ids);
-    bool outside = diff.empty();
-    for (std::size_t i : diff) outside = outside || !detail::contains(out.positions, i);
-    if (outside) {
+    if (!detail::differs_only_inside(it.clean.ids, t.ids, [&](std::size_t i) { return detail::contains(out.positions, i); })) {
         ++dropped.outside;
         return std::nullopt;
     }
@@ -254,15 +270,13 @@ inline DonorHostSet donor_host_pairs(const Tokenizer& tok, const ChatFormat& for
     const std::vector<EntryPair> configs = standard_configs(n_pairs);
     const std::string stream = "lookup:donor_host:" + Variant{style, n_pairs}.name();
     DonorHostSet out;
-    for (std::size_t c = 0; c < configs.size(); ++c)
-        for (std::size_t k = 0; k < per_config; ++k) {
-            const std::size_t index = c * per_config + k;
-            ++out.drawn;
-            TaskRng rng(seed, stream, index);
+    out.items = detail::draw_pairs<DonorHostItem>(
+        configs, per_config, seed, stream, out.drawn,
+        [&](std::size_t index, const EntryPair& config, TaskRng& rng) -> std::optional<DonorHostItem> {
             DonorHostItem it;
             it.index = index;
-            it.ia = configs[c].first;
-            it.ib = configs[c].second;
+            it.ia = config.first;
+            it.ib = config.second;
             it.dict = draw_dictionary(vocab, n_pairs, rng);
             it.a_text = render(format, style, it.dict.keys, it.dict.values, it.ia);
             it.b_text = render(format, style, it.dict.keys, it.dict.values, it.ib);
@@ -270,28 +284,27 @@ inline DonorHostSet donor_host_pairs(const Tokenizer& tok, const ChatFormat& for
             const LookupTokens b = tokenize(tok, it.b_text, n_pairs);
             if (b.size() != it.a.size()) {
                 ++out.dropped.length;
-                continue;
+                return std::nullopt;
             }
             if (b.entries != it.a.entries || b.values != it.a.values || b.keys != it.a.keys || b.qstart != it.a.qstart) {
                 ++out.dropped.positions;
-                continue;
+                return std::nullopt;
             }
-            const std::vector<std::size_t> diff = detail::differing(it.a.ids, b.ids);
-            if (diff.empty() || diff.front() < it.a.qstart) {
+            if (!detail::differs_only_inside(it.a.ids, b.ids, [&](std::size_t i) { return i >= it.a.qstart; })) {
                 ++out.dropped.outside;
-                continue;
+                return std::nullopt;
             }
             const auto ids = detail::value_ids(tok, it.dict);
             if (!ids) {
                 ++out.dropped.answer_tokens;
-                continue;
+                return std::nullopt;
             }
             it.value_ids = *ids;
             it.answer_a = it.value_ids[it.ia];
             it.answer_b = it.value_ids[it.ib];
             it.b_ids = b.ids;
-            out.items.push_back(std::move(it));
-        }
+            return it;
+        });
     return out;
 }
 
