@@ -88,32 +88,6 @@ inline double recovery(double d_patched, double d_corrupt, double d_clean) {
     return std::fabs(den) < 1e-6 ? std::nan("") : (d_patched - d_corrupt) / den;
 }
 
-/// Transplant scores over donor/host items: ansA = share of argmax == the donor's value,
-/// ansB = share of argmax == the host's value, dAB = mean logit(vA) - logit(vB).
-struct TransplantScores {
-    double ansA = 0.0, ansB = 0.0;
-    MeanSem dAB;
-};
-inline TransplantScores transplant_scores(const std::vector<const float*>& rows, std::size_t V,
-                                          const std::vector<std::int64_t>& value_a,
-                                          const std::vector<std::int64_t>& value_b) {
-    check<ShapeError>(rows.size() == value_a.size() && rows.size() == value_b.size() && !rows.empty(),
-                      "[transplant_scores] ", rows.size(), " rows for ", value_a.size(), " / ", value_b.size(),
-                      " values");
-    TransplantScores s;
-    std::vector<double> d;
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-        const std::int64_t top = argmax(rows[i], V);
-        s.ansA += top == value_a[i];
-        s.ansB += top == value_b[i];
-        d.push_back(logit_diff(rows[i], value_a[i], value_b[i]));
-    }
-    s.ansA /= static_cast<double>(rows.size());
-    s.ansB /= static_cast<double>(rows.size());
-    s.dAB = mean_sem(d);
-    return s;
-}
-
 /// Attention mass of one probability row [Tk] over a span of keys.
 inline double attention_mass(const float* probs, std::size_t Tk, Span span) {
     check<ShapeError>(span.first <= span.second && span.second <= Tk, "[attention_mass] span [", span.first, ", ",

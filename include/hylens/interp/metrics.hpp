@@ -184,4 +184,23 @@ inline TransplantSummary summarize_transplants(const std::vector<TransplantScore
     return s;
 }
 
+/// Transplant scores over donor/host items from their final-position rows: ansA / ansB = share
+/// of argmax == the donor's / host's value, dAB = mean logit(vA) - logit(vB) with its SEM; the
+/// summary of score_transplant per row.
+struct TransplantScores {
+    double ansA = 0.0, ansB = 0.0;
+    MeanSem dAB;
+};
+inline TransplantScores transplant_scores(const std::vector<const float*>& rows, std::size_t V,
+                                          const std::vector<std::int64_t>& value_a,
+                                          const std::vector<std::int64_t>& value_b) {
+    check<ShapeError>(rows.size() == value_a.size() && rows.size() == value_b.size() && !rows.empty(),
+                      "[transplant_scores] ", rows.size(), " rows for ", value_a.size(), " / ", value_b.size(),
+                      " values");
+    std::vector<TransplantScore> items;
+    for (std::size_t i = 0; i < rows.size(); ++i) items.push_back(score_transplant(rows[i], V, value_a[i], value_b[i]));
+    const TransplantSummary s = summarize_transplants(items);
+    return {s.ansA, s.ansB, s.dAB};
+}
+
 }  // namespace hylens

@@ -14,6 +14,7 @@
 #include "../stack/tokens.hpp"
 #include "interventions.hpp"
 #include "lens.hpp"
+#include "metrics.hpp"  // score_pair, summarize_pairs
 #include "run.hpp"
 #include "sites.hpp"
 #include "transplant.hpp"
@@ -36,24 +37,23 @@ struct PairScores {
     MeanSem gap;
 };
 
-/// Scores the items under a list of interventions (applied to clean and corrupted runs alike).
+/// Scores the items under a list of interventions (applied to clean and corrupted runs alike):
+/// the summary of score_pair per item (choices: the two answers).
 template <class Model>
 PairScores score_pairs(const Model& model, const std::vector<PairItem>& items,
                        const std::vector<Intervention>& interventions = {}) {
     check<ShapeError>(!items.empty(), "[score_pairs] no items");
     const std::size_t V = model.config().vocab;
-    std::vector<double> dc, dk;
-    double hits = 0.0;
+    std::vector<PairScore> scores;
     RunOptions o;
     o.last_only = true;
     for (const PairItem& it : items) {
         const Tensor3 c = run(model, TokenBatch(it.clean), interventions, o).logits;
         const Tensor3 k = run(model, TokenBatch(it.corrupt), interventions, o).logits;
-        dc.push_back(logit_diff(logits_row(c), it.answer, it.other));
-        dk.push_back(logit_diff(logits_row(k), it.answer, it.other));
-        hits += (argmax(logits_row(c), V) == it.answer) + (argmax(logits_row(k), V) == it.other);
+        scores.push_back(score_pair(logits_row(c), logits_row(k), V, it.answer, it.other, {it.answer, it.other}));
     }
-    return {hits / static_cast<double>(2 * items.size()), gap(dc, dk)};
+    const PairSummary s = summarize_pairs(scores);
+    return {s.acc, s.gap};
 }
 
 struct HeadCandidate {
