@@ -224,6 +224,70 @@ struct MergeResult {
     std::size_t records = 0, folders = 0, incomplete = 0;
 };
 
+namespace detail {
+
+/// The shard folders of one study, read and checked for a merge.
+struct ShardFolders {
+    MergeResult counts;                      ///< folders and incomplete (records set by the caller)
+    nlohmann::json study;                    ///< the definition, shard aside
+    nlohmann::json first_run;                ///< the first folder's run.json
+    nlohmann::json sources = nlohmann::json::array();  ///< run.json "merged_from"
+    std::vector<nlohmann::json> records;     ///< every folder's records, unsorted
+};
+
+/// Reads the folders of a merge: each must hold a run.json that `accept(path, run)` takes (it
+/// fails otherwise) and the same study definition (shard aside); each shard at most once; no
+/// record key in two folders.
+inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>& dirs,
+                                       const std::function<void(const std::filesystem::path&, const nlohmann::json&)>& accept) {
+    namespace fs = std::filesystem;
+    check(!dirs.empty(), "[merge] no result folder given");
+    ShardFolders f;
+    std::set<RecordKey> keys;
+    std::set<std::string> shards;
+    for (const fs::path& d : dirs) {
+        check(fs::exists(d / "run.json"), "[merge] ", d.string(), " holds no run.json (not a study result folder)");
+        const nlohmann::json run = read_json_file(d / "run.json");
+        accept(d / "run.json", run);
+        nlohmann::json s = run["study"];
+        const std::string shard = s.value("shard", "0/1");
+        s.erase("shard");
+        if (f.first_run.is_null()) {
+            f.study = s;
+            f.first_run = run;
+        }
+        check(s == f.study, "[merge] ", d.string(), " is another study than ", dirs.front().string(), " (", s.dump(), " vs ",
+              f.study.dump(), ")");
+        check(shards.insert(shard).second || shard == "0/1", "[merge] shard ", shard, " is given twice");
+        if (run.value("status", "") != "complete") ++f.counts.incomplete;
+        f.sources.push_back({{"folder", d.string()}, {"shard", shard}, {"status", run.value("status", "")}});
+        for (auto& r : read_records(d / "items.jsonl", false)) {
+            const RecordKey k = record_key(r, (d / "items.jsonl").string());
+            check(keys.insert(k).second, "[merge] record (", k.task, ", seed ", k.seed, ", item ", k.item, ", ", k.condition,
+                  ") appears in more than one folder (", d.string(), ")");
+            f.records.push_back(std::move(r));
+        }
+        ++f.counts.folders;
+    }
+    return f;
+}
+
+/// The merged folder's run.json: the first folder's, with "shard": "0/1", "merged_from",
+/// "status" ("incomplete" when a folder was not complete) and "records"; no timings.
+inline nlohmann::json merged_run(const ShardFolders& f, std::size_t records) {
+    nlohmann::json run = f.first_run, study = f.study;
+    study["shard"] = "0/1";
+    run["study"] = study;
+    run["merged_from"] = f.sources;
+    run["status"] = f.counts.incomplete ? "incomplete" : "complete";
+    run["records"] = records;
+    run.erase("records_written");
+    run.erase("timings");
+    return run;
+}
+
+}  // namespace detail
+
 /// Merges the shard folders of one study of kind `kind`: same kind and definition (shard
 /// aside), no key in two folders, every shard at most once. Writes out/items.jsonl (RecordKey
 /// order) and out/run.json (the first folder's, "shard": "0/1", "merged_from", status
@@ -232,53 +296,17 @@ struct MergeResult {
 inline MergeResult merge_study_folders(
     const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out, const std::string& kind,
     const std::function<void(const std::filesystem::path&, const std::vector<nlohmann::json>&)>& write_summaries) {
-    namespace fs = std::filesystem;
-    check(!dirs.empty(), "[merge] no result folder given");
-    MergeResult res;
-    nlohmann::json study, first_run;
-    std::vector<nlohmann::json> records;
-    std::set<RecordKey> keys;
-    std::set<std::string> shards;
-    nlohmann::json sources = nlohmann::json::array();
-    for (const fs::path& d : dirs) {
-        check(fs::exists(d / "run.json"), "[merge] ", d.string(), " holds no run.json (not a study result folder)");
-        const nlohmann::json run = detail::read_json_file(d / "run.json");
-        check(run.value("kind", "") == kind && run.contains("study") && run["study"].is_object(), "[merge] ",
-              (d / "run.json").string(), " is not a '", kind, "' study");
-        nlohmann::json s = run["study"];
-        const std::string shard = s.value("shard", "0/1");
-        s.erase("shard");
-        if (first_run.is_null()) {
-            study = s;
-            first_run = run;
-        }
-        check(s == study, "[merge] ", d.string(), " is another study than ", dirs.front().string(), " (", s.dump(), " vs ",
-              study.dump(), ")");
-        check(shards.insert(shard).second || shard == "0/1", "[merge] shard ", shard, " is given twice");
-        if (run.value("status", "") != "complete") ++res.incomplete;
-        sources.push_back({{"folder", d.string()}, {"shard", shard}, {"status", run.value("status", "")}});
-        for (auto& r : read_records(d / "items.jsonl", false)) {
-            const RecordKey k = record_key(r, (d / "items.jsonl").string());
-            check(keys.insert(k).second, "[merge] record (", k.task, ", seed ", k.seed, ", item ", k.item, ", ", k.condition,
-                  ") appears in more than one folder (", d.string(), ")");
-            records.push_back(std::move(r));
-        }
-        ++res.folders;
-    }
-    detail::sort_by_key(records);
-    fs::create_directories(out);
-    write_file_atomic(out / "items.jsonl", detail::jsonl_text(records));
-    if (write_summaries) write_summaries(out, records);
-    nlohmann::json run = first_run;
-    study["shard"] = "0/1";
-    run["study"] = study;
-    run["merged_from"] = sources;
-    run["status"] = res.incomplete ? "incomplete" : "complete";
-    run["records"] = records.size();
-    run.erase("records_written");
-    run.erase("timings");
-    write_file_atomic(out / "run.json", detail::pretty_json(run));
-    res.records = records.size();
+    detail::ShardFolders f = detail::read_shard_folders(dirs, [&](const std::filesystem::path& p, const nlohmann::json& run) {
+        check(run.value("kind", "") == kind && run.contains("study") && run["study"].is_object(), "[merge] ", p.string(),
+              " is not a '", kind, "' study");
+    });
+    detail::sort_by_key(f.records);
+    std::filesystem::create_directories(out);
+    write_file_atomic(out / "items.jsonl", detail::jsonl_text(f.records));
+    if (write_summaries) write_summaries(out, f.records);
+    write_file_atomic(out / "run.json", detail::pretty_json(detail::merged_run(f, f.records.size())));
+    MergeResult res = f.counts;
+    res.records = f.records.size();
     return res;
 }
 
