@@ -9,10 +9,10 @@
 // Waiting: a decode step opens ~150 short parallel regions a token, a few microseconds apart,
 // and waking a thread blocked on a condition variable costs a futex wake and a reschedule. An
 // idle worker can first poll for the next region for spin_micros() (and the caller for the
-// last part) before it blocks. The default is 0, block at once: on the shared 2-core machine
-// this was measured on (load 7-10), polling made decode at 2 threads slower (0.83-0.88x), since
-// the polling thread takes the time the other processes' and our own threads need. On a
-// machine with idle cores set HYLENS_POOL_SPIN_US (e.g. 100) or set_spin_micros
+// last part) before it blocks. The default is 0, block at once: on the 2-core machine this was
+// measured on, polling 100 us made decode at 2 threads slower, 0.53-0.98x at load 7-10 and
+// 0.89-0.93x at load 2, since the polling thread takes time that other threads need. It may pay
+// with more cores than pool threads: set HYLENS_POOL_SPIN_US (e.g. 100) or set_spin_micros
 // (docs/performance.md).
 //
 // Parts are claimed as tickets [base_, end_) of a counter that only grows, by compare-and-swap
