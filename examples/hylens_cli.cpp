@@ -37,7 +37,7 @@ constexpr const char* kHelp =
     "  surgery     cache surgery conditions (KV-only, REC-only, state swaps ...) on text, ids or a surgery file\n"
     "  patch       mixer-output and recurrent-state patches on text, ids or a surgery file\n"
     "  tasks       print the items of the channel-study tasks (text or JSON lines)\n"
-    "  experiment  channel study (split-prefill, state swap) with bootstrap CIs; merge of sharded results\n"
+    "  experiment  studies with bootstrap CIs: channels, circuit, encode-swap, transplant, query-map, stitch; merge\n"
     "  tokenize    text lines from stdin -> token ids (tokenizer.json)\n"
     "  detokenize  token-id lines from stdin -> text\n";
 
