@@ -73,6 +73,7 @@ def main():
     ap.add_argument("--command", action="append", default=[], help="commands to show under Reproduce")
     ap.add_argument("--findings", default="", help="a paragraph of findings (markdown)")
     ap.add_argument("--check-items", type=int, default=4, help="items of seed 1 the card test reruns")
+    ap.add_argument("--circuit", default=None, help="output folder of hylens experiment circuit (adds its section)")
     args = ap.parse_args()
 
     name = os.path.basename(os.path.normpath(args.model))
@@ -124,7 +125,7 @@ def main():
     L.append("- Each example is the chat-wrapped prompt (context segment + query segment, tokenised as the study "
              "runner tokenises them) followed by the expected answer and the end-of-turn token; loss on the answer "
              "tokens plus 0.1 x the next-token loss on the prompt.")
-    L.append(f"- Mixture weights: {', '.join(f'{k} {v}' for k, v in tr.MIX.items())}. Curriculum: the number of "
+    L.append(f"- Mixture weights: {', '.join(f'{k} {v}' for k, v in tr.MIX.items() if v > 0)}. Curriculum: the number of "
              f"dictionary pairs / list items allowed grows linearly from {tr.CURRICULUM_MIN} to the generators' "
              "maximum over the first 40 % of the scheduled steps.")
     L.append("- AdamW (betas 0.9, 0.98, weight decay 0.01 on matrices), peak lr 3e-3 (x2 for attention "
@@ -178,6 +179,8 @@ def main():
                      f"{fmt(allrows.get((t, 'all', m + '_b', 'KV_B+REC_A')))} | "
                      f"{fmt(allrows.get((t, 'all', m + '_a', 'KV_B+REC_A')))} |")
         L.append("")
+    if args.circuit:
+        L += circuit_section(args.circuit)
     if args.findings:
         L.append("## Findings\n")
         L.append(args.findings + "\n")
@@ -189,6 +192,36 @@ def main():
         f.write("\n".join(L))
     write_card_check(args, name, tasks)
     return 0
+
+
+def circuit_section(folder):
+    """The card's section on `hylens experiment circuit` (docs/study_circuit.md): baseline, B2 and B3
+    with 95 % CIs from summary.json, and the roles of circuit.json."""
+    with open(os.path.join(folder, "summary.json")) as f:
+        summary = json.load(f)
+    with open(os.path.join(folder, "circuit.json")) as f:
+        circuit = json.load(f)
+    with open(os.path.join(folder, "run.json")) as f:
+        run = json.load(f)
+    iv = lambda d: f"{d['value']:.2f} [{d['lo']:.2f}, {d['hi']:.2f}]"  # noqa: E731
+    gv = lambda d: f"{d['value']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}]"  # noqa: E731
+    study = run.get("study", {})
+    L = ["## Circuit study\n",
+         f"Measured with `hylens experiment circuit` (variant {study.get('variant', 'chat8')}, seed {study.get('seed', 1)}, "
+         f"{summary['conditions'][0]['n']} clean/corrupted pairs; docs/study_circuit.md). acc: the clean prompt's answer is "
+         "the target value; cacc: the corrupted prompt's is the distractor's; gap: D(clean) - D(corrupted) of the "
+         "logit difference between the two values. Mean and 95 % bootstrap CI.\n",
+         "| condition | block | acc | cacc | gap |", "|---|---|---|---|---|"]
+    for c in summary["conditions"]:
+        if c["block"] in ("B1", "B2", "B3"):
+            L.append(f"| {c['condition']} | {c['block']} | {iv(c['acc'])} | {iv(c['cacc'])} | {gv(c['gap'])} |")
+    enc, adr, rd = circuit.get("encode", {}), circuit.get("address", {}), circuit.get("reader", {})
+    L.append("")
+    L.append(f"Roles by the study's rules: Encode = layers {enc.get('layers')}, Address = layers {adr.get('layers')}, "
+             f"reader = layer {rd.get('layer')} head {rd.get('head')}. The baseline acc and the gap's CI say whether "
+             "these roles mean anything: a model that does not solve the lookup has no circuit to find, and the "
+             "rules then name groups and heads by noise.\n")
+    return L
 
 
 CHECK_CONDITIONS = ["FULL", "KV_ONLY", "REC_ONLY", "NONE"]
