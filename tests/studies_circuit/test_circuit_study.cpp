@@ -29,14 +29,9 @@ namespace ex = hylens::experiments;
 using hylens::test::studies::read_text;
 using hylens::test::studies::TempDir;
 using hylens::test::studies::write_text;
+using hylens::test::studies::organism_copy;
+using hylens::test::studies::records_of;
 
-/// A private copy of an organism's folder (config, weights, tokenizer).
-fs::path organism_copy(const std::string& name, const fs::path& root) {
-    const fs::path src = fs::path(HYLENS_MODELS_DIR) / name, dst = root / name;
-    fs::create_directories(dst);
-    for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"}) fs::copy_file(src / f, dst / f);
-    return dst;
-}
 
 struct Organism {
     hylens::AnyModel model;
@@ -64,12 +59,6 @@ ex::CircuitStudyResult run_study(const Organism& m, const ex::CircuitStudyOption
     return m.model.visit([&](const auto& typed) { return ex::run_circuit_study(typed, m.tok, m.family, o); });
 }
 
-std::vector<nlohmann::json> records_of(const fs::path& dir) {
-    std::vector<nlohmann::json> out;
-    std::istringstream in(read_text(dir / "items.jsonl"));
-    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-    return out;
-}
 
 nlohmann::json json_of(const fs::path& p) { return nlohmann::json::parse(read_text(p)); }
 
@@ -246,10 +235,7 @@ TEST_CASE("circuit study on granite-h-tiny: groups of size 0, the structure of t
 
 #ifdef HYLENS_CLI
 namespace {
-int sh(const std::string& cmd) {
-    const int rc = std::system(cmd.c_str());
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+using hylens::test::studies::sh;
 const std::string kCli = HYLENS_CLI;
 }  // namespace
 

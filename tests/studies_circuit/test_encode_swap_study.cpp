@@ -26,13 +26,8 @@ namespace lk = hylens::tasks::lookup;
 using hylens::test::studies::read_text;
 using hylens::test::studies::TempDir;
 using hylens::test::studies::write_text;
+using hylens::test::studies::records_of;
 
-std::vector<nlohmann::json> swap_records(const fs::path& dir) {
-    std::vector<nlohmann::json> out;
-    std::istringstream in(read_text(dir / "items.jsonl"));
-    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-    return out;
-}
 
 ex::EncodeSwapOptions swap_options(const fs::path& out) {
     ex::EncodeSwapOptions o;
@@ -85,7 +80,7 @@ TEST_CASE("encode-swap on qwen35-tiny: records, identities with independent runs
     };
     lk::Drops drops;
     std::size_t checked_key = 0;
-    for (const auto& rec : swap_records(o.out)) {
+    for (const auto& rec : records_of(o.out)) {
         const lk::CleanCorruptItem& it = *by_index.at(rec["item"].get<std::size_t>());
         const std::string cond = rec["condition"];
         if (cond == "value:none") {

@@ -30,13 +30,9 @@ namespace lk = hylens::tasks::lookup;
 using hylens::test::studies::read_text;
 using hylens::test::studies::TempDir;
 using hylens::test::studies::write_text;
+using hylens::test::studies::organism_copy;
+using hylens::test::studies::records_of;
 
-fs::path organism_copy(const std::string& name, const fs::path& root) {
-    const fs::path src = fs::path(HYLENS_MODELS_DIR) / name, dst = root / name;
-    fs::create_directories(dst);
-    for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"}) fs::copy_file(src / f, dst / f);
-    return dst;
-}
 
 const lk::FitCorpus& policy_corpus() {
     static const lk::FitCorpus c = lk::read_fit_corpus();
@@ -236,12 +232,6 @@ ex::StitchStudyResult run(const Pair& p, const ex::StitchStudyOptions& o) {
     });
 }
 
-std::vector<nlohmann::json> records_of(const fs::path& dir) {
-    std::vector<nlohmann::json> out;
-    std::istringstream in(read_text(dir / "items.jsonl"));
-    for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-    return out;
-}
 
 }  // namespace
 
@@ -379,10 +369,7 @@ TEST_CASE("stitch study: two slots (exp34) fitted in order, falcon-h1-tiny as th
 
 #ifdef HYLENS_CLI
 namespace {
-int sh(const std::string& cmd) {
-    const int rc = std::system(cmd.c_str());
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+using hylens::test::studies::sh;
 const std::string kCli = HYLENS_CLI;
 }  // namespace
 

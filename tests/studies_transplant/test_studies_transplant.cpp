@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include <sys/wait.h>  // WEXITSTATUS
+#include "studies_circuit/fixtures.hpp"  // sh
 
 using namespace hylens;
 namespace ex = hylens::experiments;
@@ -45,12 +45,7 @@ namespace lk = hylens::tasks::lookup;
 
 namespace {
 
-std::string read_text(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+using hylens::test::studies::read_text;
 
 fs::path fresh_dir(const std::string& name) {
     const fs::path d = fs::temp_directory_path() / ("hylens_studies_transplant_" + std::to_string(::getpid())) / name;
@@ -449,10 +444,7 @@ TEST_CASE("query-map study on models/qwen35-tiny (donor = receiver)") {
 
 #ifdef HYLENS_CLI
 namespace {
-int sh(const std::string& cmd) {
-    const int rc = std::system(cmd.c_str());
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+using hylens::test::studies::sh;
 }  // namespace
 
 TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
