@@ -43,17 +43,12 @@
 
 namespace hylens::experiments {
 
-struct CircuitStudyOptions {
+struct CircuitStudyOptions : StudyRunOptions {
     std::string variant = "chat8";  ///< tasks::lookup::parse_variant (not "long")
     std::size_t per_config = 20;    ///< draws per (target, distractor) configuration
     std::uint64_t seed = 1;
     CircuitOptions circuit{};       ///< group_size, top, unit, critical
-    Shard shard{};
-    bool resume = false;
-    std::filesystem::path out;
-    bool progress = true;
     BootstrapOptions bootstrap{};
-    nlohmann::json run_info = nlohmann::json::object();
 };
 
 /// What the roles are computed over: the model's groups, linear and softmax layers (in the
@@ -372,13 +367,7 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
           set.dropped.value_tokens, ", outside ", set.dropped.outside, ", answer tokens ", set.dropped.answer_tokens, ")");
     const CircuitStructure st = circuit_structure(model.stack(), opt.circuit.group_size);
 
-    StudyFolderOptions fo;
-    fo.out = opt.out;
-    fo.kind = "circuit";
-    fo.definition = circuit_definition(opt, st);
-    fo.resume = opt.resume;
-    fo.shard = opt.shard;
-    fo.run_info = opt.run_info;
+    StudyFolderOptions fo = opt.folder("circuit", circuit_definition(opt, st));
     fo.run_info["pairs"] = {{"drawn", set.drawn},
                             {"kept", set.items.size()},
                             {"dropped", {{"length", set.dropped.length}, {"value_tokens", set.dropped.value_tokens},

@@ -47,19 +47,14 @@
 
 namespace hylens::experiments {
 
-struct EncodeSwapOptions {
+struct EncodeSwapOptions : StudyRunOptions {
     std::string variant = "chat8";
     std::size_t per_config = 20;
     std::uint64_t seed = 1;
     std::vector<int> encode;        ///< the Encode block's layers (circuit file)
     std::vector<int> other;         ///< the control block's layers (empty: no other_block condition)
     nlohmann::json circuit_info = nullptr;  ///< what the roles came from (for the definition)
-    Shard shard{};
-    bool resume = false;
-    std::filesystem::path out;
-    bool progress = true;
     BootstrapOptions bootstrap{};
-    nlohmann::json run_info = nlohmann::json::object();
 };
 
 /// The sources of a study with these options, in study order.
@@ -182,13 +177,7 @@ EncodeSwapResult run_encode_swap_study(const Model& model, const Tokenizer& tok,
     check(!set.items.empty(), "[encode-swap] every one of the ", set.drawn, " ", opt.variant,
           " pairs was dropped by this tokenizer's filters");
 
-    StudyFolderOptions fo;
-    fo.out = opt.out;
-    fo.kind = "encode-swap";
-    fo.definition = encode_swap_definition(opt);
-    fo.resume = opt.resume;
-    fo.shard = opt.shard;
-    fo.run_info = opt.run_info;
+    StudyFolderOptions fo = opt.folder("encode-swap", encode_swap_definition(opt));
     fo.run_info["pairs"] = {{"drawn", set.drawn}, {"kept", set.items.size()}};
     StudyFolder folder(fo);
 

@@ -44,8 +44,7 @@
 
 namespace hylens::experiments {
 
-struct QueryMapOptions {
-    std::filesystem::path out;
+struct QueryMapOptions : StudyRunOptions {  // progress: per seed
     tasks::lookup::Style style = tasks::lookup::Style::chat;
     std::size_t n_pairs = 8;
     std::size_t fit_items = 2000;           ///< fit prompts (K_fit keys)
@@ -57,10 +56,6 @@ struct QueryMapOptions {
     std::vector<std::size_t> curve;         ///< learning-curve fit sizes (each < fit_items)
     ReaderHead reader;                      ///< the receiver's reader head (layer -1: none)
     tasks::lookup::Vocabulary vocabulary;   ///< before the key split (filtered for both tokenizers)
-    bool resume = false;
-    bool progress = true;  ///< the progress line on stderr (progress.hpp), per seed
-    Shard shard{};
-    nlohmann::json run_info = nlohmann::json::object();
 };
 
 struct QueryMapResult {
@@ -183,7 +178,7 @@ QueryMapResult run_query_map_study(const RecvModel& recv, const Tokenizer& tok_r
     for (std::size_t s = 0; s < opt.sources.size(); ++s)
         def["sources"].push_back({{"name", opt.sources[s].name}, {"layers", opt.sources[s].layers}});
     for (const QueryMapCondition& c : conds) def["conditions"].push_back(c.name);
-    StudyFolder folder({opt.out, "query-map", def, opt.resume, opt.shard, opt.run_info});
+    StudyFolder folder(opt.folder("query-map", def));
 
     const std::size_t Hr = recv.config().hidden;
     const Site recv_site = mixer_site(recv.stack(), opt.address.front(), MixerChannel::recurrent);

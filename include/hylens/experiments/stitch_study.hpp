@@ -122,7 +122,7 @@ inline std::vector<LayerRange> parse_layer_ranges(std::string_view s) {
 inline constexpr std::string_view stitch_base_conditions[] = {"intact",   "removed",  "mixers_zeroed",
                                                               "bypass",   "stitched", "donor_no_mixing"};
 
-struct StitchStudyOptions {
+struct StitchStudyOptions : StudyRunOptions {
     std::vector<LayerRange> host_blocks, donor_blocks;  ///< one of each per slot, host blocks in order
     std::vector<std::string> conditions;                ///< empty = the six base conditions and donor:A-B for other_blocks
     std::vector<LayerRange> other_blocks;               ///< donor blocks of the donor:A-B conditions
@@ -131,12 +131,7 @@ struct StitchStudyOptions {
     std::size_t fit_prompts = 500, fit_tokens = 30000;
     std::size_t test_items = 200, ppl_seqs = 8, ppl_len = 512;
     std::uint64_t seed = 1;
-    std::filesystem::path out;
-    bool resume = false;
-    Shard shard{};
-    nlohmann::json run_info = nlohmann::json::object();
     BootstrapOptions bootstrap{};
-    bool progress = true;
 };
 
 struct StitchStudyResult {
@@ -469,7 +464,7 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
         def["host_blocks"].push_back(o.host_blocks[k].text());
         def["donor_blocks"].push_back(o.donor_blocks[k].text());
     }
-    StudyFolder folder({o.out, "stitch", def, o.resume, o.shard, o.run_info});
+    StudyFolder folder(o.folder("stitch", def));
 
     // Fits (deterministic; every shard fits the same maps).
     const StitchFitSet fit = make_stitch_fit_set(host_tok, hfmt, donor_tok, dfmt, fit_vocab, variant, corpus, o.fit_prompts,

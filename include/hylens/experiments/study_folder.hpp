@@ -127,6 +127,21 @@ struct StudyFolderOptions {
     nlohmann::json run_info = nlohmann::json::object();  ///< merged into run.json (model, arguments, version, ...)
 };
 
+/// What the options of every Encode-Address study share: where the results go and how this run
+/// takes part in the study. Each study's options derive from it.
+struct StudyRunOptions {
+    std::filesystem::path out;  ///< the result folder
+    Shard shard{};              ///< run shard I of N
+    bool resume = false;        ///< continue a killed run in out (records already there are kept)
+    bool progress = true;       ///< the progress line on stderr (progress.hpp)
+    nlohmann::json run_info = nlohmann::json::object();  ///< merged into run.json
+
+    /// The result-folder options of a study of `kind` defined by `definition`.
+    StudyFolderOptions folder(std::string kind, nlohmann::json definition) const {
+        return {out, std::move(kind), std::move(definition), resume, shard, run_info};
+    }
+};
+
 class StudyFolder {
 public:
     explicit StudyFolder(StudyFolderOptions o) : o_(std::move(o)) {

@@ -391,8 +391,7 @@ inline void write_transplant_summaries(const std::filesystem::path& out, const s
 
 // ---- the study ---------------------------------------------------------------------------
 
-struct TransplantStudyOptions {
-    std::filesystem::path out;
+struct TransplantStudyOptions : StudyRunOptions {
     tasks::lookup::Style style = tasks::lookup::Style::chat;
     std::size_t n_pairs = 8;
     std::size_t per_config = 25;                 ///< items per (ia, ib) configuration
@@ -403,10 +402,6 @@ struct TransplantStudyOptions {
     std::vector<TransplantKind> kinds{TransplantKind::mixer, TransplantKind::layer, TransplantKind::state,
                                       TransplantKind::state_conv};
     ReaderHead reader;
-    bool resume = false;
-    bool progress = true;  ///< the progress line on stderr (progress.hpp)
-    Shard shard{};
-    nlohmann::json run_info = nlohmann::json::object();
 };
 
 struct TransplantStudyResult {
@@ -447,7 +442,7 @@ TransplantStudyResult run_transplant_study(const Model& model, const Tokenizer& 
                                                         : nlohmann::json(nullptr)},
                           {"conditions", nlohmann::json::array()}};
     for (const TransplantCondition& c : conds) def["conditions"].push_back({{"name", c.name}, {"layers", c.layers}});
-    StudyFolder folder({opt.out, "transplant", def, opt.resume, opt.shard, opt.run_info});
+    StudyFolder folder(opt.folder("transplant", def));
     const tasks::lookup::Vocabulary vocab = tasks::lookup::in_family_vocabulary(tok);
     TransplantStudyResult res;
     std::vector<tasks::lookup::DonorHostSet> sets;
