@@ -87,9 +87,14 @@ class Pool:
 _PAIR = re.compile(r"(\w+)=(\w+)")
 
 
-def make_drill(pool, rng, level):
+def draw_dictionary(pool, rng, level):
+    """A dictionary item and its (key, value) pairs in context order: what the auxiliary tasks build on."""
     it = pool.draw("dictionary", rng, level)
-    pairs = _PAIR.findall(it["context"])
+    return it, _PAIR.findall(it["context"])
+
+
+def make_drill(pool, rng, level):
+    it, pairs = draw_dictionary(pool, rng, level)
     ask = rng.sample(range(len(pairs)), len(pairs))
     return dict(task="drill", context=it["context"],
                 query="What are the values of " + ", ".join(pairs[i][0] for i in ask) + "?",
@@ -97,15 +102,14 @@ def make_drill(pool, rng, level):
 
 
 def make_repeat(pool, rng, level):
-    it = pool.draw("dictionary", rng, level)
-    pairs = _PAIR.findall(it["context"])
+    it, pairs = draw_dictionary(pool, rng, level)
     return dict(task="repeat", context=it["context"], query="Repeat the dictionary.",
                 expected=[", ".join(f"{k}={v}" for k, v in pairs)])
 
 
 def make_pair(pool, rng, level):
-    it = pool.draw("dictionary", rng, level)
-    pairs = dict(_PAIR.findall(it["context"]))
+    it, pairs = draw_dictionary(pool, rng, level)
+    pairs = dict(pairs)
     key = it["query"].rsplit(" ", 1)[-1].rstrip("?")
     return dict(task="pair", context=it["context"], query=f"What is the entry of {key}?", expected=[f"{key}={pairs[key]}"])
 
@@ -140,8 +144,7 @@ def make_recite(pool, rng, level):
     """"Recite": 12 entries of the dictionary in random order with repeats ("k=v, k=v, ..."):
     each value is predicted from the key just written by matching it against the context, a dozen
     such predictions per sequence (the dense form of lookup; the order cannot be copied)."""
-    it = pool.draw("dictionary", rng, level)
-    pairs = _PAIR.findall(it["context"])
+    it, pairs = draw_dictionary(pool, rng, level)
     return dict(task="recite", context=it["context"], query="Recite the dictionary.",
                 expected=[", ".join(f"{k}={v}" for k, v in (rng.choice(pairs) for _ in range(12)))])
 
