@@ -2,10 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """Writes an organism's model card (README.md) and loss curve (loss.png) from what was measured:
 the training log of train_organism.py and the channel-study results of
-`hylens experiment channels` (summary.json + run.json of its output folder).
+`hylens experiment channels` (summary.json + run.json of its output folder), and with --circuit
+the circuit study of `hylens experiment circuit`. It also writes the card-check data of
+tests/organisms/data/<name>/: the channel study's reduced rerun (card_check.json,
+card_records.jsonl) and, with --circuit, the circuit study's (card_circuit_check.json,
+card_circuit_records.jsonl).
 
     /usr/bin/python3 training/make_card.py --model models/qwen35-tiny --study build-organisms/study/qwen35-tiny \
-        --command "..." [--command "..."]
+        [--circuit build-organisms/circuit/qwen35-tiny] --command "..." [--command "..."]
 """
 import argparse
 import csv
@@ -74,6 +78,9 @@ def main():
     ap.add_argument("--findings", default="", help="a paragraph of findings (markdown)")
     ap.add_argument("--check-items", type=int, default=4, help="items of seed 1 the card test reruns")
     ap.add_argument("--circuit", default=None, help="output folder of hylens experiment circuit (adds its section)")
+    ap.add_argument("--circuit-check-every", type=int, default=0,
+                    help="the circuit card test reruns the pairs whose draw index is 0 mod this (default: the run's "
+                         "per-config, i.e. the first pair of each configuration)")
     args = ap.parse_args()
 
     name = os.path.basename(os.path.normpath(args.model))
@@ -191,6 +198,8 @@ def main():
     with open(os.path.join(args.model, "README.md"), "w") as f:
         f.write("\n".join(L))
     write_card_check(args, name, tasks)
+    if args.circuit:
+        write_circuit_check(args.circuit, name, args.circuit_check_every)
     return 0
 
 
@@ -227,10 +236,16 @@ def circuit_section(folder):
 CHECK_CONDITIONS = ["FULL", "KV_ONLY", "REC_ONLY", "NONE"]
 
 
+def check_dir(name):
+    """tests/organisms/data/<name>: the organism's test data."""
+    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "organisms", "data", name)
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
 def write_card_check(args, name, tasks):
     """The reduced rerun tests/organisms makes of the card's study, and the records it must match."""
-    ref_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "organisms", "data", name)
-    os.makedirs(ref_dir, exist_ok=True)
+    ref_dir = check_dir(name)
     keep = []
     with open(os.path.join(args.study, "items.jsonl")) as f:
         for line in f:
@@ -244,6 +259,43 @@ def write_card_check(args, name, tasks):
         json.dump({"tasks": tasks, "conditions": ",".join(CHECK_CONDITIONS), "seeds": [1], "items": args.check_items,
                    "source": f"records of seed 1, items 0-{args.check_items - 1} of the study in models/{name}/README.md"},
                   f, indent=1)
+        f.write("\n")
+
+
+def write_circuit_check(folder, name, every):
+    """The reduced rerun tests/organisms makes of the card's circuit study: the study's options
+    (run.json), the shard 0/`every` of its pairs (default every = per_config: the first pair of
+    each configuration, since pair k of configuration c has draw index c * per_config + k), and
+    those pairs' records copied from its items.jsonl, which the rerun must reproduce."""
+    with open(os.path.join(folder, "run.json")) as f:
+        run = json.load(f)
+    with open(os.path.join(folder, "circuit.json")) as f:
+        circuit = json.load(f)
+    if run.get("kind") != "circuit" or run.get("status") != "complete" or run["study"].get("shard", "0/1") != "0/1":
+        sys.exit(f"make_card: {folder} is not a complete, unsharded hylens experiment circuit result")
+    study = run["study"]
+    every = every or study["per_config"]
+    keep = []
+    with open(os.path.join(folder, "items.jsonl")) as f:
+        for line in f:
+            r = json.loads(line)
+            if r["item"] % every == 0:
+                keep.append(r)
+    items = sorted({r["item"] for r in keep})
+    if not keep:
+        sys.exit(f"make_card: no pair of {folder} has a draw index that is 0 mod {every}")
+    ref_dir = check_dir(name)
+    with open(os.path.join(ref_dir, "card_circuit_records.jsonl"), "w") as f:
+        for r in keep:
+            f.write(json.dumps(r, sort_keys=True) + "\n")
+    spec = {k: study[k] for k in ("variant", "per_config", "seed", "group_size", "top", "unit", "critical", "structure")}
+    spec.update({"shard": f"0/{every}", "items": items, "records": len(keep), "pairs": run["pairs"],
+                 "card_roles": {k: circuit[k] for k in ("encode", "address", "reader", "critical_layers")},
+                 "source": f"records of the pairs {', '.join(map(str, items))} (draw index 0 mod {every}) of the circuit "
+                           f"study in models/{name}/README.md; card_roles are that study's roles on all "
+                           f"{circuit['items']} pairs"})
+    with open(os.path.join(ref_dir, "card_circuit_check.json"), "w") as f:
+        json.dump(spec, f, indent=1)
         f.write("\n")
 
 

@@ -9,9 +9,13 @@
 // reduced rerun of the card's channel study (seed 1, the first items, four conditions) gives
 // the same generations and scores as the card's records (tests/organisms/data/<name>/
 // card_records.jsonl, copied from the study's items.jsonl), so a retrained organism fails here
-// until its card is remade.
+// until its card is remade. Where the card has a circuit study (the Qwen3.5-layout organism),
+// a reduced rerun of it (the same options, the shard of pairs in card_circuit_check.json)
+// reproduces the card's records of those pairs (card_circuit_records.jsonl) and the roles they
+// give; and a copy of the organism with one weight changed fails that check.
 
 #include <hylens/experiments/channel_study.hpp>
+#include <hylens/experiments/circuit_study.hpp>
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/tasks/registry.hpp>
 #include <hylens/io/safetensors.hpp>
@@ -23,10 +27,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "studies_circuit/fixtures.hpp"
 
 namespace fs = std::filesystem;
 using namespace hylens;
@@ -49,6 +58,165 @@ double worst_rows(const std::vector<float>& ref, std::size_t V, std::size_t row0
     double w = 0;
     for (std::size_t i = 0; i < rows * V; ++i) w = std::max(w, std::fabs(double(got.data()[i]) - ref[row0 * V + i]));
     return w;
+}
+
+// ---- The circuit card check ----------------------------------------------------------------
+//
+// Float tolerance of a record field, from the organism's `atol` (reference_logits.safetensors):
+// every build of hylens that passes the equality test above has logits within atol of the
+// float64 reference, so two builds (the card's run and this one, e.g. the CLI at -O3 and this
+// suite at -O1, or another CPU's BLAS kernels) differ by at most 2 atol per logit.
+//   d_clean, d_corrupt   a difference of two logits: 4 atol
+//   gap                  a difference of two of those: 8 atol
+//   attention masses     sums of softmax probabilities; a score error d moves each probability
+//                        by at most 2d relative, so a mass (<= 1) by 2d; the scores come out of
+//                        the same float32 forward as the logits, at their size, so d <= 2 atol:
+//                        4 atol
+//   selectivity, margin  differences of two log masses, each off by 2d: 8 atol
+// Everything else (token ids, lengths, acc/cacc and top1 flags, condition names) is exact: a
+// flag can only flip at a tie within these tolerances.
+double circuit_field_tolerance(const std::string& field, const std::string& leaf, double atol) {
+    if (field == "d_clean" || field == "d_corrupt" || field == "attention") return 4 * atol;
+    if (field == "gap") return 8 * atol;
+    if (field == "cells" && (leaf == "selectivity" || leaf == "margin")) return 8 * atol;
+    return 0.0;
+}
+
+struct CardComparison {
+    std::vector<std::string> mismatches;
+    double worst = 0.0;  ///< largest |got - want| / tolerance over the float fields
+};
+
+// want vs got below one record field: floats within `tol`, everything else equal.
+void compare_field(const nlohmann::json& want, const nlohmann::json& got, const std::string& field, const std::string& leaf,
+                   double atol, const std::string& where, CardComparison& out) {
+    const double tol = circuit_field_tolerance(field, leaf, atol);
+    if (tol > 0 && want.is_number_float() && got.is_number()) {
+        const double d = std::fabs(got.get<double>() - want.get<double>());
+        out.worst = std::max(out.worst, d / tol);
+        if (d > tol)
+            out.mismatches.push_back(where + ": " + got.dump() + " vs the card's " + want.dump() + " (tolerance " +
+                                     std::to_string(tol) + ")");
+    } else if (want.is_object() && got.is_object() && want.size() == got.size()) {
+        for (const auto& [k, v] : want.items()) {
+            if (!got.contains(k)) {
+                out.mismatches.push_back(where + "." + k + ": missing");
+                continue;
+            }
+            compare_field(v, got.at(k), field, k, atol, where + "." + k, out);
+        }
+    } else if (want.is_array() && got.is_array() && want.size() == got.size()) {
+        for (std::size_t i = 0; i < want.size(); ++i)
+            compare_field(want[i], got[i], field, leaf, atol, where + "[" + std::to_string(i) + "]", out);
+    } else if (want != got) {
+        out.mismatches.push_back(where + ": " + got.dump() + " vs the card's " + want.dump());
+    }
+}
+
+std::vector<nlohmann::json> read_records(const fs::path& p) { return experiments::read_jsonl(p, /*drop_torn_tail=*/false); }
+
+std::string record_key(const nlohmann::json& r) {
+    return std::to_string(r.at("item").get<std::size_t>()) + "/" + r.at("condition").get<std::string>();
+}
+
+std::string roles_text(const Circuit& c) {
+    std::ostringstream o;
+    o << "encode G" << c.encode << ", address G" << c.address << ", reader L" << c.reader.reader.layer << "H"
+      << c.reader.reader.head << ", critical layers [";
+    for (int l : c.critical_layers) o << " " << l;
+    o << " ]";
+    return o.str();
+}
+
+// Reruns the card's circuit study (card_circuit_check.json: options and shard) on the organism
+// in `model_folder` and compares its records and roles with the card's (card_circuit_records.jsonl).
+CardComparison compare_circuit_card(const fs::path& model_folder, const std::string& name, const fs::path& out) {
+    const nlohmann::json spec = read_json(data_dir(name) / "card_circuit_check.json");
+    const std::vector<nlohmann::json> want = read_records(data_dir(name) / "card_circuit_records.jsonl");
+    const double atol = io::SafetensorsFile::open(data_dir(name) / "reference_logits.safetensors").read_f32("atol").at(0);
+    REQUIRE(want.size() == spec.at("records").get<std::size_t>());
+
+    experiments::CircuitStudyOptions opt;
+    opt.variant = spec.at("variant").get<std::string>();
+    opt.per_config = spec.at("per_config").get<std::size_t>();
+    opt.seed = spec.at("seed").get<std::uint64_t>();
+    opt.circuit.group_size = spec.at("group_size").get<std::size_t>();
+    opt.circuit.top = spec.at("top").get<std::size_t>();
+    opt.circuit.unit = spec.at("unit").get<std::string>() == "layer" ? RemovalUnit::layer : RemovalUnit::mixer;
+    opt.circuit.critical = spec.at("critical").get<double>();
+    opt.shard = experiments::parse_shard(spec.at("shard").get<std::string>());
+    opt.progress = false;
+    opt.out = out;
+    const AnyModel model = load(model_folder);
+    const Tokenizer tok = Tokenizer::from_file((model_folder / "tokenizer.json").string());
+    const auto family = experiments::chat_family(model.config().model_type);
+    model.visit([&](const auto& m) { experiments::run_circuit_study(m, tok, family, opt); });
+
+    CardComparison cmp;
+    const nlohmann::json run = read_json(out / "run.json");
+    if (run.at("pairs") != spec.at("pairs"))
+        cmp.mismatches.push_back("pairs " + run.at("pairs").dump() + " vs the card's " + spec.at("pairs").dump());
+    if (run.at("study").at("structure") != spec.at("structure"))
+        cmp.mismatches.push_back("structure " + run.at("study").at("structure").dump() + " vs the card's " +
+                                 spec.at("structure").dump());
+    const std::vector<nlohmann::json> got = read_records(out / "items.jsonl");
+    std::map<std::string, const nlohmann::json*> by_key;
+    for (const auto& r : got) by_key[record_key(r)] = &r;
+    if (got.size() != want.size())
+        cmp.mismatches.push_back(std::to_string(got.size()) + " records vs the card's " + std::to_string(want.size()));
+    for (const auto& w : want) {
+        const auto it = by_key.find(record_key(w));
+        if (it == by_key.end()) {
+            cmp.mismatches.push_back("record " + record_key(w) + ": missing");
+            continue;
+        }
+        if (it->second->size() != w.size())
+            cmp.mismatches.push_back("record " + record_key(w) + ": fields " + std::to_string(it->second->size()) +
+                                     " vs the card's " + std::to_string(w.size()));
+        for (const auto& [field, v] : w.items()) {
+            if (!it->second->contains(field)) {
+                cmp.mismatches.push_back("record " + record_key(w) + " ." + field + ": missing");
+                continue;
+            }
+            compare_field(v, it->second->at(field), field, field, atol, "record " + record_key(w) + " ." + field, cmp);
+        }
+    }
+    // The roles these pairs give (with all 100 pairs the card's may differ: card_roles).
+    if (cmp.mismatches.empty()) {
+        const experiments::CircuitStructure st = experiments::circuit_structure_from_json(spec.at("structure"));
+        const std::string a = roles_text(experiments::circuit_from_records(got, st, opt.circuit)),
+                          b = roles_text(experiments::circuit_from_records(want, st, opt.circuit));
+        if (a != b) cmp.mismatches.push_back("roles: " + a + " vs the card's " + b);
+    }
+    return cmp;
+}
+
+// Adds `delta` to element `index` of the float32 tensor `tensor` of a safetensors file.
+void perturb_weight(const fs::path& file, const std::string& tensor, std::size_t index, float delta) {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    REQUIRE(f.good());
+    std::uint64_t n = 0;
+    f.read(reinterpret_cast<char*>(&n), 8);
+    std::string header(n, '\0');
+    f.read(header.data(), static_cast<std::streamsize>(n));
+    const nlohmann::json t = nlohmann::json::parse(header).at(tensor);
+    REQUIRE(t.at("dtype") == "F32");
+    const std::uint64_t at = 8 + n + t.at("data_offsets").at(0).get<std::uint64_t>() + 4 * index;
+    REQUIRE(at + 4 <= 8 + n + t.at("data_offsets").at(1).get<std::uint64_t>());
+    float v = 0;
+    f.seekg(static_cast<std::streamoff>(at));
+    f.read(reinterpret_cast<char*>(&v), 4);
+    v += delta;
+    f.seekp(static_cast<std::streamoff>(at));
+    f.write(reinterpret_cast<const char*>(&v), 4);
+    REQUIRE(f.good());
+}
+
+std::vector<std::string> organisms_with_circuit_card() {
+    std::vector<std::string> out;
+    for (const std::string& name : kOrganisms)
+        if (fs::exists(data_dir(name) / "card_circuit_check.json")) out.push_back(name);
+    return out;
 }
 
 }  // namespace
@@ -187,4 +355,32 @@ TEST_CASE("organisms: a reduced rerun of the channel study reproduces the model 
             fs::remove_all(opt.out);
         }
     }
+}
+
+TEST_CASE("organisms: a reduced rerun of the circuit study reproduces the model card's records and roles") {
+    // issue 10: the card's circuit study runs on the Qwen3.5-layout organism.
+    const std::vector<std::string> names = organisms_with_circuit_card();
+    CHECK(std::find(names.begin(), names.end(), "qwen35-tiny") != names.end());
+    for (const std::string& name : names) {
+        SUBCASE(name.c_str()) {
+            const test::TempDir tmp("organism_circuit_card_" + name);
+            const CardComparison cmp = compare_circuit_card(model_dir(name), name, tmp.path / "circuit");
+            INFO(name << ": largest float difference " << cmp.worst << " x its tolerance");
+            for (std::size_t i = 0; i < std::min<std::size_t>(cmp.mismatches.size(), 20); ++i) INFO(cmp.mismatches[i]);
+            CHECK(cmp.mismatches.empty());
+        }
+    }
+}
+
+TEST_CASE("organisms: the circuit card check fails on an organism with one weight changed") {
+    // A copy of the organism whose layer-1 recurrence output projection has one element moved by
+    // 0.02 (the tensor's mean |w| is 0.07): the reduced rerun must no longer match the card.
+    const std::string name = "qwen35-tiny";
+    const test::TempDir tmp("organism_circuit_card_changed");
+    const fs::path copy = test::studies::organism_copy(name, tmp.path);
+    perturb_weight(copy / "model.safetensors", "model.layers.1.linear_attn.out_proj.weight", 0, 0.02f);
+    const CardComparison cmp = compare_circuit_card(copy, name, tmp.path / "circuit");
+    INFO("largest float difference " << cmp.worst << " x its tolerance");
+    CHECK(!cmp.mismatches.empty());
+    CHECK(cmp.worst > 1.0);
 }
