@@ -197,27 +197,42 @@ TEST_CASE("tasks: drm conditions are balanced and built as defined") {
         CHECK(std::set<std::string>(list.begin(), list.end()).size() == list.size());
         CHECK(span_of(item, "probe", "query") == probe);
         for (std::size_t i = 0; i < list.size(); ++i) CHECK(span_of(item, "word:" + std::to_string(i)) == list[i]);
-        CHECK(!contains(list, lure));
         const DrmList* own = nullptr;
         for (const DrmList& d : drm_lists)
             if (d.lure == lure) own = &d;
         REQUIRE(own != nullptr);
-        for (const std::string& w : list) CHECK(std::find(own->associates.begin(), own->associates.end(), w) != own->associates.end());
-        if (condition == "associated-absent") {
-            CHECK(probe == lure);
-            CHECK(item.expected[0] == "no");
-        } else if (condition == "neutral-absent") {
-            CHECK(probe != lure);
-            CHECK(!contains(list, probe));
-            CHECK(std::find(own->associates.begin(), own->associates.end(), probe) == own->associates.end());
-            CHECK(item.expected[0] == "no");
-        } else {
-            CHECK(condition == "present");
-            CHECK(contains(list, probe));
-            CHECK(item.expected[0] == "yes");
+        const auto is_associate = [&](const std::string& w) { return std::find(own->associates.begin(), own->associates.end(), w) != own->associates.end(); };
+        const auto is_lure = [&](const std::string& w) {
+            return std::any_of(drm_lists.begin(), drm_lists.end(), [&](const DrmList& d) { return d.lure == w; });
+        };
+        // The list is associates of its lure, with at most one lure (the probe) among them.
+        std::size_t lures_in_list = 0;
+        for (const std::string& w : list) {
+            if (is_lure(w)) {
+                ++lures_in_list;
+                CHECK(w == probe);
+            } else {
+                CHECK(is_associate(w));
+            }
         }
+        const bool studied = contains(list, probe);
+        CHECK(item.expected[0] == (studied ? "yes" : "no"));
+        if (condition == "associated-absent" || condition == "lure-studied") {
+            CHECK(probe == lure);
+            CHECK(studied == (condition == "lure-studied"));
+        } else if (condition == "neutral-absent" || condition == "neutral-studied") {
+            CHECK(probe != lure);
+            CHECK(is_lure(probe));
+            CHECK(studied == (condition == "neutral-studied"));
+        } else {
+            REQUIRE((condition == "present" || condition == "related-absent"));
+            CHECK(is_associate(probe));
+            CHECK(studied == (condition == "present"));
+        }
+        CHECK(lures_in_list == (condition == "lure-studied" || condition == "neutral-studied" ? 1u : 0u));
     });
-    for (const std::string_view c : kDrmConditions) CHECK(count[std::string(c)] == 2 * kItems / kDrmConditions.size());
+    for (const ProbeCondition& c : kDrmConditions) CHECK(count[std::string(c.name)] == 2 * kItems / kDrmConditions.size());
+    CHECK(count.size() == kDrmConditions.size());
     // No lure is an associate in any list.
     for (const DrmList& a : drm_lists)
         for (const DrmList& b : drm_lists)
@@ -237,19 +252,31 @@ TEST_CASE("tasks: conjunction conditions are balanced and the probes recombine p
             const std::size_t plus = p.find('+');
             return std::pair<std::string, std::string>{p.substr(0, plus), p.substr(plus + 1)};
         };
-        std::set<std::string> lefts, rights, all_parts;
+        std::set<std::string> all_parts;
         for (std::size_t i = 0; i < list.size(); ++i) {
             const auto [l, r] = split(parts[i]);
             CHECK(l + r == list[i]);
             CHECK(span_of(item, "word:" + std::to_string(i)) == list[i]);
-            lefts.insert(l);
-            rights.insert(r);
             CHECK(all_parts.insert(l).second);  // no part is used twice in a list
             CHECK(all_parts.insert(r).second);
         }
         const auto [pl, pr] = split(item.fields["probe_parts"]);
         CHECK(pl + pr == probe);
         const bool studied = contains(list, probe);
+        CHECK(item.expected[0] == (studied ? "yes" : "no"));
+        const auto has_studied = [&](const std::string& suffix) {
+            return condition.size() > suffix.size() && condition.compare(condition.size() - suffix.size(), suffix.size(), suffix) == 0;
+        };
+        const bool is_studied_kind = condition == "present" || has_studied("-studied");
+        CHECK(studied == is_studied_kind);
+        // The set of this item (found by its lure) and its compounds in the list.
+        const ConjunctionSet* set = nullptr;
+        for (const ConjunctionSet& s : conjunction_sets)
+            if (s.lure.word() == item.fields["lure"].get<std::string>()) set = &s;
+        REQUIRE(set != nullptr);
+        const bool first = contains(list, set->first.word()), second = contains(list, set->second.word());
+        const bool lure = contains(list, set->lure.word()), left = contains(list, set->left_only.word()),
+                   right = contains(list, set->right_only.word());
         // Which studied word has the probe's left part as its left part, which its right as right.
         std::size_t left_in = list.size(), right_in = list.size();
         for (std::size_t i = 0; i < list.size(); ++i) {
@@ -257,28 +284,88 @@ TEST_CASE("tasks: conjunction conditions are balanced and the probes recombine p
             if (l == pl) left_in = i;
             if (r == pr) right_in = i;
         }
-        if (condition == "present") {
-            CHECK(studied);
-            CHECK(item.expected[0] == "yes");
-        } else {
-            CHECK(!studied);
-            CHECK(item.expected[0] == "no");
-        }
         if (condition == "conjunction-absent") {
             CHECK(left_in < list.size());
             CHECK(right_in < list.size());
             CHECK(left_in != right_in);
             CHECK(probe == item.fields["lure"].get<std::string>());
+            CHECK((first && second && !lure && !left && !right));
+        } else if (condition == "conjunction-studied") {
+            CHECK(probe == item.fields["lure"].get<std::string>());
+            CHECK((!first && !second && lure && !left && !right));
         } else if (condition == "left-only") {
+            CHECK(probe == set->left_only.word());
             CHECK(left_in < list.size());
             CHECK(!all_parts.count(pr));
+            CHECK((first && second && !lure && !left && !right));
+        } else if (condition == "left-only-studied") {
+            CHECK(probe == set->left_only.word());
+            CHECK((!first && second && !lure && left && !right));
         } else if (condition == "right-only") {
+            CHECK(probe == set->right_only.word());
             CHECK(right_in < list.size());
             CHECK(!all_parts.count(pl));
+            CHECK((first && second && !lure && !left && !right));
+        } else if (condition == "right-only-studied") {
+            CHECK(probe == set->right_only.word());
+            CHECK((first && !second && !lure && !left && right));
         } else if (condition == "neutral-absent") {
             CHECK(!all_parts.count(pl));
             CHECK(!all_parts.count(pr));
+            CHECK((first && second && !lure && !left && !right));
+        } else if (condition == "neutral-studied") {
+            CHECK(probe != set->first.word());
+            CHECK(probe != set->second.word());
+            CHECK((first && second && !lure && !left && !right));
+        } else if (condition == "present") {
+            CHECK((probe == set->first.word() || probe == set->second.word()));
+            CHECK((first && second && !lure && !left && !right));
+        } else {
+            REQUIRE(condition == "source-absent");
+            CHECK((probe == set->first.word() || probe == set->second.word()));
+            CHECK(first != second);
+            CHECK((!lure && !left && !right));
         }
     });
-    for (const std::string_view c : kConjunctionConditions) CHECK(count[std::string(c)] == 2 * kItems / kConjunctionConditions.size());
+    for (const ProbeCondition& c : kConjunctionConditions) CHECK(count[std::string(c.name)] == 2 * kItems / kConjunctionConditions.size());
+    CHECK(count.size() == kConjunctionConditions.size());
+}
+
+// The probe word alone must not tell the answer: a model trained on the items could otherwise
+// answer without reading the list (NONE as good as FULL). Each condition that probes a kind of
+// word while it is not studied has a twin that probes the same kind while it is studied, drawn
+// equally often, so every probe word is the right "yes" with probability 1/2 in an item that
+// probes it. Over seeds 1..50 x 600 items every probe word is probed at least 40 times, where a
+// yes-fraction outside [0.25, 0.75] is over 3 standard deviations (0.25 / sqrt(0.25 / 40)) from
+// 1/2; the old generators (lures and recombined compounds never studied, present probes always
+// studied) have fractions of exactly 0 or 1. The best answer from the probe word alone (its
+// majority answer) is right in at most 60 % of the items (measured: 0.52 for both tasks; 1.00
+// and 0.99 with the old generators).
+TEST_CASE("tasks: drm / conjunction: the probe word alone does not tell the answer") {
+    for (const char* task : {"drm", "conjunction"}) {
+        INFO(task);
+        std::map<std::string, std::pair<std::size_t, std::size_t>> per_word;  // probe word -> (yes, probed)
+        std::map<std::string, std::set<std::string>> yes_of_kind;             // condition -> its answers
+        for (std::uint64_t seed = 1; seed <= 50; ++seed)
+            for (std::size_t i = 0; i < 600; ++i) {
+                const Item item = find_task(task).make(seed, i);
+                auto& [yes, probed] = per_word[item.fields["probe"].get<std::string>()];
+                yes += item.expected[0] == "yes";
+                ++probed;
+                yes_of_kind[item.fields["condition"].get<std::string>()].insert(item.expected[0]);
+            }
+        std::size_t majority = 0, total = 0;
+        for (const auto& [word, c] : per_word) {
+            INFO(word, ": yes in ", c.first, " of ", c.second);
+            CHECK(c.second >= 40);
+            const double p = static_cast<double>(c.first) / static_cast<double>(c.second);
+            CHECK(p >= 0.25);
+            CHECK(p <= 0.75);
+            majority += std::max(c.first, c.second - c.first);
+            total += c.second;
+        }
+        CHECK(static_cast<double>(majority) / static_cast<double>(total) <= 0.6);
+        // Every probe kind has one answer (its false-alarm or hit rate is a mean over its group).
+        for (const auto& [kind, answers] : yes_of_kind) CHECK_MESSAGE(answers.size() == 1, kind);
+    }
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Shared by the recognition-trap tasks (drm, conjunction): a studied word list, a probe
-// question "Was the word X in the list? Answer yes or no.", and the yes/no score with the
-// false- and true-positive fields.
+// question "Was the word X in the list? Answer yes or no.", the conditions (probe kinds) and
+// the yes/no score with the false- and true-positive fields.
 
 #include <cstddef>      // std::size_t
 #include <string>       // std::string
@@ -14,6 +14,13 @@
 #include "hylens/tasks/yes_no.hpp"
 
 namespace hylens::tasks {
+
+/// A probe kind of a recognition task: its name (the item field "condition") and whether its
+/// probe is in the studied list (the right answer is "yes").
+struct ProbeCondition {
+    std::string_view name;
+    bool studied = false;
+};
 
 /// "Study these words: w1, w2, ..., wN." with spans list and word:i (from 0).
 inline void append_study_list(TextBuilder& b, const std::vector<std::string>& list) {
