@@ -16,7 +16,7 @@ namespace hylens::cli {
 
 inline void write_named(const NamedTensors& t, const std::filesystem::path& out) {
     io::SafetensorsWriter w;
-    for (const auto& [name, tensor] : t.all()) w.add_f32(name, tensor.shape, tensor.values);
+    for (const auto& [name, tensor] : t.all()) w.add_f32(name, shape_of(tensor), flat(tensor));
     w.write(out);
 }
 
@@ -33,8 +33,8 @@ inline void check_dump_finite(const NamedTensors& t, std::size_t L, const std::s
     }
     for (const auto& name : order) {
         const NamedTensor& x = t.at(name);
-        const std::size_t i = hylens::detail::first_non_finite(x.values.data(), x.values.size()), D = x.shape.back();
-        check<NonFiniteError>(i == x.values.size(), "[dump] model ", model, ": first non-finite value (", i < x.values.size() ? x.values[i] : 0.0f,
+        const std::size_t i = hylens::detail::first_non_finite(x.data(), x.size()), D = x.shape().back();
+        check<NonFiniteError>(i == x.size(), "[dump] model ", model, ": first non-finite value (", i < x.size() ? x.data()[i] : 0.0f,
                               ") in ", name, " at token ", i / D, ", index ", i % D, " of ", D,
                               "; if the weights may be damaged, `hylens verify --model DIR` scans them");
     }
@@ -86,7 +86,7 @@ inline int run_dump(int argc, char** argv) {
             const NamedTensor& lg = t.at(name);
             for (std::size_t r = 0; r < fed.size(); ++r)
                 rows.push_back({{"position", p0 + r}, {"token", token_json(mi, fed[r])},
-                                {"next", top_k_json(mi, lg.values.data() + r * V, V, k)}});
+                                {"next", top_k_json(mi, lg.data() + r * V, V, k)}});
             return rows;
         };
         j["predictions"] = predictions("logits", ids, 0);
@@ -95,7 +95,7 @@ inline int run_dump(int argc, char** argv) {
             j["decode_predictions"] = predictions("decode.logits", decode, ids.size());
         }
         nlohmann::json shapes = nlohmann::json::object();
-        for (const auto& [name, tensor] : t.all()) shapes[name] = tensor.shape;
+        for (const auto& [name, tensor] : t.all()) shapes[name] = shape_of(tensor);
         j["tensors"] = shapes;
         write_json(j, json);
     }

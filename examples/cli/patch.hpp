@@ -94,8 +94,8 @@ inline int run_patch(int argc, char** argv) {
         model.visit([&](const auto& m) { return test::patch_reference_tensors(m, d, h, layers, attn_layer); });
     if (!mi.no_finite_check)
         for (const auto& [name, x] : t.all()) {
-            const std::size_t i = hylens::detail::first_non_finite(x.values.data(), x.values.size());
-            check<NonFiniteError>(i == x.values.size(), "[patch] model ", type, ": non-finite value in ", name,
+            const std::size_t i = hylens::detail::first_non_finite(x.data(), x.size());
+            check<NonFiniteError>(i == x.size(), "[patch] model ", type, ": non-finite value in ", name,
                                   " at index ", i, "; `hylens verify --model DIR` scans the weights");
         }
     if (!out.empty()) write_named(t, out);
@@ -103,7 +103,7 @@ inline int run_patch(int argc, char** argv) {
         const std::size_t V = model.config().vocab;
         nlohmann::json outputs = nlohmann::json::object();
         for (const auto& [name, x] : t.all())
-            if (name.find("logits") != std::string::npos) outputs[name] = top_k_json(mi, x.values.data(), V, top);
+            if (name.find("logits") != std::string::npos) outputs[name] = top_k_json(mi, x.data(), V, top);
         write_json({{"model", type},
                     {"donor", tokens_json(mi, d)},
                     {"host", tokens_json(mi, h)},

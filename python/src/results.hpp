@@ -66,8 +66,10 @@ inline pyb::dict to_python(NamedTensors& t) {
     // The map is ours (a local result): move each buffer into the array that views it.
     auto& all = const_cast<std::map<std::string, NamedTensor>&>(t.all());
     for (auto& [name, tensor] : all) {
-        std::vector<pyb::ssize_t> shape(tensor.shape.begin(), tensor.shape.end());
-        out[pyb::str(name)] = to_numpy(std::move(tensor.values), std::move(shape));
+        std::vector<pyb::ssize_t> shape(tensor.shape().begin(), tensor.shape().end());
+        auto owner = std::make_unique<NamedTensor>(std::move(tensor));
+        const float* data = owner->data();
+        out[pyb::str(name)] = owning_array(std::move(owner), data, std::move(shape));
     }
     return out;
 }

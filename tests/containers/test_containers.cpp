@@ -1,7 +1,8 @@
-// The public containers: KVCache / RecurrentCache / NamedTensor views are xtensor views of
-// the storage itself (pointer identity, writes seen by the owner, shapes and contents equal to
-// the raw accessors), results hold xtensor logits, and the index types keep to the rule of
-// core/indices.hpp (checked at compile time).
+// The public containers: KVCache / RecurrentCache views are xtensor views of the storage
+// itself (pointer identity, writes seen by the owner, shapes and contents equal to the raw
+// accessors), captures (NamedTensor) are owning row-major xtensor containers, results hold
+// xtensor logits, and the index types keep to the rule of core/indices.hpp (checked at
+// compile time).
 
 #include <hylens/core/indices.hpp>
 #include <hylens/core/tensor_view.hpp>
@@ -54,7 +55,9 @@ static_assert(!std::is_assignable_v<decltype(std::declval<ConstKVView&>()(0, 0, 
 static_assert(!std::is_assignable_v<decltype(std::declval<ConstArrayView&>()(0)), float>);
 static_assert(std::is_same_v<decltype(std::declval<const KVCache&>().k_view(0)), ConstKVView>);
 static_assert(std::is_same_v<decltype(std::declval<const RecurrentCache&>().state_view(0)), ConstArrayView>);
-static_assert(std::is_same_v<decltype(std::declval<const NamedTensor&>().view()), ConstArrayView>);
+static_assert(std::is_same_v<NamedTensor, xt::xarray<float, xt::layout_type::row_major>>, "captures are xtensor containers");
+static_assert(std::is_same_v<decltype(std::declval<const NamedTensors&>().at("")), const NamedTensor&>);
+static_assert(std::is_same_v<decltype(rank_view<3>(std::declval<const NamedTensor&>())), ConstTensorView<3>>);
 
 float value_at(std::size_t b, std::size_t j, std::size_t p, std::size_t d) {
     return static_cast<float>(1000 * b + 100 * j + 10 * p + d) + 0.5f;
@@ -265,57 +268,68 @@ TEST_CASE("cache views of a model's cache: the same values as the raw accessors,
     CHECK(max_abs_diff(a, b) == 0.0f);
 }
 
-TEST_CASE("NamedTensor::view shows the values shaped, without a copy; captures of run() are viewable") {
+TEST_CASE("NamedTensor is an owning row-major xtensor container; captures of run() are NamedTensors") {
     const auto m = random_granite({});
     const TokenBatch ids({3, 1, 4, 1, 5});
     RunOptions o;
     o.capture = {site::resid_post(1), site::attn_probs(1, Positions::last())};
     RunResult r = run(m, ids, {}, o);
     const NamedTensor& resid = r.captures.at("resid_post.1");
-    auto v = resid.view();
-    CHECK(v.data() == resid.values.data());
-    REQUIRE(v.dimension() == 3);
-    CHECK(v.shape()[0] == 1);
-    CHECK(v.shape()[1] == 5);
-    CHECK(v.shape()[2] == 32);
-    CHECK(v(0, 4, 31) == resid.values[4 * 32 + 31]);
-    auto v3 = resid.view<3>();
-    CHECK(v3.data() == resid.values.data());
-    CHECK(xt::view(v3, 0, 2, xt::all())(7) == resid.values[2 * 32 + 7]);
-    CHECK_THROWS_AS((void)resid.view<2>(), ShapeError);
+    REQUIRE(resid.dimension() == 3);
+    CHECK(shape_of(resid) == std::vector<std::size_t>{1, 5, 32});
+    // Row-major: element (0, t, d) is the flat value t * 32 + d, and flat() is the storage itself.
+    CHECK(resid(0, 4, 31) == resid.data()[4 * 32 + 31]);
+    CHECK(flat(resid).data() == resid.data());
+    CHECK(flat(resid).size() == resid.size());
+    CHECK(resid.layout() == xt::layout_type::row_major);  // (xtensor gives size-1 axes stride 0)
+    CHECK(resid.strides()[1] == 32);
+    CHECK(resid.strides()[2] == 1);
+    // rank_view<N> fixes the rank without a copy; another rank is a ShapeError.
+    auto v3 = rank_view<3>(resid);
+    CHECK(v3.data() == resid.data());
+    CHECK(xt::view(v3, 0, 2, xt::all())(7) == resid.data()[2 * 32 + 7]);
+    CHECK_THROWS_AS((void)rank_view<2>(resid), ShapeError);
     const NamedTensor& probs = r.captures.at("attn_probs.1");
-    CHECK(probs.view<4>().shape()[1] == 4);  // [B, Hq, |P|, Tk]
-    CHECK(probs.view<4>().shape()[3] == 5);
+    CHECK(shape_of(probs) == std::vector<std::size_t>{1, 4, 1, 5});  // [B, Hq, |P|, Tk]
 
-    // Iterating the view visits the values in row-major order.
+    // Iterating visits the values in row-major order.
     std::size_t i = 0;
-    for (float x : v) CHECK(x == resid.values[i++]);
-    CHECK(i == resid.values.size());
+    for (float x : resid) CHECK(x == resid.data()[i++]);
+    CHECK(i == resid.size());
 
-    // A mutable view writes the values.
-    NamedTensor t{{2, 3}, {0, 1, 2, 3, 4, 5}};
-    t.view<2>()(1, 2) = 50.0f;
-    xt::view(t.view(), 0, xt::all()) = 9.0f;
-    CHECK(t.values == std::vector<float>{9, 9, 9, 3, 4, 50});
-    // A shape that does not match the values is an error, not a view past the end.
-    NamedTensor bad{{2, 4}, {0, 1, 2}};
-    CHECK_THROWS_AS((void)bad.view(), ShapeError);
-    CHECK_THROWS_AS((void)std::as_const(bad).view<2>(), ShapeError);
+    // Views of a NamedTensor write the tensor.
+    NamedTensor t = NamedTensor::from_shape({2, 3});
+    for (std::size_t k = 0; k < 6; ++k) t.data()[k] = static_cast<float>(k);
+    rank_view<2>(t)(1, 2) = 50.0f;
+    xt::view(t, 0, xt::all()) = 9.0f;
+    CHECK(to_vector(t) == std::vector<float>{9, 9, 9, 3, 4, 50});
 }
 
-TEST_CASE("NamedTensors::put of an xtensor expression stores it row-major with its shape") {
+TEST_CASE("NamedTensors::put stores an xtensor expression, a container or row-major values with their shape") {
     KVCache c = filled_kv();
     NamedTensors n;
-    n.put("k.0", c.k_view(0));  // a strided view: evaluated into contiguous values
+    n.put("k.0", c.k_view(0));  // a strided view: evaluated into a contiguous row-major container
     const NamedTensor& k = n.at("k.0");
-    CHECK(k.shape == std::vector<std::size_t>{3, 5, 4});
-    REQUIRE(k.values.size() == 60);
+    CHECK(shape_of(k) == std::vector<std::size_t>{3, 5, 4});
+    REQUIRE(k.size() == 60);
     for (std::size_t j = 0; j < 3; ++j)
-        for (std::size_t i = 0; i < 20; ++i) CHECK(k.values[j * 20 + i] == c.k(0, j)[i]);
+        for (std::size_t i = 0; i < 20; ++i) CHECK(k.data()[j * 20 + i] == c.k(0, j)[i]);
     Tensor2 x = {{1.0f, 2.0f}, {3.0f, 4.0f}};
     n.put("x", x * 2.0f);
-    CHECK(n.at("x").values == std::vector<float>{2, 4, 6, 8});
-    CHECK(n.at("x").shape == std::vector<std::size_t>{2, 2});
+    CHECK(to_vector(n.at("x")) == std::vector<float>{2, 4, 6, 8});
+    CHECK(shape_of(n.at("x")) == std::vector<std::size_t>{2, 2});
+    // A container is moved in: its buffer becomes the stored one.
+    NamedTensor y = NamedTensor::from_shape({3});
+    y.fill(1.5f);
+    const float* buffer = y.data();
+    n.put("y", std::move(y));
+    CHECK(n.at("y").data() == buffer);
+    // Row-major values with a shape; a size that does not match the shape is a ShapeError.
+    n.put("z", {2, 2}, std::vector<float>{1, 2, 3, 4});
+    CHECK(n.at("z")(1, 0) == 3.0f);
+    CHECK_THROWS_AS(n.put("bad", {2, 4}, std::vector<float>{0, 1, 2}), ShapeError);
+    CHECK(!n.contains("bad"));
+    CHECK_THROWS_AS((void)n.at("missing"), ShapeError);
 }
 
 TEST_CASE("site_layer / layer_index convert between the two layer-index types with a range check") {

@@ -157,7 +157,7 @@ TEST_CASE("logit lens at the last layer is the model's own output; attention_pro
     CHECK(d <= 1e-5f);
     CHECK(d0 > 1e-3f);
     const NamedTensor p = attention_probs(m, ids, 2);
-    CHECK(p.shape == std::vector<std::size_t>{1, 4, 1, 8});
+    CHECK(shape_of(p) == std::vector<std::size_t>{1, 4, 1, 8});
 }
 
 TEST_CASE("groups(size) and removal scans") {

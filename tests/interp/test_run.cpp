@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,7 @@ float max_diff(const Tensor3& a, const Tensor3& b) {
     REQUIRE(a.size() == b.size());
     return max_abs_diff(a, b);
 }
-float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+float max_diff(std::span<const float> a, std::span<const float> b) {
     REQUIRE(a.size() == b.size());
     float m = 0;
     for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
@@ -106,22 +107,22 @@ TEST_CASE("run: no interventions is the plain forward; captures have [B, |P|, D]
     const NamedTensors all = capture(m, kPrompt, {site::mixer_out(2), site::resid_post(1), site::attn_probs(1)});
     const NamedTensors last =
         capture(m, kPrompt, {site::mixer_out(2, Positions::last()), site::resid_post(1, Positions::at({0, -2}))});
-    CHECK(all.at("mixer_out.2").shape == std::vector<std::size_t>{1, T, H});
-    CHECK(last.at("mixer_out.2").shape == std::vector<std::size_t>{1, 1, H});
-    const auto& a = all.at("mixer_out.2").values;
-    CHECK(max_diff(last.at("mixer_out.2").values, std::vector<float>(a.end() - H, a.end())) == 0.0f);
-    const auto& r = all.at("resid_post.1").values;
+    CHECK(shape_of(all.at("mixer_out.2")) == std::vector<std::size_t>{1, T, H});
+    CHECK(shape_of(last.at("mixer_out.2")) == std::vector<std::size_t>{1, 1, H});
+    const auto& a = flat(all.at("mixer_out.2"));
+    CHECK(max_diff(flat(last.at("mixer_out.2")), std::vector<float>(a.end() - H, a.end())) == 0.0f);
+    const auto& r = flat(all.at("resid_post.1"));
     std::vector<float> want(r.begin(), r.begin() + H);
     want.insert(want.end(), r.end() - 2 * H, r.end() - H);
-    CHECK(max_diff(last.at("resid_post.1").values, want) == 0.0f);
+    CHECK(max_diff(flat(last.at("resid_post.1")), want) == 0.0f);
     // attention probabilities: [B, Hq, T, T], causal rows summing to 1
     const NamedTensor& p = all.at("attn_probs.1");
-    REQUIRE(p.shape == std::vector<std::size_t>{1, 4, T, T});
+    REQUIRE(shape_of(p) == std::vector<std::size_t>{1, 4, T, T});
     for (std::size_t h = 0; h < 4; ++h)
         for (std::size_t t = 0; t < T; ++t) {
             double s = 0;
             for (std::size_t k = 0; k < T; ++k) {
-                const float v = p.values[(h * T + t) * T + k];
+                const float v = p(0, h, t, k);
                 if (k > t) CHECK(v == 0.0f);
                 s += v;
             }
@@ -129,7 +130,7 @@ TEST_CASE("run: no interventions is the plain forward; captures have [B, |P|, D]
         }
     // embed and final_norm take layer -1; a site a layer lacks is an error that names it
     CHECK_THROWS_AS(capture(m, kPrompt, {site::ssm_out(0)}), ShapeError);
-    CHECK(capture(m, kPrompt, {site::final_norm(Positions::last())}).at("final_norm").shape[1] == 1);
+    CHECK(capture(m, kPrompt, {site::final_norm(Positions::last())}).at("final_norm").shape()[1] == 1);
 }
 
 TEST_CASE("run: a mixer-output patch from another run equals rebuilding the residual by hand") {
@@ -140,10 +141,10 @@ TEST_CASE("run: a mixer-output patch from another run equals rebuilding the resi
     const std::size_t T = kPrompt.T(), H = m.config().hidden;
     // rows before the last are the host's own; the last row holds the donor's
     const NamedTensors host = capture(m, kPrompt, {site::mixer_out(1)});
-    const auto& got = r.captures.at("mixer_out.1").values;
+    const auto& got = flat(r.captures.at("mixer_out.1"));
     CHECK(max_diff(std::vector<float>(got.begin(), got.end() - H),
-                   std::vector<float>(host.at("mixer_out.1").values.begin(), host.at("mixer_out.1").values.end() - H)) == 0.0f);
-    CHECK(max_diff(std::vector<float>(got.end() - H, got.end()), donor.at("mixer_out.1").values) == 0.0f);
+                   std::vector<float>(flat(host.at("mixer_out.1")).begin(), flat(host.at("mixer_out.1")).end() - H)) == 0.0f);
+    CHECK(max_diff(std::vector<float>(got.end() - H, got.end()), flat(donor.at("mixer_out.1"))) == 0.0f);
     // everything downstream moved, the earlier positions' logits did not
     auto c = m.new_cache(1);
     const Tensor3 plain = m.forward(kPrompt, c);
@@ -163,22 +164,22 @@ TEST_CASE("T9: ProjPatch of q on a gated model changes the query, never the gate
     // only move if the gate were touched.
     const TokenBatch one({7});
     const NamedTensors base = capture(m, one, {site::q(2), site::head_out(2)});
-    REQUIRE(base.at("q.2").values.size() == Qd);  // the query half only
+    REQUIRE(flat(base.at("q.2")).size() == Qd);  // the query half only
     std::vector<float> donor(Qd);
     for (std::size_t i = 0; i < Qd; ++i) donor[i] = 3.0f * std::sin(0.7f * static_cast<float>(i) + 1.0f);
     const RunResult r = run(m, one, {proj_patch(2, Site::q, Positions::all(), donor)},
                             {{site::q(2), site::head_out(2)}});
-    CHECK(max_diff(r.captures.at("q.2").values, donor) == 0.0f);                         // the patch took
-    CHECK(max_diff(r.captures.at("head_out.2").values, base.at("head_out.2").values) == 0.0f);  // gate untouched
+    CHECK(max_diff(flat(r.captures.at("q.2")), donor) == 0.0f);                         // the patch took
+    CHECK(max_diff(flat(r.captures.at("head_out.2")), flat(base.at("head_out.2"))) == 0.0f);  // gate untouched
     // With a history the same patch does change the attention output (it is not inert).
     const RunResult r2 = run(m, kPrompt, {proj_patch(2, Site::q, Positions::last(), donor)}, {{site::head_out(2)}});
     const NamedTensors b2 = capture(m, kPrompt, {site::head_out(2)});
-    CHECK(max_diff(r2.captures.at("head_out.2").values, b2.at("head_out.2").values) > 1e-4f);
+    CHECK(max_diff(flat(r2.captures.at("head_out.2")), flat(b2.at("head_out.2"))) > 1e-4f);
     // Per-head patch: only head 1's columns of q change.
     const RunResult r3 = run(m, one, {proj_patch(2, Site::q, Positions::all(), donor, {1})}, {{site::q(2)}});
-    const auto& q3 = r3.captures.at("q.2").values;
+    const auto& q3 = flat(r3.captures.at("q.2"));
     for (std::size_t i = 0; i < Qd; ++i)
-        CHECK(q3[i] == (i / 8 == 1 ? donor[i] : base.at("q.2").values[i]));
+        CHECK(q3[i] == (i / 8 == 1 ? donor[i] : flat(base.at("q.2"))[i]));
 }
 
 TEST_CASE("run: HeadZero equals zeroing the projection's input columns in the weights") {
@@ -225,11 +226,11 @@ TEST_CASE("run: SkipLayer, Truncate, Zero, Mean and layer_write do what §C.5 sa
                                                site::mixer_out(2), site::final_norm()});
     SUBCASE("SkipLayer: the layer outputs its input") {
         const RunResult r = run(m, kPrompt, {skip_layers({1})}, {{site::resid_post(1)}});
-        CHECK(max_diff(r.captures.at("resid_post.1").values, c.at("resid_pre.1").values) == 0.0f);
+        CHECK(max_diff(flat(r.captures.at("resid_post.1")), flat(c.at("resid_pre.1"))) == 0.0f);
     }
     SUBCASE("Truncate: the residual after the cut goes to the final norm and the head") {
         const RunResult r = run(m, kPrompt, {truncate_after(1)});
-        const Tensor3 want = m.head(c.at("resid_post.1").values.data(), 1, T);
+        const Tensor3 want = m.head(flat(c.at("resid_post.1")).data(), 1, T);
         CHECK(max_diff(r.logits, want) == 0.0f);
     }
     SUBCASE("Zero and Mean overwrite only the chosen rows") {
@@ -237,8 +238,8 @@ TEST_CASE("run: SkipLayer, Truncate, Zero, Mean and layer_write do what §C.5 sa
         const RunResult r = run(m, kPrompt, {zero(Site::mixer_out, {2}, Positions::at({0})),
                                              mean_ablate(Site::mixer_out, {2}, {mu}, Positions::at({-1}))},
                                 {{site::mixer_out(2)}});
-        const auto& got = r.captures.at("mixer_out.2").values;
-        const auto& was = c.at("mixer_out.2").values;
+        const auto& got = flat(r.captures.at("mixer_out.2"));
+        const auto& was = flat(c.at("mixer_out.2"));
         for (std::size_t d = 0; d < H; ++d) {
             CHECK(got[d] == 0.0f);
             CHECK(got[(T - 1) * H + d] == 0.25f);
@@ -249,9 +250,9 @@ TEST_CASE("run: SkipLayer, Truncate, Zero, Mean and layer_write do what §C.5 sa
         const NamedTensors d = capture(m, kOther, {site::layer_write(2, Positions::last())});
         const RunResult r = run(m, kPrompt, {patch(site::layer_write(2, Positions::last()), d)},
                                 {{site::resid_pre(2), site::resid_post(2)}});
-        const auto& pre = r.captures.at("resid_pre.2").values;
-        const auto& post = r.captures.at("resid_post.2").values;
-        const auto& w = d.at("layer_write.2").values;
+        const auto& pre = flat(r.captures.at("resid_pre.2"));
+        const auto& post = flat(r.captures.at("resid_post.2"));
+        const auto& w = flat(d.at("layer_write.2"));
         for (std::size_t k = 0; k < H; ++k) CHECK(post[(T - 1) * H + k] == pre[(T - 1) * H + k] + w[k]);
     }
 }
@@ -267,17 +268,17 @@ TEST_CASE("run: Surrogate reports its coverage; ChannelMask touches only its cha
     const RunResult r = run(m, kPrompt, {iv}, {{site::mixer_out(0)}});
     REQUIRE(r.coverage.size() == 1);
     CHECK(r.coverage[0] == doctest::Approx(3.0 / static_cast<double>(T)));
-    const auto& got = r.captures.at("mixer_out.0").values;
+    const auto& got = flat(r.captures.at("mixer_out.0"));
     for (std::size_t t = 0; t < T; ++t) CHECK(got[t * H] == (kPrompt.at(0, t) == 5 ? 1.0f : -1.0f));
 
     ChannelMask cm;
     cm.channels = {0, 3};
     const NamedTensors base = capture(m, kPrompt, {site::mixer_out(0)});
     const RunResult r2 = run(m, kPrompt, {{Site::mixer_out, {0}, Positions::all(), cm, false}}, {{site::mixer_out(0)}});
-    const auto& g2 = r2.captures.at("mixer_out.0").values;
+    const auto& g2 = flat(r2.captures.at("mixer_out.0"));
     for (std::size_t t = 0; t < T; ++t)
         for (std::size_t d = 0; d < H; ++d)
-            CHECK(g2[t * H + d] == (d == 0 || d == 3 ? 0.0f : base.at("mixer_out.0").values[t * H + d]));
+            CHECK(g2[t * H + d] == (d == 0 || d == 3 ? 0.0f : flat(base.at("mixer_out.0"))[t * H + d]));
     CHECK(std::isnan(r2.coverage[0]));
 }
 
@@ -302,7 +303,7 @@ TEST_CASE("run: StateResetEvery runs in chunks and zeroes only the SSM state; Co
     auto cr = m.new_cache(1);
     const RunResult r = run(m, cr, kPrompt, {state_reset_every({0, 3}, 4)}, {{site::mixer_out(0)}});
     CHECK(max_diff(std::vector<float>(r.logits.begin(), r.logits.end()), want) == 0.0f);
-    CHECK(r.captures.at("mixer_out.0").shape[1] == kPrompt.T());
+    CHECK(r.captures.at("mixer_out.0").shape()[1] == kPrompt.T());
     CHECK(max_diff(r.logits, plain) > 1e-4f);
 
     const RunResult ct = run(m, kPrompt, {conv_taps({0})});

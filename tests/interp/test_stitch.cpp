@@ -68,7 +68,7 @@ TEST_CASE("T10: a self-stitch with identity maps reproduces the intact model") {
         CHECK(d <= 1e-4f);
         // and interventions run on it like on any model (the block's slot fires mixer_out)
         const NamedTensors cap = capture(s, ids, {site::mixer_out(0), site::resid_post(2)});
-        CHECK(cap.at("mixer_out.0").shape[2] == m.config().hidden);
+        CHECK(cap.at("mixer_out.0").shape()[2] == m.config().hidden);
         const RunResult z = run(s, ids, {zero(Site::mixer_out, {0})});
         CHECK(rel(z.logits, all) > 1e-3f);
     }
@@ -78,15 +78,15 @@ TEST_CASE("run_block: the donor layers on a sequence with a fresh cache, zero_mi
     const auto m = test::random_granite({});
     const TokenBatch ids(prompt(2, 12));
     const NamedTensors c = capture(m, ids, {site::resid_pre(0), site::resid_post(1)});
-    const std::vector<float> y = run_block(m, {0, 1}, c.at("resid_pre.0").values, 1, 12);
-    const auto& want = c.at("resid_post.1").values;
+    const std::vector<float> y = run_block(m, {0, 1}, flat(c.at("resid_pre.0")), 1, 12);
+    const auto& want = flat(c.at("resid_post.1"));
     float d = 0;
     for (std::size_t i = 0; i < y.size(); ++i) d = std::max(d, std::fabs(y[i] - want[i]));
     CHECK(d <= 1e-4f);
-    const std::vector<float> ym = run_block(m, {0}, c.at("resid_pre.0").values, 1, 12, true);
+    const std::vector<float> ym = run_block(m, {0}, flat(c.at("resid_pre.0")), 1, 12, true);
     const NamedTensors z = capture(m, ids, {site::resid_post(0)}, {zero(Site::mixer_out, {0})});
     d = 0;
-    for (std::size_t i = 0; i < ym.size(); ++i) d = std::max(d, std::fabs(ym[i] - z.at("resid_post.0").values[i]));
+    for (std::size_t i = 0; i < ym.size(); ++i) d = std::max(d, std::fabs(ym[i] - flat(z.at("resid_post.0"))[i]));
     CHECK(d <= 1e-4f);
     CHECK_THROWS_AS(run_block(m, {0}, std::vector<float>(5), 1, 12), ShapeError);
 }
@@ -147,8 +147,8 @@ TEST_CASE("fit_query_map + set_final: writes the mapped rows at the final positi
     for (unsigned s = 0; s < 40; ++s) {
         const TokenBatch ids(prompt(300 + s, 8));
         const NamedTensors c = capture(m, ids, {site::mixer_out(0, Positions::last()), site::mixer_out(1, Positions::last())});
-        const auto& a = c.at("mixer_out.0").values;
-        const auto& b = c.at("mixer_out.1").values;
+        const auto& a = flat(c.at("mixer_out.0"));
+        const auto& b = flat(c.at("mixer_out.1"));
         X.insert(X.end(), a.begin(), a.end());
         Y.insert(Y.end(), b.begin(), b.end());
         Y.insert(Y.end(), b.begin(), b.end());
@@ -159,7 +159,7 @@ TEST_CASE("fit_query_map + set_final: writes the mapped rows at the final positi
     const std::vector<float> mapped = f.apply(std::vector<float>(X.begin(), X.begin() + static_cast<long>(H)));
     const TokenBatch ids(prompt(999, 8));
     const RunResult r = run(m, ids, set_final({1, 3}, mapped, H), {{site::mixer_out(1), site::mixer_out(3)}});
-    const auto& got = r.captures.at("mixer_out.3").values;
+    const auto& got = flat(r.captures.at("mixer_out.3"));
     for (std::size_t d = 0; d < H; ++d) CHECK(got[7 * H + d] == mapped[H + d]);
 }
 

@@ -28,11 +28,11 @@ inline int compare_to_golden(const NamedTensors& got, const io::SafetensorsFile&
         const double atol = it.value()["atol"].get<double>() * atol_scale;
         const std::vector<float> ref = golden.read_f32(name);
         const NamedTensor& t = got.at(name);
-        REQUIRE(t.values.size() == ref.size());
+        REQUIRE(t.size() == ref.size());
         double worst = 0.0;
         std::size_t where = 0;
         for (std::size_t i = 0; i < ref.size(); ++i) {
-            const double d = std::fabs(static_cast<double>(t.values[i]) - ref[i]);
+            const double d = std::fabs(static_cast<double>(t.data()[i]) - ref[i]);
             if (!(d <= worst)) {
                 worst = d;
                 where = i;

@@ -83,9 +83,9 @@ void check_self(const Model& m, const ex::TransplantItem& it, const std::vector<
             RunOptions o;
             o.capture = {site::resid_post(l0)};
             const MixerTransplant t = transplant_layer_write(m, TokenBatch(it.a), TokenBatch(it.b), c.layers, P, o);
-            const auto& x = cl.at(site::resid_pre(l0).name()).values;
-            const auto& y = cl.at(site::resid_post(l0).name()).values;
-            const auto& z = t.host.captures.at(site::resid_post(l0).name()).values;
+            const auto& x = flat(cl.at(site::resid_pre(l0).name()));
+            const auto& y = flat(cl.at(site::resid_post(l0).name()));
+            const auto& z = flat(t.host.captures.at(site::resid_post(l0).name()));
             const std::size_t H = m.config().hidden;
             std::vector<bool> patched(it.b.size(), false);
             for (std::size_t p : P.resolve(it.b.size())) patched[p] = true;

@@ -128,7 +128,7 @@ NamedTensors patch_reference_tensors(const Model& model, const std::vector<std::
     const MixerTransplant rec = transplant_mixer(model, donor, host, layers, Positions::last());
     std::vector<float> rows;
     for (int l : layers) {
-        const auto& r = rec.donor.at(SiteRef{mixer_site(model.stack(), l, MixerChannel::recurrent), l}.name()).values;
+        const auto r = flat(rec.donor.at(SiteRef{mixer_site(model.stack(), l, MixerChannel::recurrent), l}.name()));
         rows.insert(rows.end(), r.begin(), r.end());
     }
     out.put("patch.donor.mixer_out", {layers.size(), H}, std::move(rows));
@@ -137,8 +137,7 @@ NamedTensors patch_reference_tensors(const Model& model, const std::vector<std::
     const MixerTransplant att =
         transplant_mixer(model, donor, host, {attn_layer}, Positions::last(), MixerChannel::attention);
     out.put("patch.attn.donor.mixer_out", {H},
-            att.donor.at(SiteRef{mixer_site(model.stack(), attn_layer, MixerChannel::attention), attn_layer}.name())
-                .values);
+            flat(att.donor.at(SiteRef{mixer_site(model.stack(), attn_layer, MixerChannel::attention), attn_layer}.name())));
     out.put("patch.attn.host.logits_final", {V}, final_row(att.host.logits, T - 1));
 
     out.put("state_patch.logits_final", {V}, final_row(transplant_state(model, donor, host, layers, true), 0));

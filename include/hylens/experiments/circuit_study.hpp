@@ -134,7 +134,7 @@ inline nlohmann::json attention_fields(const NamedTensors& cap, const std::vecto
     for (const SiteRef& s : sites) {
         const NamedTensor& p = cap.at(s.name());
         std::vector<double> t, o, f, r;
-        for (std::size_t h = 0; h < p.shape[1]; ++h) {
+        for (std::size_t h = 0; h < p.shape()[1]; ++h) {
             std::size_t Tk = 0;
             const float* row = probs_row(p, 0, h, 0, Tk);
             const AttentionSplit a = attention_split(row, Tk, entries, target);
@@ -177,8 +177,8 @@ nlohmann::json qk_condition(const Model& model, const PairItem& it, const std::v
     for (int qa = 0; qa < 2; ++qa)
         for (int ka = 0; ka < 2; ++ka) {
             const std::vector<Intervention> iv{
-                proj_patch(s, Site::q, Positions::last(), (qa ? ablated : intact).at(qk[0].name()).values),
-                proj_patch(s, Site::k, Positions::all(), (ka ? ablated : intact).at(qk[1].name()).values)};
+                proj_patch(s, Site::q, Positions::last(), to_vector((qa ? ablated : intact).at(qk[0].name()))),
+                proj_patch(s, Site::k, Positions::all(), to_vector((ka ? ablated : intact).at(qk[1].name())))};
             RunOptions o;
             o.capture = {site::attn_probs(s, Positions::last())};
             o.skip_logits = true;
@@ -186,7 +186,7 @@ nlohmann::json qk_condition(const Model& model, const PairItem& it, const std::v
             const NamedTensor& p = r.captures.at(o.capture[0].name());
             std::vector<double> sel, margin;
             std::vector<bool> top1;
-            for (std::size_t h = 0; h < p.shape[1]; ++h) {
+            for (std::size_t h = 0; h < p.shape()[1]; ++h) {
                 std::size_t Tk = 0;
                 const float* row = probs_row(p, 0, h, 0, Tk);  // sets Tk
                 const Selectivity q = qk_selectivity(row, Tk, it.entries, it.target);
@@ -386,7 +386,7 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
         const PairItem probe = pair_item(set.items.front());
         const NamedTensors cap = capture(model, TokenBatch(probe.clean), attention);
         for (const SiteRef& s : attention)
-            for (std::size_t h = 0; h < cap.at(s.name()).shape[1]; ++h) heads.push_back({s.layer, h});
+            for (std::size_t h = 0; h < cap.at(s.name()).shape()[1]; ++h) heads.push_back({s.layer, h});
     }
     for (const auto& [l, h] : heads) names.push_back(cc::head(l, h));
     const std::size_t head_end = names.size();

@@ -139,10 +139,10 @@ Tensor3 encode_swap_run(const Model& model, const std::vector<std::int64_t>& don
     std::vector<Intervention> iv;
     for (const SiteRef& s : all) {
         const NamedTensor& t = cap.at(s.name());
-        const std::size_t T = t.shape[1], D = t.shape[2];
+        const std::size_t T = t.shape()[1], D = t.shape()[2];
         std::vector<double> mean(D, 0.0);
         for (std::size_t p = 0; p < T; ++p)
-            for (std::size_t j = 0; j < D; ++j) mean[j] += static_cast<double>(t.values[p * D + j]);
+            for (std::size_t j = 0; j < D; ++j) mean[j] += static_cast<double>(t.data()[p * D + j]);
         std::vector<float> rows;
         for (std::size_t k = 0; k < positions.size(); ++k)
             for (std::size_t j = 0; j < D; ++j) rows.push_back(static_cast<float>(mean[j] / static_cast<double>(T)));

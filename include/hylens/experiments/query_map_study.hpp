@@ -86,12 +86,12 @@ std::vector<std::vector<float>> final_features(const Model& m, const std::vector
     for (const auto& b : blocks) {
         std::vector<float> f;
         for (int l : b) {
-            const auto& v = c.at(SiteRef{mixer_site(m.stack(), l, MixerChannel::recurrent), l, Positions::last(), false}.name()).values;
+            const auto v = flat(c.at(SiteRef{mixer_site(m.stack(), l, MixerChannel::recurrent), l, Positions::last(), false}.name()));
             f.insert(f.end(), v.begin(), v.end());
         }
         out.push_back(std::move(f));
     }
-    if (key_pos >= 0) out.push_back(c.at(site::embed().name()).values);
+    if (key_pos >= 0) out.push_back(to_vector(c.at(site::embed().name())));
     return out;
 }
 

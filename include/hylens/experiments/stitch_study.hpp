@@ -304,8 +304,8 @@ Ridge fit_bypass(const Model& host, LayerRange block, const std::vector<StitchIt
     std::vector<float> X, T;
     for (const StitchItem& it : items) {
         const NamedTensors c = capture(host, TokenBatch(it.recv_ids), {site::resid_pre(block.lo), site::resid_post(block.hi)});
-        const auto& a = c.at(site::resid_pre(block.lo).name()).values;
-        const auto& b = c.at(site::resid_post(block.hi).name()).values;
+        const auto a = flat(c.at(site::resid_pre(block.lo).name()));
+        const auto b = flat(c.at(site::resid_post(block.hi).name()));
         X.insert(X.end(), a.begin(), a.end());
         for (std::size_t k = 0; k < b.size(); ++k) T.push_back(b[k] - a[k]);
     }

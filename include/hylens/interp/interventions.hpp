@@ -133,14 +133,14 @@ inline Intervention patch(const SiteRef& s, std::vector<float> rows) {
 /// Set site.positions of site.layer to the same rows of another run's capture (which must
 /// hold that site under the same name, captured at the same positions).
 inline Intervention patch(const SiteRef& s, const NamedTensors& donor) {
-    return patch(s, donor.at(s.name()).values);
+    return patch(s, to_vector(donor.at(s.name())));
 }
 /// Set the same site at several layers from a capture of another run (each layer's rows are
 /// looked up as `<site>.<layer>` and must have been captured at `positions`).
 inline Intervention patch(Site s, const std::vector<int>& layers, Positions positions, const NamedTensors& donor,
                           bool write = false) {
     Set set;
-    for (int l : layers) set.rows.push_back(donor.at(SiteRef{s, l, positions, write}.name()).values);
+    for (int l : layers) set.rows.push_back(to_vector(donor.at(SiteRef{s, l, positions, write}.name())));
     return {s, layers, std::move(positions), std::move(set), write};
 }
 /// Zero a site at several layers (mixer_out on a block's layers is the default removal of).

@@ -100,12 +100,12 @@ inline double attention_mass(const float* probs, std::size_t Tk, Span span) {
 /// The probability row of (batch b, head h, query slot q) of an attn_probs capture
 /// [B, Hq, |P|, Tk]; returns the row and sets Tk.
 inline const float* probs_row(const NamedTensor& probs, std::size_t b, std::size_t h, std::size_t q, std::size_t& Tk) {
-    check<ShapeError>(probs.shape.size() == 4, "[probs_row] expected an attn_probs capture [B, Hq, |P|, Tk]");
-    const auto& s = probs.shape;
+    check<ShapeError>(probs.dimension() == 4, "[probs_row] expected an attn_probs capture [B, Hq, |P|, Tk]");
+    const auto& s = probs.shape();
     check<ShapeError>(b < s[0] && h < s[1] && q < s[2], "[probs_row] (", b, ", ", h, ", ", q, ") out of [", s[0], ", ",
                       s[1], ", ", s[2], ", ", s[3], "]");
     Tk = s[3];
-    return probs.values.data() + ((b * s[1] + h) * s[2] + q) * s[3];
+    return probs.data() + ((b * s[1] + h) * s[2] + q) * s[3];
 }
 
 /// Reader attention split (§A.5): mass on the target entry, on the other entries, on position 0
@@ -201,7 +201,7 @@ std::vector<Tensor3> logit_lens(const Model& model, const TokenBatch& ids, const
     std::vector<Tensor3> out;
     for (const SiteRef& s : sites) {
         const NamedTensor& t = c.at(s.name());
-        out.push_back(model.head(t.values.data(), t.shape[0], t.shape[1]));
+        out.push_back(model.head(t.data(), t.shape()[0], t.shape()[1]));
     }
     return out;
 }

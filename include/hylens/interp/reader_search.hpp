@@ -92,7 +92,7 @@ ReaderSearch reader_search(const Model& model, const std::vector<PairItem>& item
         std::size_t k = 0;
         for (const SiteRef& s : sites) {
             const NamedTensor& p = c.at(s.name());
-            for (std::size_t h = 0; h < p.shape[1]; ++h, ++k) {
+            for (std::size_t h = 0; h < p.shape()[1]; ++h, ++k) {
                 if (i == 0) cand.push_back({s.layer, h, 0, 0, 0, 0});
                 std::size_t Tk = 0;
                 const float* row = probs_row(p, 0, h, 0, Tk);
@@ -197,8 +197,8 @@ std::array<std::array<SelectivityMean, 2>, 2> selectivity_2x2(const Model& model
         for (int qa = 0; qa < 2; ++qa)
             for (int ka = 0; ka < 2; ++ka) {
                 const std::vector<Intervention> iv{
-                    proj_patch(reader_layer, Site::q, Positions::last(), (qa ? ablated : intact).at(qk[0].name()).values),
-                    proj_patch(reader_layer, Site::k, Positions::all(), (ka ? ablated : intact).at(qk[1].name()).values)};
+                    proj_patch(reader_layer, Site::q, Positions::last(), to_vector((qa ? ablated : intact).at(qk[0].name()))),
+                    proj_patch(reader_layer, Site::k, Positions::all(), to_vector((ka ? ablated : intact).at(qk[1].name())))};
                 RunOptions o;
                 o.capture = {site::attn_probs(reader_layer, Positions::last())};
                 o.skip_logits = true;

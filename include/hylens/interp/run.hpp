@@ -141,9 +141,9 @@ public:
             check<ShapeError>(cap_D_[c] != 0, "[run] capture ", caps_[c].name(),
                               ": the site never fired (wrong layer or a site this layer kind does not have)");
             if (caps_[c].site == Site::attn_probs)
-                out.put(caps_[c].name(), {B_, cap_H_[c], cap_rows_[c], cap_D_[c]}, std::move(cap_buf_[c]));
+                out.put(caps_[c].name(), std::move(cap_buf_[c]));  // [B, Hq, |P|, Tk]
             else
-                out.put(caps_[c].name(), {B_, cap_rows_[c], cap_D_[c]}, std::move(cap_buf_[c]));
+                out.put(caps_[c].name(), std::move(cap_buf_[c]));  // [B, |P|, D]
         }
     }
 
@@ -288,7 +288,7 @@ private:
         const SiteRef& ref = caps_[c];
         const std::vector<long>& slot = cap_slots_[c];
         const std::size_t n = cap_rows_[c];
-        std::vector<float>& buf = cap_buf_[c];
+        NamedTensor& buf = cap_buf_[c];
         if (s == Site::attn_probs) {
             // Rows are (head, query); D = keys so far. Keys of the whole run: the keys before
             // this chunk plus every token of the run.
@@ -296,7 +296,8 @@ private:
             if (cap_D_[c] == 0) {
                 cap_H_[c] = Hq;
                 cap_D_[c] = before - offset_ + T_;
-                buf.assign(B_ * Hq * n * cap_D_[c], 0.0f);
+                buf = NamedTensor::from_shape({B_, Hq, n, cap_D_[c]});
+                buf.fill(0.0f);
             }
             const std::size_t Tk = cap_D_[c];
             for (std::size_t b = 0; b < v.B; ++b)
@@ -312,7 +313,8 @@ private:
         }
         if (cap_D_[c] == 0) {
             cap_D_[c] = v.D;
-            buf.assign(B_ * n * v.D, 0.0f);
+            buf = NamedTensor::from_shape({B_, n, v.D});
+            buf.fill(0.0f);
         }
         const std::size_t lw = layer >= 0 ? static_cast<std::size_t>(layer) : 0;
         for (std::size_t b = 0; b < v.B; ++b)
@@ -342,7 +344,7 @@ private:
     int cut_ = -1;
     std::vector<std::vector<long>> iv_slots_, cap_slots_;
     std::vector<std::size_t> iv_rows_, cap_rows_;
-    std::vector<std::vector<float>> cap_buf_;
+    std::vector<NamedTensor> cap_buf_;
     std::vector<std::size_t> cap_D_, cap_H_;
     std::vector<std::size_t> hits_, total_;
     std::size_t offset_ = 0, chunk_ = 0;

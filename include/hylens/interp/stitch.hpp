@@ -20,6 +20,7 @@
 #include <concepts>     // std::convertible_to
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::int64_t
+#include <span>         // std::span
 #include <string>       // std::string
 #include <tuple>        // std::tuple
 #include <type_traits>  // std::is_same_v
@@ -292,7 +293,7 @@ CausalLM<StitchedStack<typename RecvModel::stack_type, typename DonorModel::stac
 /// fresh cache (zero recurrent and conv state) at positions 0..T-1; returns the output rows.
 /// zero_mixers zeroes every mixer output (only the MLPs run).
 template <class Model>
-std::vector<float> run_block(const Model& donor, const std::vector<int>& layers, const std::vector<float>& X,
+std::vector<float> run_block(const Model& donor, const std::vector<int>& layers, std::span<const float> X,
                              std::size_t B, std::size_t T, bool zero_mixers = false) {
     const std::size_t H = donor.config().hidden;
     check<ShapeError>(X.size() == B * T * H, "[run_block] X has ", X.size(), " values, expected [", B, ", ", T, ", ",
@@ -346,13 +347,13 @@ StitchFit fit_stitch(const RecvModel& recv, int lo, int hi, const DonorModel& do
     for (std::size_t i = 0; i < items.size(); ++i) {
         const StitchItem& it = items[i];
         const NamedTensors rc = capture(recv, TokenBatch(it.recv_ids), {site::resid_pre(lo), site::resid_post(hi)});
-        h_in[i] = rc.at(site::resid_pre(lo).name()).values;
-        const auto& h_out = rc.at(site::resid_post(hi).name()).values;
+        h_in[i] = to_vector(rc.at(site::resid_pre(lo).name()));
+        const auto h_out = flat(rc.at(site::resid_post(hi).name()));
         w_recv[i].resize(h_out.size());
         for (std::size_t k = 0; k < h_out.size(); ++k) w_recv[i][k] = h_out[k] - h_in[i][k];
         const std::vector<std::int64_t>& dids = it.donor_ids.empty() ? it.recv_ids : it.donor_ids;
         const NamedTensors dc = capture(donor, TokenBatch(dids), {site::resid_pre(donor_layers.front())});
-        const auto& d_in = dc.at(site::resid_pre(donor_layers.front()).name()).values;
+        const auto d_in = flat(dc.at(site::resid_pre(donor_layers.front()).name()));
         std::vector<std::pair<std::size_t, std::size_t>> al = it.aligned;
         if (al.empty() && it.donor_ids.empty())
             for (std::size_t t = 0; t < it.recv_ids.size(); ++t) al.push_back({t, t});
