@@ -17,7 +17,8 @@ TEST_CASE("linear: fast paths match the reference for f32 and bf16 weights, any 
     std::normal_distribution<float> nd;
     for (bool bf : {false, true}) {
         for (auto [M, out, in] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1}, {1, 130, 67}, {3, 64, 128},
-                                  {4, 257, 33}, {5, 70, 96}, {37, 129, 200}, {64, 300, 64}}) {
+                                  {4, 257, 33}, {5, 70, 96}, {37, 129, 200}, {64, 300, 64},
+                                  {6, 1100, 24}}) {  // bf16 sgemm path: several blocks
             std::vector<float> wv(out * in), x(M * (in + 3)), bias(out);
             for (auto& v : wv) v = nd(rng);
             for (auto& v : x) v = nd(rng);
@@ -46,4 +47,31 @@ TEST_CASE("linear: shape errors name the weight") {
     } catch (const ShapeError& e) {
         CHECK(std::string(e.what()).find("layers.0.q_proj") != std::string::npos);
     }
+}
+
+TEST_CASE("linear: bf16 sgemm row blocks cover the rows in equal shares of at most 512") {
+    for (std::size_t threads : {1u, 2u, 3u, 8u})
+        for (std::size_t out : {1u, 15u, 16u, 17u, 40u, 128u, 256u, 301u, 512u, 768u, 1100u, 3376u, 3584u, 6144u,
+                                17888u, 248320u}) {
+            const auto b = kernels::bf16_row_blocks(out, threads);
+            INFO("out " << out << " threads " << threads << " count " << b.count);
+            REQUIRE(b.count >= 1);
+            CHECK(b.begin(0) == 0);
+            CHECK(b.begin(b.count) == out);
+            std::size_t smallest = out, largest = 0;
+            for (std::size_t k = 0; k < b.count; ++k) {
+                CHECK(b.begin(k) % 16 == 0);
+                const std::size_t rows = b.begin(k + 1) - b.begin(k);
+                smallest = std::min(smallest, rows);
+                largest = std::max(largest, rows);
+            }
+            CHECK(smallest >= 1);                            // no empty block
+            CHECK(largest <= kernels::kBf16BlockRows);       // fits the scratch
+            CHECK(largest - smallest < 32);                  // equal up to the alignment
+            if (out >= 16 * threads) CHECK(b.count % threads == 0);  // equal shares of blocks
+        }
+    // A pool of 2 on the Qwen3.5-0.8B MLP's [3584 x 1024]: 8 blocks (fixed 512-row blocks: 7,
+    // 4 + 3); on a [512 x 1024] projection: 2 (fixed: 1, the second thread idle).
+    CHECK(kernels::bf16_row_blocks(3584, 2).count == 8);
+    CHECK(kernels::bf16_row_blocks(512, 2).count == 2);
 }

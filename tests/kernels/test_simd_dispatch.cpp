@@ -77,7 +77,8 @@ TEST_CASE("simd: dot, sum_squares, widen and linear (M <= 4) at every level agai
         for (bool bf : {false, true})
             for (const auto& shape : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1}, {1, 5, 17},
                                       {1, 130, 67}, {2, 64, 128}, {3, 9, 1027}, {4, 257, 33}, {4, 3, 16},
-                                      {1, 70, 1024}}) {  // (row groups: kernels/matvec.hpp)
+                                      {1, 70, 1024},    // (row groups: kernels/matvec.hpp)
+                                      {9, 1100, 40}}) {  // bf16 sgemm path: several blocks
                 const std::size_t M = std::get<0>(shape), out = std::get<1>(shape), in = std::get<2>(shape);
                 const auto wv = randn(out * in, rng), x = randn(M * (in + 3), rng), bias = randn(out, rng);
                 const Weight W = bf ? Weight::from_floats_bf16(wv, {out, in}, "w") : Weight::from_floats(wv, {out, in}, "w");

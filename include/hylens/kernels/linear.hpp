@@ -5,13 +5,16 @@
 //    run-time instruction-set level that reads W once (bf16 widened in registers), rows of W
 //    split over the thread pool. Decode is bandwidth-bound: this reads every weight byte once.
 //  * float32, many rows (prefill): one sgemm, split over the pool by output columns.
-//  * bfloat16, many rows: blocks of W rows are widened into a per-thread scratch of
-//    kBlockRows x in floats and multiplied with sgemm; the widening costs in/2 bytes per
-//    row against 2*M*in FLOPs, negligible once M >= 16. Why 512 rows: each sgemm call repacks
-//    the M x in activations, so small blocks repack them often (64-row blocks: 8x more often,
-//    5 % slower at [512 x 1024] x [3584 x 1024]ᵀ, one thread).
+//  * bfloat16, many rows: blocks of W rows are widened into a per-thread scratch of at most
+//    kBf16BlockRows x in floats and multiplied with sgemm; the widening costs in/2 bytes per
+//    row against 2*M*in FLOPs, negligible once M >= 16. Why up to 512 rows: each sgemm call
+//    repacks the M x in activations, so small blocks repack them often (64-row blocks: 8x more
+//    often, 5 % slower at [512 x 1024] x [3584 x 1024]ᵀ, one thread). The blocks are of (nearly)
+//    equal size and their number a multiple of the pool's threads (bf16_row_blocks), so every
+//    thread gets the same work: with fixed 512-row blocks a [3584 x 1024] weight made 7 blocks
+//    (4 + 3 on 2 threads) and a [512 x 1024] one a single block, the second thread idle.
 
-#include <algorithm>  // std::min
+#include <algorithm>  // std::min, std::max
 #include <cstddef>    // std::size_t
 #include <vector>     // std::vector
 
@@ -27,6 +30,28 @@ namespace hylens::kernels {
 /// Why 4: the four-row block of W stays in L1 while the M inputs pass over it, so W is read
 /// from memory once; past a few rows sgemm's register blocking wins (docs/performance.md).
 inline constexpr std::size_t kMatvecMaxRows = 4;
+
+/// Most rows of W one bf16 sgemm block widens at a time (the scratch is this many rows).
+inline constexpr std::size_t kBf16BlockRows = 512;
+
+/// How the bf16 sgemm path cuts the `out` rows of W into blocks for a pool of `threads`:
+/// count blocks, the smallest multiple of threads that keeps every block within kBf16BlockRows
+/// rows (fewer only when that would leave fewer than 16 rows a block); block b is the rows
+/// [begin(b), begin(b + 1)), its start a multiple of 16 (whole sgemm panels), so the blocks
+/// differ by less than 32 rows and the pool's contiguous ranges of blocks are equal in count.
+struct RowBlocks {
+    static constexpr std::size_t kAlign = 16;
+    std::size_t out, count;
+    std::size_t begin(std::size_t b) const noexcept { return b >= count ? out : b * out / count / kAlign * kAlign; }
+};
+inline RowBlocks bf16_row_blocks(std::size_t out, std::size_t threads) noexcept {
+    constexpr std::size_t kA = RowBlocks::kAlign, per = kBf16BlockRows - kA;  // + kA: the aligned starts
+    threads = std::max<std::size_t>(threads, 1);
+    std::size_t count = (out + per - 1) / per;
+    count = (count + threads - 1) / threads * threads;
+    count = std::min(count, std::max<std::size_t>(out / kA, 1));  // >= 16 rows a block: none empty
+    return {out, count};
+}
 
 /// y[m, o] = alpha * sum_i x[m, i] * W[o, i] (+ bias[o]) for m < M. Row strides ldx, ldy.
 /// y must not alias x.
@@ -45,14 +70,13 @@ inline void linear(const float* x, std::size_t ldx, std::size_t M, const Weight&
     } else if (!W.is_bf16()) {
         blas::gemm(false, true, M, out, in, alpha, x, ldx, W.f32(), in, 0.0f, y, ldy);
     } else {
-        constexpr std::size_t kBlockRows = 512;
-        const std::size_t blocks = (out + kBlockRows - 1) / kBlockRows;
-        parallel_for(blocks, [&](std::size_t b0, std::size_t b1) {
+        const RowBlocks blocks = bf16_row_blocks(out, ThreadPool::instance().size());
+        parallel_for(blocks.count, [&](std::size_t b0, std::size_t b1) {
             thread_local std::vector<float> scratch;
-            scratch.resize(kBlockRows * in);
+            scratch.resize(kBf16BlockRows * in);
             for (std::size_t b = b0; b < b1; ++b) {
-                const std::size_t r0 = b * kBlockRows;
-                const std::size_t nr = std::min(kBlockRows, out - r0);
+                const std::size_t r0 = blocks.begin(b);
+                const std::size_t nr = blocks.begin(b + 1) - r0;
                 widen_bf16(W.bf16_data() + r0 * in, scratch.data(), nr * in);
                 blas::gemm_serial(false, true, M, nr, in, alpha, x, ldx, scratch.data(), in, 0.0f, y + r0, ldy);
             }
