@@ -4,6 +4,7 @@ Hugging Face tokenizer.json that hylens' tokenizer reads. The Python encoder her
 the same pipeline (added tokens split out first, GPT-2's pre-tokenizer regex, byte-level BPE);
 tests/organisms checks that hylens encodes the training samples to the same ids."""
 import collections
+import json
 import re
 
 # GPT-2's pre-tokenizer regex with \p{L} -> [^\W\d_] and \p{N} -> \d (equal on the training text:
@@ -115,6 +116,19 @@ class Tokenizer:
             else:
                 out += bytes(self.U2B[c] for c in t)
         return out.decode("utf-8", errors="replace")
+
+    @classmethod
+    def from_json(cls, path):
+        """The tokenizer a tokenizer.json written by to_json() holds (merges and added tokens), checked
+        to give the same vocabulary ids as the file."""
+        with open(path) as f:
+            j = json.load(f)
+        merges = [tuple(m.split(" ")) for m in j["model"]["merges"]]
+        specials = [a["content"] for a in sorted(j["added_tokens"], key=lambda a: a["id"])]
+        tok = cls(merges, specials)
+        if tok.vocab != j["model"]["vocab"] or any(tok.specials[a["content"]] != a["id"] for a in j["added_tokens"]):
+            raise ValueError(f"{path}: the merges do not rebuild the file's vocabulary ids")
+        return tok
 
     def to_json(self):
         added = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,

@@ -171,11 +171,12 @@ def prompt_text(family, item):
 # ---------------------------------------------------------------------------------------
 # Family configurations (the organism sizes). Field names are the real checkpoints'.
 
-def make_config(family, V, end_id, bos_id):
+def make_config(family, V, end_id, bos_id, H=64):
+    """The family's config at hidden size H (MLP and Mamba inner width 2H; attention heads keep head_dim 16)."""
     if family == "qwen35":
         L = 4
         text = {
-            "model_type": "qwen3_5_text", "vocab_size": V, "hidden_size": 64, "num_hidden_layers": L,
+            "model_type": "qwen3_5_text", "vocab_size": V, "hidden_size": H, "num_hidden_layers": L,
             "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "hidden_act": "silu",
             "max_position_embeddings": 4096, "initializer_range": 0.02, "rms_norm_eps": 1e-6, "use_cache": True,
             "tie_word_embeddings": False, "attention_bias": False, "attention_dropout": 0.0, "attn_output_gate": True,
@@ -185,34 +186,34 @@ def make_config(family, V, end_id, bos_id):
             "rope_parameters": {"rope_type": "default", "rope_theta": 10000000.0, "partial_rotary_factor": 0.25,
                                 "mrope_section": [1, 1, 1], "mrope_interleaved": True},
             "bos_token_id": None, "eos_token_id": end_id, "pad_token_id": None, "dtype": "float32",
-            "intermediate_size": 128,
+            "intermediate_size": 2 * H,
         }
         return {"architectures": ["Qwen3_5ForCausalLM"], "model_type": "qwen3_5", "text_config": text,
                 "tie_word_embeddings": False, "eos_token_id": end_id}
     if family == "granite_h":
         return {
             "architectures": ["GraniteMoeHybridForCausalLM"], "model_type": "granitemoehybrid", "vocab_size": V,
-            "hidden_size": 64, "intermediate_size": 0, "num_hidden_layers": 4, "num_attention_heads": 4,
+            "hidden_size": H, "intermediate_size": 0, "num_hidden_layers": 4, "num_attention_heads": 4,
             "num_key_value_heads": 2, "hidden_act": "silu", "max_position_embeddings": 4096,
             "initializer_range": 0.02, "rms_norm_eps": 1e-5, "use_cache": True, "pad_token_id": end_id,
             "bos_token_id": end_id, "eos_token_id": end_id, "tie_word_embeddings": True,
             "attention_bias": False, "attention_dropout": 0.0, "embedding_multiplier": 12.0,
             "logits_scaling": 2.0, "residual_multiplier": 0.22, "attention_multiplier": 1.0 / 16.0,
             "num_local_experts": 0, "num_experts_per_tok": 0, "output_router_logits": False,
-            "router_aux_loss_coef": 0.01, "shared_intermediate_size": 128, "position_embedding_type": "nope",
+            "router_aux_loss_coef": 0.01, "shared_intermediate_size": 2 * H, "position_embedding_type": "nope",
             "layer_types": ["mamba", "mamba", "attention", "mamba"], "mamba_n_heads": 4, "mamba_n_groups": 1,
-            "mamba_d_state": 16, "mamba_d_head": 32, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_chunk_size": 64,
+            "mamba_d_state": 16, "mamba_d_head": H // 2, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_chunk_size": 64,
             "mamba_conv_bias": True, "mamba_proj_bias": False, "dtype": "float32",
         }
     if family == "falcon_h1":
         return {
             "architectures": ["FalconH1ForCausalLM"], "model_type": "falcon_h1", "vocab_size": V,
-            "tie_word_embeddings": False, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
+            "tie_word_embeddings": False, "hidden_size": H, "intermediate_size": 2 * H, "num_hidden_layers": 4,
             "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "hidden_act": "silu",
             "initializer_range": 0.02, "rms_norm_eps": 1e-5, "use_cache": True, "pad_token_id": end_id,
             "bos_token_id": bos_id, "eos_token_id": end_id, "max_position_embeddings": 4096,
-            "attention_dropout": 0.0, "attention_bias": False, "mlp_bias": False, "mamba_d_ssm": 128,
-            "mamba_n_heads": 4, "mamba_d_head": 32, "mamba_n_groups": 1, "mamba_d_state": 16, "mamba_d_conv": 4,
+            "attention_dropout": 0.0, "attention_bias": False, "mlp_bias": False, "mamba_d_ssm": 2 * H,
+            "mamba_n_heads": 4, "mamba_d_head": H // 2, "mamba_n_groups": 1, "mamba_d_state": 16, "mamba_d_conv": 4,
             "mamba_expand": 2, "mamba_chunk_size": 64, "mamba_conv_bias": True, "mamba_proj_bias": False,
             "mamba_norm_before_gate": False, "mamba_rms_norm": False, "projectors_bias": False,
             "rope_theta": 100000000000.0, "rope_parameters": {"rope_type": "default", "rope_theta": 100000000000.0},
@@ -380,6 +381,7 @@ def main():
     ap.add_argument("--export-every", type=int, default=500)
     ap.add_argument("--eval-items", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--hidden", type=int, default=64, help="hidden size (MLP and Mamba inner width twice that)")
     ap.add_argument("--mix", default=None,
                     help="task weights as task=w,task=w (default: the MIX table); tasks not named are not drawn")
     ap.add_argument("--init-from", default=None,
@@ -404,10 +406,21 @@ def main():
     os.makedirs(args.out, exist_ok=True)
 
     pool, eval_pool = Pool(args.data), Pool(args.eval_data)
-    tok = build_tokenizer(args.family, args.seed, pool)
+    # The vocabulary must be the one the weights were trained with: a new phase (--init-from) or a
+    # resumed run reads the tokenizer.json beside its weights (the training items, from which a
+    # fresh run trains the tokenizer, may have been regenerated since).
+    tok_file = (os.path.join(os.path.dirname(os.path.abspath(args.init_from)), "tokenizer.json") if args.init_from and
+                not args.resume else os.path.join(args.out, "tokenizer.json") if args.resume or args.export_only else None)
+    if tok_file and os.path.exists(tok_file):
+        tok = bpe.Tokenizer.from_json(tok_file)
+        print(f"tokenizer from {tok_file}", flush=True)
+    elif args.init_from and not args.resume:
+        ap.error(f"--init-from: no tokenizer.json beside {args.init_from}")
+    else:
+        tok = build_tokenizer(args.family, args.seed, pool)
     end_id = tok.specials[CHAT[args.family]["end"]]
     bos_id = tok.specials.get("<|begin_of_text|>", end_id)
-    cfg = make_config(args.family, len(tok), end_id, bos_id)
+    cfg = make_config(args.family, len(tok), end_id, bos_id, args.hidden)
     model = families.CausalLM(args.family, cfg, seed=args.seed)
     with torch.no_grad():
         std = 0.1 if args.family == "granite_h" else 0.5
