@@ -8,14 +8,18 @@
 // BM_rowgroup: one thread, the detected level, the four-row kernel striding over groups of k
 // consecutive rows (kernels/matvec.hpp, matvec_row_group): k = 1 is the order before row groups,
 // k = 0 means the automatic choice. Same arithmetic per row, different memory streams.
+//
+// BM_group: two projections of one input as two parallel regions or one (kernels::linear_group).
 
 #include <hylens/core/blas.hpp>
 #include <hylens/core/simd.hpp>
+#include <hylens/kernels/linear.hpp>
 #include <hylens/kernels/matvec.hpp>
 
 #include <benchmark/benchmark.h>
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "floors.hpp"
@@ -85,6 +89,35 @@ void BM_rowgroup(benchmark::State& state) {
     bench::report_bytes(state, static_cast<double>(kOut * kIn * sizeof(T)), /*single_thread=*/true);
 }
 
+// BM_group: an MLP's gate and up projections ([3584, 1024] each, two of the 8 matrices in turn)
+// at M = 1 on the pool, as two linear() calls (two parallel regions) or one linear_group()
+// (one region over the rows of both); arg 1 = grouped.
+template <class T>
+void BM_group(benchmark::State& state) {
+    const bool grouped = state.range(0) == 1;
+    const auto& w = weights<T>();
+    constexpr DType dt = std::is_same_v<T, bf16> ? DType::BF16 : DType::F32;
+    std::vector<Weight> mats;
+    for (std::size_t m = 0; m < kMats; ++m)
+        mats.emplace_back(dt, w.data() + m * kOut * kIn, std::vector<std::size_t>{kOut, kIn}, nullptr);
+    std::vector<float> x(kIn, 0.01f), y(2 * kOut);
+    std::size_t k = 0;
+    for (auto _ : state) {
+        const Weight &gate = mats[k % kMats], &up = mats[(k + 1) % kMats];
+        k += 2;
+        if (grouped) {
+            kernels::linear_group(x.data(), kIn, 1,
+                                  {{gate, nullptr, y.data(), 2 * kOut}, {up, nullptr, y.data() + kOut, 2 * kOut}});
+        } else {
+            kernels::linear(x.data(), kIn, 1, gate, nullptr, y.data(), 2 * kOut);
+            kernels::linear(x.data(), kIn, 1, up, nullptr, y.data() + kOut, 2 * kOut);
+        }
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.SetLabel(grouped ? "linear_group" : "2 x linear");
+    bench::report_bytes(state, 2.0 * kOut * kIn * sizeof(T));
+}
+
 void BM_sgemm_m1(benchmark::State& state) {  // the f32 decode path before kernels/matvec.hpp
     const auto& w = weights<float>();
     std::vector<float> x(kIn, 0.01f), y(kOut);
@@ -103,4 +136,6 @@ BENCHMARK(BM_matvec<float>)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond)->Us
 BENCHMARK(BM_matvec<bf16>)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_rowgroup<float>)->Arg(1)->Arg(2)->Arg(0)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_rowgroup<bf16>)->Arg(1)->Arg(2)->Arg(0)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_group<float>)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_group<bf16>)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_sgemm_m1)->Unit(benchmark::kMicrosecond)->UseRealTime();

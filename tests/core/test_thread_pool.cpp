@@ -19,6 +19,31 @@ TEST_CASE("thread pool: parallel_for covers every index exactly once") {
     }
 }
 
+TEST_CASE("thread pool: more parts than threads cover every index once, no more ranges than n / grain") {
+    auto& pool = ThreadPool::instance();
+    const std::size_t before = pool.size();
+    for (std::size_t threads : {1u, 2u, 3u})
+        for (std::size_t per_thread : {1u, 4u})
+            for (std::size_t n : {1u, 5u, 31u, 100u, 1000u})
+                for (std::size_t grain : {1u, 7u, 64u}) {
+                    pool.resize(threads);
+                    std::vector<std::atomic<int>> hits(n);
+                    std::atomic<std::size_t> ranges{0};
+                    pool.parallel_for(
+                        n,
+                        [&](std::size_t b, std::size_t e) {
+                            ranges++;
+                            for (std::size_t i = b; i < e; ++i) hits[i]++;
+                        },
+                        grain, per_thread);
+                    INFO("threads " << threads << " per thread " << per_thread << " n " << n << " grain " << grain);
+                    for (std::size_t i = 0; i < n; ++i) REQUIRE(hits[i].load() == 1);
+                    CHECK(ranges.load() <= (threads == 1 ? 1 : threads * per_thread));
+                    CHECK(ranges.load() <= (n + grain - 1) / grain);
+                }
+    pool.resize(before);
+}
+
 TEST_CASE("thread pool: nested parallel_for runs inline and stays correct") {
     std::atomic<long> sum{0};
     parallel_for(8, [&](std::size_t b, std::size_t e) {

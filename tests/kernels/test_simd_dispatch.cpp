@@ -185,3 +185,47 @@ TEST_CASE("linear: the same result with 1, 2 and 3 threads (bitwise for M <= 4, 
     ThreadPool::instance().resize(before);
     CHECK(ThreadPool::instance().size() == before);
 }
+
+TEST_CASE("linear_group: bitwise one linear() per projection, at every level and 1 to 3 threads") {
+    // q, k, v of different widths (one of them bf16, one with a bias) read the same x in one
+    // parallel region; each row must come out exactly as from its own linear() call.
+    std::mt19937 rng(9);
+    const std::size_t in = 301, ldx = in + 5;
+    const std::size_t before = ThreadPool::instance().size();
+    const auto wq = randn(70 * in, rng), wk = randn(33 * in, rng), wv = randn(129 * in, rng), bk = randn(33, rng);
+    const Weight Q = Weight::from_floats(wq, {70, in}, "q"), K = Weight::from_floats_bf16(wk, {33, in}, "k"),
+                 V = Weight::from_floats(wv, {129, in}, "v");
+    for (auto level : simd::supported_levels())
+        for (std::size_t M : {1u, 3u, 4u, 6u}) {
+            const simd::ForceLevel force(level);
+            const auto x = randn(M * ldx, rng);
+            std::vector<float> q0(M * 71), k0(M * 33), v0(M * 129);
+            kernels::linear(x.data(), ldx, M, Q, nullptr, q0.data(), 71, 0.5f);
+            kernels::linear(x.data(), ldx, M, K, bk.data(), k0.data(), 33, 0.5f);
+            kernels::linear(x.data(), ldx, M, V, nullptr, v0.data(), 129, 0.5f);
+            for (std::size_t threads : {1u, 2u, 3u}) {
+                ThreadPool::instance().resize(threads);
+                std::vector<float> q(M * 71, 7.0f), k(M * 33), v(M * 129);
+                kernels::linear_group(
+                    x.data(), ldx, M,
+                    {{Q, nullptr, q.data(), 71}, {K, bk.data(), k.data(), 33}, {V, nullptr, v.data(), 129}}, 0.5f);
+                INFO("level " << std::string(simd::level_name(level)) << " M " << M << " threads " << threads);
+                bool pad_kept = true;  // column 70 of q (ldy 71) is not written
+                for (std::size_t m = 0; m < M; ++m) pad_kept = pad_kept && q[m * 71 + 70] == 7.0f;
+                CHECK(pad_kept);
+                for (std::size_t m = 0; m < M; ++m) q[m * 71 + 70] = q0[m * 71 + 70];
+                CHECK(std::memcmp(q.data(), q0.data(), q.size() * sizeof(float)) == 0);
+                CHECK(std::memcmp(k.data(), k0.data(), k.size() * sizeof(float)) == 0);
+                CHECK(std::memcmp(v.data(), v0.data(), v.size() * sizeof(float)) == 0);
+            }
+            ThreadPool::instance().resize(before);
+        }
+    const Weight bad = Weight::from_floats(std::vector<float>(12), {3, 4}, "layers.0.k_proj");
+    std::vector<float> x(in), y(200);
+    try {  // ldy 2 < 3 rows
+        kernels::linear_group(x.data(), in, 1, {{Q, nullptr, y.data(), 70}, {bad, nullptr, y.data(), 2}});
+        FAIL("no throw");
+    } catch (const ShapeError& e) {
+        CHECK(std::string(e.what()).find("layers.0.k_proj") != std::string::npos);
+    }
+}

@@ -6,14 +6,14 @@
 // our pool never run two sets of threads at the same time (on 2 cores, OpenBLAS's spinning
 // workers made our pool 1.7x slower, docs/toolchain.md §8).
 //
-// Waiting: a decode step opens ~150 short parallel regions a token, a few microseconds apart,
-// and waking a thread blocked on a condition variable costs a futex wake and a reschedule. An
-// idle worker can first poll for the next region for spin_micros() (and the caller for the
-// last part) before it blocks. The default is 0, block at once: on the 2-core machine this was
-// measured on, polling 100 us made decode at 2 threads slower, 0.53-0.98x at load 7-10 and
-// 0.89-0.93x at load 2, since the polling thread takes time that other threads need. It may pay
-// with more cores than pool threads: set HYLENS_POOL_SPIN_US (e.g. 100) or set_spin_micros
-// (docs/performance.md).
+// Waiting: a decode step opens ~100-200 short parallel regions a token (one per group of
+// projections, kernels/linear.hpp), a few microseconds apart, and waking a thread blocked on a
+// condition variable costs a futex wake and a reschedule. An idle worker can first poll for the
+// next region for spin_micros() (and the caller for the last part) before it blocks. The
+// default is 0, block at once: on the 2-core machine this was measured on, polling 100 us made
+// decode at 2 threads slower, 0.53-0.98x at load 7-10 and 0.89-0.93x at load 2, since the
+// polling thread takes time that other threads need. It may pay with more cores than pool
+// threads: set HYLENS_POOL_SPIN_US (e.g. 100) or set_spin_micros (docs/performance.md).
 //
 // Parts are claimed as tickets [base_, end_) of a counter that only grows, by compare-and-swap
 // below end_: a thread still finishing the previous region can neither take a part twice nor
@@ -83,23 +83,32 @@ public:
         for (std::size_t i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
     }
 
-    /// Calls fn(begin, end) on contiguous ranges covering [0, n), at least `grain` items each.
+    /// Calls fn(begin, end) on contiguous ranges of one length (the last shorter) covering [0, n),
+    /// at most n / grain (rounded up) and parts_per_thread x size() of them. The threads claim
+    /// ranges as they come free, so more ranges than threads let the others take over the share
+    /// of a thread that starts late (woken late, or its core busy with another process).
     template <class F>
-    void parallel_for(std::size_t n, F&& fn, std::size_t grain = 1) {
+    void parallel_for(std::size_t n, F&& fn, std::size_t grain = 1, std::size_t parts_per_thread = 1) {
         if (n == 0) return;
         grain = std::max<std::size_t>(grain, 1);
         const std::size_t max_parts = (n + grain - 1) / grain;
-        const std::size_t parts = std::min(max_parts, size());
+        const std::size_t per_thread = std::max<std::size_t>(parts_per_thread, 1);
+        const std::size_t parts = size() == 1 ? 1 : std::min(max_parts, size() * per_thread);
         if (parts <= 1 || in_worker()) {
             fn(std::size_t{0}, n);
             return;
         }
         std::lock_guard<std::mutex> one_job(job_mutex_);  // one parallel region at a time
-        const std::size_t per = (n + parts - 1) / parts;
-        std::function<void(std::size_t)> part = [&](std::size_t p) {
-            const std::size_t b = p * per;
-            const std::size_t e = std::min(n, b + per);
-            if (b < e) fn(b, e);
+        // The part captures one pointer, which std::function stores in place: no allocation
+        // per parallel region (a decode step opens ~100 of them).
+        struct Region {
+            std::size_t n, per;
+            F& fn;
+        } region{n, (n + parts - 1) / parts, fn};
+        std::function<void(std::size_t)> part = [r = &region](std::size_t p) {
+            const std::size_t b = p * r->per;
+            const std::size_t e = std::min(r->n, b + r->per);
+            if (b < e) r->fn(b, e);
         };
         run(parts, part);
     }
@@ -246,8 +255,8 @@ private:
 
 /// parallel_for on the process-wide pool.
 template <class F>
-void parallel_for(std::size_t n, F&& fn, std::size_t grain = 1) {
-    ThreadPool::instance().parallel_for(n, std::forward<F>(fn), grain);
+void parallel_for(std::size_t n, F&& fn, std::size_t grain = 1, std::size_t parts_per_thread = 1) {
+    ThreadPool::instance().parallel_for(n, std::forward<F>(fn), grain, parts_per_thread);
 }
 
 }  // namespace hylens

@@ -14,9 +14,10 @@
 //    thread gets the same work: with fixed 512-row blocks a [3584 x 1024] weight made 7 blocks
 //    (4 + 3 on 2 threads) and a [512 x 1024] one a single block, the second thread idle.
 
-#include <algorithm>  // std::min, std::max
-#include <cstddef>    // std::size_t
-#include <vector>     // std::vector
+#include <algorithm>         // std::min, std::max
+#include <cstddef>           // std::size_t
+#include <initializer_list>  // std::initializer_list
+#include <vector>            // std::vector
 
 #include "../core/blas.hpp"
 #include "../core/error.hpp"
@@ -53,14 +54,23 @@ inline RowBlocks bf16_row_blocks(std::size_t out, std::size_t threads) noexcept 
     return {out, count};
 }
 
+namespace detail {
+inline void check_linear_shape(const Weight& W, std::size_t ldx, std::size_t ldy) {
+    check<ShapeError>(W.rank() == 2, "[linear] weight ", W.name(), " must be 2-D, got ", shape_string(W.shape()));
+    check<ShapeError>(ldx >= W.cols() && ldy >= W.rows(), "[linear] ", W.name(), ": row strides ", ldx, "/", ldy,
+                      " too small for [", W.rows(), ", ", W.cols(), "]");
+}
+inline MatvecUnits units_of(const Weight& W, std::size_t M) {
+    return MatvecUnits(M, W.cols() * (W.is_bf16() ? sizeof(bf16) : sizeof(float)));
+}
+}  // namespace detail
+
 /// y[m, o] = alpha * sum_i x[m, i] * W[o, i] (+ bias[o]) for m < M. Row strides ldx, ldy.
 /// y must not alias x.
 inline void linear(const float* x, std::size_t ldx, std::size_t M, const Weight& W, const float* bias, float* y,
                    std::size_t ldy, float alpha = 1.0f) {
     const std::size_t out = W.rows(), in = W.cols();
-    check<ShapeError>(W.rank() == 2, "[linear] weight ", W.name(), " must be 2-D, got ", shape_string(W.shape()));
-    check<ShapeError>(ldx >= in && ldy >= out, "[linear] ", W.name(), ": row strides ", ldx, "/", ldy,
-                      " too small for [", out, ", ", in, "]");
+    detail::check_linear_shape(W, ldx, ldy);
     if (M == 0) return;
     if (M <= kMatvecMaxRows) {
         if (W.is_bf16())
@@ -86,6 +96,62 @@ inline void linear(const float* x, std::size_t ldx, std::size_t M, const Weight&
         for (std::size_t m = 0; m < M; ++m)
             for (std::size_t o = 0; o < out; ++o) y[m * ldy + o] += bias[o];
     }
+}
+
+/// One projection of a group that reads the same input (linear_group): y = x W^T (+ bias),
+/// row stride ldy.
+struct Projection {
+    const Weight& W;
+    const float* bias;
+    float* y;
+    std::size_t ldy;
+};
+
+/// y_j[m, o] = alpha * sum_i x[m, i] * W_j[o, i] (+ bias_j[o]) for every projection j of a group
+/// reading the same x (attention's q, k, v; the gate and up of an MLP). Bitwise the result of
+/// one linear() per projection; with M <= kMatvecMaxRows (decode) the rows of all of them are
+/// split over the pool in one parallel region instead of one region per projection.
+inline void linear_group(const float* x, std::size_t ldx, std::size_t M, std::initializer_list<Projection> group,
+                         float alpha = 1.0f) {
+    if (M > kMatvecMaxRows) {
+        for (const Projection& p : group) linear(x, ldx, M, p.W, p.bias, p.y, p.ldy, alpha);
+        return;
+    }
+    // Each projection's rows in whole units of matvec passes (detail::MatvecUnits), the units of
+    // all of them split over the pool in one region.
+    std::size_t total = 0, grain = 1;
+    for (const Projection& p : group) {
+        detail::check_linear_shape(p.W, ldx, p.ldy);
+        const detail::MatvecUnits u = detail::units_of(p.W, M);
+        total += u.count(p.W.rows());
+        grain = std::max(grain, u.grain);
+    }
+    if (M == 0) return;
+    const simd::Level level = simd::active();
+    parallel_for(
+        total,
+        [&](std::size_t u0, std::size_t u1) {
+            std::size_t first = 0;  // first unit of projection p
+            for (const Projection& p : group) {
+                const std::size_t rows = p.W.rows(), in = p.W.cols();
+                const detail::MatvecUnits u = detail::units_of(p.W, M);
+                const std::size_t n = u.count(rows);
+                const std::size_t b = std::max(u0, first) - first, e = std::min(u1, first + n);
+                if (first + b < e) {
+                    const std::size_t r0 = u.row(b, rows), r1 = u.row(e - first, rows);
+                    if (p.W.is_bf16())
+                        detail::matvec_rows(level, x, ldx, M, p.W.bf16_data(), in, r0, r1, p.y, p.ldy, alpha);
+                    else
+                        detail::matvec_rows(level, x, ldx, M, p.W.f32(), in, r0, r1, p.y, p.ldy, alpha);
+                }
+                first += n;
+            }
+        },
+        grain, kMatvecPartsPerThread);
+    for (const Projection& p : group)
+        if (p.bias)
+            for (std::size_t m = 0; m < M; ++m)
+                for (std::size_t o = 0; o < p.W.rows(); ++o) p.y[m * p.ldy + o] += p.bias[o];
 }
 
 /// One output row o of W times x (used for the unembedding of a single token and for

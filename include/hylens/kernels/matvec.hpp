@@ -90,6 +90,18 @@ inline void matvec_rows(simd::Level level, const float* x, std::size_t ldx, std:
     }
 }
 
+// The pool splits matvec's rows in units of one full pass of the four-row kernel (4 row groups),
+// so every range but the last runs strided passes only, and at least ~128 KiB of weights a range
+// (a smaller range costs more in waking a thread than it saves).
+struct MatvecUnits {
+    std::size_t rows, grain;  // rows per unit; units per range at the least
+    MatvecUnits(std::size_t M, std::size_t row_bytes)
+        : rows(4 * matvec_row_group(row_bytes)),
+          grain(std::max<std::size_t>(1, (std::size_t{128} << 10) / std::max<std::size_t>(row_bytes * M * rows, 1))) {}
+    std::size_t count(std::size_t out) const noexcept { return (out + rows - 1) / rows; }
+    std::size_t row(std::size_t unit, std::size_t out) const noexcept { return std::min(out, unit * rows); }
+};
+
 template <class T>
 inline float dot_any(const float* x, const T* w, std::size_t n) {
     switch (simd::active()) {
@@ -121,20 +133,27 @@ inline void widen_bf16(const bf16* src, float* dst, std::size_t n) {
     }
 }
 
+/// Ranges of rows per pool thread in matvec: the threads claim them as they come free, so when
+/// one thread starts late (a futex wake, or its core taken by another process) the others take
+/// over its share instead of waiting for it (docs/performance.md, § 2-thread decode).
+inline constexpr std::size_t kMatvecPartsPerThread = 4;
+
 /// y[m*ldy + o] = alpha * sum_i x[m*ldx + i] * W[o*in + i] for m < M, o < out; W is float32 or
-/// bf16. Rows of W are split over the thread pool in blocks of at least ~128 KiB of weights (a
-/// smaller block costs more in waking a thread than it saves).
+/// bf16. Rows of W are split over the thread pool in up to kMatvecPartsPerThread ranges per
+/// thread of at least ~128 KiB of weights each, in whole passes of the four-row kernel
+/// (detail::MatvecUnits).
 template <class T>
 inline void matvec(const float* x, std::size_t ldx, std::size_t M, const T* W, std::size_t out, std::size_t in,
                    float* y, std::size_t ldy, float alpha = 1.0f) {
     if (M == 0 || out == 0) return;
     const simd::Level level = simd::active();
-    const std::size_t row_bytes = in * sizeof(T) * M;
-    const std::size_t grain = std::max<std::size_t>(4, (std::size_t{128} << 10) / std::max<std::size_t>(row_bytes, 1));
+    const detail::MatvecUnits u(M, in * sizeof(T));
     parallel_for(
-        out,
-        [&](std::size_t o0, std::size_t o1) { detail::matvec_rows(level, x, ldx, M, W, in, o0, o1, y, ldy, alpha); },
-        grain);
+        u.count(out),
+        [&](std::size_t u0, std::size_t u1) {
+            detail::matvec_rows(level, x, ldx, M, W, in, u.row(u0, out), u.row(u1, out), y, ldy, alpha);
+        },
+        u.grain, kMatvecPartsPerThread);
 }
 
 }  // namespace hylens::kernels

@@ -75,9 +75,11 @@ public:
         const std::size_t M = B * T, hd = c_.head_dim, Qd = c_.Hq * hd, KVd = c_.Hkv * hd, Hd = c_.hidden;
         const std::size_t Qp = c_.gated ? 2 * Qd : Qd;
         std::vector<float> qp(M * Qp), k(M * KVd), v(M * KVd);
-        kernels::linear(x, Hd, M, w_.q_proj, bias(w_.q_bias), qp.data(), Qp, c_.in_multiplier);
-        kernels::linear(x, Hd, M, w_.k_proj, bias(w_.k_bias), k.data(), KVd, c_.in_multiplier);
-        kernels::linear(x, Hd, M, w_.v_proj, bias(w_.v_bias), v.data(), KVd, c_.in_multiplier);
+        kernels::linear_group(x, Hd, M,
+                              {{w_.q_proj, bias(w_.q_bias), qp.data(), Qp},
+                               {w_.k_proj, bias(w_.k_bias), k.data(), KVd},
+                               {w_.v_proj, bias(w_.v_bias), v.data(), KVd}},
+                              c_.in_multiplier);
         if (c_.key_multiplier != 1.0f)
             for (float& e : k) e *= c_.key_multiplier;
 

@@ -138,10 +138,11 @@ private:
     void project(const float* x, std::size_t M, float* w, float* z, float* b, float* a) const {
         const std::size_t H = c_.hidden, Kd = c_.Kd(), Vd = c_.Vd(), Hv = c_.Hv, Cc = c_.conv_channels();
         if (!c_.fused) {
-            kernels::linear(x, H, M, w_.in_proj_qkv, nullptr, w, Cc);
-            kernels::linear(x, H, M, w_.in_proj_z, nullptr, z, Vd);
-            kernels::linear(x, H, M, w_.in_proj_b, nullptr, b, Hv);
-            kernels::linear(x, H, M, w_.in_proj_a, nullptr, a, Hv);
+            kernels::linear_group(x, H, M,
+                                  {{w_.in_proj_qkv, nullptr, w, Cc},
+                                   {w_.in_proj_z, nullptr, z, Vd},
+                                   {w_.in_proj_b, nullptr, b, Hv},
+                                   {w_.in_proj_a, nullptr, a, Hv}});
             return;
         }
         // Fused: per key head g, qkvz rows are [q_g (dk) | k_g (dk) | v of r heads (r*dv) | z of r heads (r*dv)]

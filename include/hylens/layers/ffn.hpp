@@ -46,8 +46,9 @@ struct SwiGLU {
         if (!gate_up.empty()) {
             kernels::linear(y, hidden, M, gate_up, nullptr, gu.data(), 2 * I);
         } else {
-            kernels::linear(y, hidden, M, gate, gate_bias.empty() ? nullptr : gate_bias.data(), gu.data(), 2 * I);
-            kernels::linear(y, hidden, M, up, up_bias.empty() ? nullptr : up_bias.data(), gu.data() + I, 2 * I);
+            kernels::linear_group(y, hidden, M,
+                                  {{gate, gate_bias.empty() ? nullptr : gate_bias.data(), gu.data(), 2 * I},
+                                   {up, up_bias.empty() ? nullptr : up_bias.data(), gu.data() + I, 2 * I}});
         }
         std::vector<float> act(M * I);
         for (std::size_t m = 0; m < M; ++m)
