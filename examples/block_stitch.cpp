@@ -86,8 +86,8 @@ int main(int argc, char** argv) {
                     std::cerr << "block_stitch: both models need a linear block before a softmax layer\n";
                     return;
                 }
-                const std::vector<int>& slot = (rg.size() > 1 ? rg[1] : rg[0]).layers;
-                const std::vector<int>& dblock = dg.front().layers;
+                const std::vector<LayerIndex>& slot = (rg.size() > 1 ? rg[1] : rg[0]).layers;
+                const std::vector<LayerIndex>& dblock = dg.front().layers;
                 std::vector<StitchItem> items;
                 for (auto& p : prompts(60, 24, vocab, 1)) items.push_back({p});
                 const auto test = prompts(20, 24, vocab, 2);
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
                 const StitchPlan plan_nomix{{{slot.front(), slot.back(), dblock, true}}};
                 const auto nomix = stitch<LinearAdapter>(recv, plan_nomix, donor, {fit.adapter});
 
-                std::printf("receiver %s (hidden %zu), slot layers %d-%d; donor %s (hidden %zu), block layers %d-%d\n",
+                std::printf("receiver %s (hidden %zu), slot layers %zu-%zu; donor %s (hidden %zu), block layers %zu-%zu\n",
                             rdir.filename().c_str(), recv.config().hidden, slot.front(), slot.back(),
                             ddir.filename().c_str(), donor.config().hidden, dblock.front(), dblock.back());
                 std::printf("M_in  R^2 = %.4f (lambda 10^%.1f x lambda_max)\n", fit.r2_in, fit.m_in.lambda_exponent());

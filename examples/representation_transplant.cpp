@@ -37,7 +37,7 @@ fs::path default_model() {
     return fs::path(__FILE__).parent_path().parent_path() / "models" / "qwen35-tiny";
 }
 
-std::string layer_list(const std::vector<int>& l) {
+std::string layer_list(const std::vector<hylens::LayerIndex>& l) {
     std::string s;
     for (std::size_t i = 0; i < l.size(); ++i) s += (i ? "," : "") + std::to_string(l[i]);
     return s;

@@ -42,7 +42,7 @@ inline int run_experiment_encode_swap(int argc, char** argv) {
     LookupStudyArgs a;
     a.add(app);
     std::string circuit;
-    std::vector<int> other;
+    std::vector<LayerIndex> other;
     app.add_option("--circuit", circuit, "circuit.json of hylens experiment circuit on this model (its Encode block)")
         ->required()
         ->check(CLI::ExistingFile);
@@ -71,7 +71,7 @@ inline int run_experiment_encode_swap(int argc, char** argv) {
             const CircuitRoles roles = circuit_from_json(ex::detail::read_json_file(circuit));
             ex::EncodeSwapOptions o = opt;
             o.encode = roles.encode;
-            o.other = other_opt->count() ? other : roles.address != roles.encode ? roles.address : std::vector<int>{};
+            o.other = other_opt->count() ? other : roles.address != roles.encode ? roles.address : std::vector<LayerIndex>{};
             o.circuit_info = {{"encode", roles.encode}, {"address", roles.address}};
             const AnyModel m = load(a.model);
             const std::filesystem::path tok_path = study_tokenizer_path(a.model, a.tokenizer);

@@ -56,7 +56,7 @@ inline experiments::ReaderHead parse_reader(const std::string& s) {
     };
     check(c != std::string::npos && digits(std::string_view(s).substr(0, c)) && digits(std::string_view(s).substr(c + 1)),
           "--reader '", s, "' is not LAYER:HEAD (e.g. 3:1)");
-    return {std::stoi(s.substr(0, c)), static_cast<std::size_t>(std::stoul(s.substr(c + 1)))};
+    return {static_cast<LayerIndex>(std::stoul(s.substr(0, c))), static_cast<std::size_t>(std::stoul(s.substr(c + 1)))};
 }
 
 /// The circuit file's roles (interp/circuit.hpp).
@@ -83,9 +83,9 @@ inline std::string read_file_text(const std::filesystem::path& p) {
 /// each softmax layer, or when size < 0 the default, 3 for Qwen3.5 (three DeltaNet layers
 /// before each softmax layer) and 0 (every linear layer since the last softmax layer) otherwise.
 template <class Model>
-std::vector<std::vector<int>> groups_of(const Model& m, const std::string& model_type, long size) {
+std::vector<std::vector<LayerIndex>> groups_of(const Model& m, const std::string& model_type, long size) {
     const std::size_t gs = size >= 0 ? static_cast<std::size_t>(size) : model_type.rfind("qwen3_5", 0) == 0 ? 3 : 0;
-    std::vector<std::vector<int>> out;
+    std::vector<std::vector<LayerIndex>> out;
     for (const LayerGroup& g : layer_groups(m.stack(), gs)) out.push_back(g.layers);
     return out;
 }
@@ -165,7 +165,7 @@ inline int run_experiment_transplant(int argc, char** argv) {
             o.run_info = study_run_info(a.model, type, tok_path, all, place.ranks, HYLENS_VERSION);
             o.run_info["circuit"] = circuit.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(circuit).string());
             const ex::TransplantStudyResult r = model.visit([&](const auto& m) {
-                const std::vector<std::vector<int>> groups = td::groups_of(m, type, group_size);
+                const std::vector<std::vector<LayerIndex>> groups = td::groups_of(m, type, group_size);
                 std::string spec = blocks;
                 if (spec.empty())
                     for (std::size_t g = 0; g < groups.size(); ++g)

@@ -43,8 +43,8 @@ inline int run_patch(int argc, char** argv) {
     TokenInput donor, host;
     donor.add(app, "--donor", "--donor-ids", "the donor prompt");
     host.add(app, "--host", "--host-ids", "the host prompt (as many tokens as the donor)");
-    std::vector<int> layers;
-    int attn_layer = -1;
+    std::vector<LayerIndex> layers;
+    LayerIndex attn_layer = no_layer;
     std::string input, out, json;
     std::size_t top = 5;
     auto* in_opt = app.add_option("--input", input, "surgery reference file with the inputs")->check(CLI::ExistingFile);
@@ -71,11 +71,11 @@ inline int run_patch(int argc, char** argv) {
         const io::SafetensorsFile in = io::SafetensorsFile::open(input);
         d = in.read_i64("patch.donor.ids");
         h = in.read_i64("patch.host.ids");
-        for (auto l : in.read_i64("patch.layers")) layers.push_back(static_cast<int>(l));
+        for (auto l : in.read_i64("patch.layers")) layers.push_back(layer_index(l));
         const std::vector<std::int64_t> attn = in.read_i64("patch.attn_layer");
         check<ShapeError>(attn.size() == 1, "[patch] ", input, ": patch.attn_layer holds ", attn.size(),
                           " values, expected 1");
-        attn_layer = static_cast<int>(attn[0]);
+        attn_layer = layer_index(attn[0]);
     } else {
         d = mi.ids(donor, type);
         h = mi.ids(host, type);
@@ -83,8 +83,8 @@ inline int run_patch(int argc, char** argv) {
                           "; the patch needs prompts of equal token length");
         model.visit([&](const auto& m) {
             if (layers.empty()) layers = recurrent_layers(m.stack());
-            if (attn_layer < 0) {
-                const std::vector<int> att = attention_layers(m.stack());
+            if (attn_layer == no_layer) {
+                const std::vector<LayerIndex> att = attention_layers(m.stack());
                 check<ShapeError>(!att.empty(), "[patch] model ", type, " has no attention layer to patch");
                 attn_layer = att.front();
             }

@@ -70,7 +70,7 @@ inline SiteRef to_siteref(pyb::handle obj) {
             const std::string num = s.substr(dot + 1);
             if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos || num.size() > 6)
                 throw pyb::value_error("site '" + s + "': expected <site>.<layer>, e.g. 'mixer_out.13'");
-            r.layer = std::stoi(num);
+            r.layer = static_cast<LayerIndex>(std::stoul(num));
             s = s.substr(0, dot);
         }
         r.site = parse_site(s, r.write);
@@ -80,7 +80,7 @@ inline SiteRef to_siteref(pyb::handle obj) {
         const pyb::tuple t = obj.cast<pyb::tuple>();
         if (t.size() < 1 || t.size() > 3) throw pyb::value_error("site tuple: (name, layer[, positions])");
         r.site = parse_site(t[0].cast<std::string>(), r.write);
-        if (t.size() > 1) r.layer = static_cast<int>(to_int(t[1], "site layer"));
+        if (t.size() > 1) r.layer = site_layer_index(to_int(t[1], "site layer"));
         if (t.size() > 2) r.positions = to_positions(t[2]);
         return r;
     }
@@ -98,17 +98,22 @@ inline std::vector<SiteRef> to_sites(pyb::handle obj) {
     return out;
 }
 
-inline std::vector<int> to_layer_list(pyb::handle obj, const std::string& what) {
-    std::vector<int> out;
+/// Layers from Python: -1 names the layer-less sites (embed, final_norm; `no_layer` in C++),
+/// other negatives are a ShapeError.
+inline std::vector<LayerIndex> to_layer_list(pyb::handle obj, const std::string& what) {
+    std::vector<LayerIndex> out;
     if (PyIndex_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
-        out.push_back(static_cast<int>(to_int(obj, what)));
+        out.push_back(site_layer_index(to_int(obj, what)));
         return out;
     }
     if (!pyb::isinstance<pyb::iterable>(obj) || pyb::isinstance<pyb::str>(obj))
         throw pyb::type_error(what + ": an int or a list of layer indices is needed");
-    for (pyb::handle h : pyb::iter(obj)) out.push_back(static_cast<int>(to_int(h, what)));
+    for (pyb::handle h : pyb::iter(obj)) out.push_back(site_layer_index(to_int(h, what)));
     return out;
 }
+
+/// A layer as Python sees it: -1 for `no_layer`.
+inline long long python_layer(LayerIndex l) { return l == no_layer ? -1 : static_cast<long long>(l); }
 
 /// One float vector per layer from an array [D] (one for all), [L, D], or a list of arrays.
 inline std::vector<std::vector<float>> to_rows_per_layer(pyb::handle obj, const std::string& what) {
@@ -182,13 +187,13 @@ inline void bind_interp(pyb::module_& m) {
     pyb::class_<SiteRef>(m, "SiteRef", "One tensor of a forward: a site at a layer over some positions.")
         .def_property_readonly("name", &SiteRef::name)
         .def_property_readonly("site", [](const SiteRef& s) { return s.write ? std::string("layer_write") : std::string(site_name(s.site)); })
-        .def_readonly("layer", &SiteRef::layer)
+        .def_property_readonly("layer", [](const SiteRef& s) { return python_layer(s.layer); })
         .def_readonly("positions", &SiteRef::positions)
         .def("__repr__", [](const SiteRef& s) { return "site('" + s.name() + "', positions=" + s.positions.describe() + ")"; });
-    m.def("site", [](const std::string& name, int layer, pyb::object positions) {
+    m.def("site", [](const std::string& name, long long layer, pyb::object positions) {
         SiteRef r;
         r.site = parse_site(name, r.write);
-        r.layer = layer;
+        r.layer = site_layer_index(layer);
         r.positions = to_positions(positions);
         return r;
     }, pyb::arg("name"), pyb::arg("layer") = -1, pyb::arg("positions") = pyb::none(),
@@ -203,7 +208,11 @@ inline void bind_interp(pyb::module_& m) {
         .def("describe", &Intervention::describe)
         .def_property_readonly("action", [](const Intervention& v) { return std::string(action_name(v.action)); })
         .def_property_readonly("site", [](const Intervention& v) { return v.write ? std::string("layer_write") : std::string(site_name(v.site)); })
-        .def_readonly("layers", &Intervention::layers)
+        .def_property_readonly("layers", [](const Intervention& v) {
+            std::vector<long long> out;
+            for (LayerIndex l : v.layers) out.push_back(python_layer(l));
+            return out;
+        })
         .def("__repr__", [](const Intervention& v) { return "<hylens.Intervention " + v.describe() + ">"; });
 
     m.def("patch", [](pyb::object site, pyb::object rows) {
@@ -229,10 +238,10 @@ inline void bind_interp(pyb::module_& m) {
     m.def("proj_patch", [](int layer, const std::string& which, pyb::object positions, pyb::object rows, pyb::object heads) {
         std::vector<std::size_t> h = heads.is_none() ? std::vector<std::size_t>{} : to_indices(heads, "proj_patch heads");
         bool write = false;
-        return proj_patch(layer, parse_site(which, write), to_positions(positions), to_floats(rows, "proj_patch rows"), std::move(h));
+        return proj_patch(layer_index(layer), parse_site(which, write), to_positions(positions), to_floats(rows, "proj_patch rows"), std::move(h));
     }, pyb::arg("layer"), pyb::arg("which"), pyb::arg("positions"), pyb::arg("rows"), pyb::arg("heads") = pyb::none());
     m.def("skip_layers", [](pyb::object layers) { return skip_layers(to_layer_list(layers, "skip_layers")); }, pyb::arg("layers"));
-    m.def("truncate_after", &truncate_after, pyb::arg("cut"));
+    m.def("truncate_after", [](long long cut) { return truncate_after(layer_index(cut)); }, pyb::arg("cut"));
     m.def("conv_taps", [](pyb::object layers) { return conv_taps(to_layer_list(layers, "conv_taps")); }, pyb::arg("layers"));
     m.def("state_reset_every", [](pyb::object layers, std::size_t every) {
         return state_reset_every(to_layer_list(layers, "state_reset_every"), every);

@@ -167,7 +167,8 @@ inline void bind_model(pyb::module_& m) {
         }, "Per layer, the cache channels it holds ('kv', 'recurrent').")
         .def_property_readonly("attention_layers", [](const PyModel& s) { return s.visit([](const auto& x) { return attention_layers(x.stack()); }); })
         .def_property_readonly("recurrent_layers", [](const PyModel& s) { return s.visit([](const auto& x) { return recurrent_layers(x.stack()); }); })
-        .def("mixer_site", [](const PyModel& s, int layer, const std::string& ch) {
+        .def("mixer_site", [](const PyModel& s, long long signed_layer, const std::string& ch) {
+            const LayerIndex layer = layer_index(signed_layer);
             if (ch != "recurrent" && ch != "attention") throw pyb::value_error("mixer_site: channel is 'recurrent' or 'attention'");
             const MixerChannel mc = ch == "attention" ? MixerChannel::attention : MixerChannel::recurrent;
             return s.visit([&](const auto& x) { return SiteRef{mixer_site(x.stack(), layer, mc), layer, Positions::all(), false}.name(); });
@@ -289,7 +290,7 @@ inline void bind_model(pyb::module_& m) {
            "One forward with interventions applied and sites captured ([B, |P|, D] each, named like 'mixer_out.13').")
         .def("transplant_state", [](const PyModel& s, pyb::handle donor, pyb::handle host, pyb::handle layers, bool include_conv) {
             const Ids d = to_ids(donor, "transplant_state: donor"), h = to_ids(host, "transplant_state: host");
-            std::vector<int> ls = to_layer_list(layers, "transplant_state: layers");
+            std::vector<LayerIndex> ls = to_layer_list(layers, "transplant_state: layers");
             Tensor3 out = s.visit([&](const auto& x) {
                 const pyb::gil_scoped_release nogil;
                 return transplant_state(x, d.batch, h.batch, ls, include_conv);
@@ -300,7 +301,7 @@ inline void bind_model(pyb::module_& m) {
         .def("transplant_mixer", [](const PyModel& s, pyb::handle donor, pyb::handle host, pyb::handle layers,
                                     pyb::handle positions, const std::string& ch) {
             const Ids d = to_ids(donor, "transplant_mixer: donor"), h = to_ids(host, "transplant_mixer: host");
-            std::vector<int> ls = to_layer_list(layers, "transplant_mixer: layers");
+            std::vector<LayerIndex> ls = to_layer_list(layers, "transplant_mixer: layers");
             const Positions p = to_positions(positions);
             if (ch != "recurrent" && ch != "attention") throw pyb::value_error("transplant_mixer: channel is 'recurrent' or 'attention'");
             MixerTransplant t = s.visit([&](const auto& x) {
@@ -315,7 +316,7 @@ inline void bind_model(pyb::module_& m) {
            "exp22: mixer outputs of `layers` at `positions` copied from the donor run into the host run; (donor rows, host RunResult).")
         .def("logit_lens", [](const PyModel& s, pyb::handle ids, pyb::handle layers, pyb::handle positions) {
             const Ids in = to_ids(ids, "logit_lens");
-            const std::vector<int> ls = to_layer_list(layers, "logit_lens: layers");
+            const std::vector<LayerIndex> ls = to_layer_list(layers, "logit_lens: layers");
             const Positions p = to_positions(positions);
             std::vector<Tensor3> per = s.visit([&](const auto& x) {
                 const pyb::gil_scoped_release nogil;

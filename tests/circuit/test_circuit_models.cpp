@@ -38,12 +38,12 @@ TransplantScore scores_of(const Model& m, const TokenBatch& ids, int reader_laye
 }
 
 template <class Model>
-void check_self_transplant(const Model& m, int reader_layer, const std::vector<int>& block) {
+void check_self_transplant(const Model& m, LayerIndex reader_layer, const std::vector<LayerIndex>& block) {
     const TokenBatch ids(test::random_ids(14, m.config().vocab, 3));
     const TransplantScore clean = scores_of(m, ids, reader_layer, {});
     for (const Positions& P : {Positions::last(), Positions::all()}) {
         std::vector<SiteRef> sites;
-        for (int l : block) sites.push_back({mixer_site(m.stack(), l, MixerChannel::recurrent), l, P, false});
+        for (LayerIndex l : block) sites.push_back({mixer_site(m.stack(), l, MixerChannel::recurrent), l, P, false});
         const NamedTensors donor = capture(m, ids, sites);
         std::vector<Intervention> iv;
         for (const SiteRef& s : sites) iv.push_back(patch(s, donor));
@@ -61,10 +61,10 @@ void check_self_transplant(const Model& m, int reader_layer, const std::vector<i
 }
 
 template <class Model, class Adapter>
-void check_self_stitch(const Model& m, int lo, int hi, const Adapter& adapter) {
+void check_self_stitch(const Model& m, LayerIndex lo, LayerIndex hi, const Adapter& adapter) {
     const TokenBatch ids(test::random_ids(17, m.config().vocab, 5));
-    std::vector<int> donor_layers;
-    for (int l = lo; l <= hi; ++l) donor_layers.push_back(l);
+    std::vector<LayerIndex> donor_layers;
+    for (LayerIndex l = lo; l <= hi; ++l) donor_layers.push_back(l);
     const StitchPlan plan{{{lo, hi, donor_layers, false}}};
     const auto s = stitch<Adapter>(m, plan, m, {adapter});
     const NamedTensors in = capture(m, ids, {site::resid_pre(lo), site::resid_post(hi)});
@@ -173,7 +173,7 @@ TEST_CASE("identify_circuit: groups, removal scans, reader search and B6 on a Qw
         const auto m = test::random_qwen({});
         const Circuit c = identify_circuit(m, items_for(m.config().vocab), {0, 4});
         check_circuit(c, 1, 3);
-        CHECK(c.groups[0].layers == std::vector<int>{0, 1});
+        CHECK(c.groups[0].layers == std::vector<LayerIndex>{0, 1});
         CHECK(c.reader.reader.layer == 2);
         CHECK(c.address == 0);
     }
@@ -181,7 +181,7 @@ TEST_CASE("identify_circuit: groups, removal scans, reader search and B6 on a Qw
         const auto m = test::random_granite({});
         const Circuit c = identify_circuit(m, items_for(m.config().vocab), {0, 4});
         check_circuit(c, 1, 3);
-        CHECK(c.groups[0].layers == std::vector<int>{0});
+        CHECK(c.groups[0].layers == std::vector<LayerIndex>{0});
     }
     CHECK_THROWS_AS(circuit_from_json(nlohmann::json::object()), FormatError);
 }

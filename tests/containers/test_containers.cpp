@@ -7,7 +7,10 @@
 #include <hylens/core/indices.hpp>
 #include <hylens/core/tensor_view.hpp>
 #include <hylens/cache/layer_set.hpp>
+#include <hylens/interp/circuit.hpp>
 #include <hylens/interp/run.hpp>
+#include <hylens/interp/stitch.hpp>
+#include <hylens/interp/transplant.hpp>
 #include <hylens/stack/generate.hpp>
 
 #include "../support/random_model.hpp"
@@ -31,13 +34,25 @@ static_assert(std::is_same_v<decltype(TokenBatch::ids), std::vector<std::int64_t
 static_assert(std::is_same_v<decltype(GenerateResult::ids), std::vector<std::vector<std::int64_t>>>, "generated ids are int64");
 static_assert(std::is_same_v<decltype(GenerateOptions::stop_ids), std::vector<std::int64_t>>, "stop ids are int64");
 static_assert(std::is_same_v<decltype(RunOptions::positions), std::span<const std::int64_t>>, "positions are int64");
-static_assert(std::is_same_v<decltype(SiteRef::layer), SiteLayer>, "a site's layer is a SiteLayer");
-static_assert(std::is_same_v<decltype(Intervention::layers), std::vector<SiteLayer>>, "intervention layers are SiteLayers");
+static_assert(std::is_same_v<decltype(SiteRef::layer), LayerIndex>, "a site's layer is a LayerIndex");
+static_assert(std::is_same_v<decltype(Intervention::layers), std::vector<LayerIndex>>, "intervention layers are LayerIndex");
 static_assert(std::is_same_v<decltype(&LayerSet::contains), bool (LayerSet::*)(LayerIndex) const noexcept>,
               "LayerSet takes LayerIndex");
 static_assert(std::is_same_v<decltype(LayerSet().indices()), const std::vector<LayerIndex>&>, "LayerSet holds LayerIndex");
-static_assert(std::is_same_v<decltype(std::declval<const Hook&>().wants), std::function<bool(Site, SiteLayer)>>,
-              "hooks see SiteLayer");
+static_assert(std::is_same_v<decltype(std::declval<const Hook&>().wants), std::function<bool(Site, LayerIndex)>>,
+              "hooks see LayerIndex");
+static_assert(std::is_same_v<decltype(std::declval<const Hook&>().fn),
+                             std::function<void(Site, LayerIndex, const ActivationView&, const std::int64_t*)>>,
+              "hooks see LayerIndex");
+static_assert(std::is_same_v<decltype(ForwardContext::layer), LayerIndex>, "layers know their LayerIndex");
+static_assert(std::is_same_v<decltype(site::mixer_out(0)), SiteRef>);
+static_assert(std::is_same_v<decltype(&site::mixer_out), SiteRef (*)(LayerIndex, Positions)>, "site descriptors take LayerIndex");
+static_assert(std::is_same_v<decltype(&head_zero), Intervention (*)(LayerIndex, std::vector<std::size_t>, Site, Positions)>,
+              "intervention factories take LayerIndex");
+static_assert(std::is_same_v<decltype(recurrent_layers(std::declval<const QwenLikeStack&>())), std::vector<LayerIndex>>,
+              "layer lists are LayerIndex");
+static_assert(std::is_same_v<decltype(ReplaceBlock::donor_layers), std::vector<LayerIndex>>, "stitch plans hold LayerIndex");
+static_assert(std::is_same_v<decltype(CircuitRoles::reader_layer), LayerIndex>, "circuit roles hold LayerIndex");
 static_assert(std::is_same_v<decltype(std::declval<const CausalLM<QwenLikeStack>&>().num_layers()), LayerIndex>,
               "models count LayerIndex");
 
@@ -332,9 +347,44 @@ TEST_CASE("NamedTensors::put stores an xtensor expression, a container or row-ma
     CHECK_THROWS_AS((void)n.at("missing"), ShapeError);
 }
 
-TEST_CASE("site_layer / layer_index convert between the two layer-index types with a range check") {
-    CHECK(site_layer(LayerIndex{7}) == 7);
-    CHECK(layer_index(SiteLayer{3}) == 3u);
+TEST_CASE("one layer type: no_layer names the layer-less sites, negative input layers are errors") {
+    CHECK(site::embed().layer == no_layer);
+    CHECK(site::final_norm().layer == no_layer);
+    CHECK(site::embed().name() == "embed");
+    CHECK(site::mixer_out(3).name() == "mixer_out.3");
+    CHECK(layer_index(3) == LayerIndex{3});
+    CHECK(layer_index(std::int64_t{7}) == LayerIndex{7});
+    CHECK(layer_index(LayerIndex{9}) == LayerIndex{9});
     CHECK_THROWS_AS((void)layer_index(-1), ShapeError);
-    CHECK_THROWS_AS((void)site_layer(LayerIndex{1} << 40), ShapeError);
+    CHECK_THROWS_AS((void)layer_index(std::int64_t{-5}), ShapeError);
+    CHECK(site_layer_index(-1) == no_layer);
+    CHECK(site_layer_index(2) == LayerIndex{2});
+    CHECK_THROWS_AS((void)site_layer_index(-2), ShapeError);
+    CHECK(layer_name(no_layer) == "none");
+    CHECK(zero(Site::embed, {no_layer}).describe() == "Zero(embed, layers {none}, positions all)");
+
+    // The hook sees LayerIndex: decoder layers 0..L-1 and no_layer for embed / final_norm.
+    const auto m = random_granite({});
+    std::vector<LayerIndex> seen_resid;
+    std::vector<Site> layerless;
+    Hook h;
+    h.fn = [&](Site s, LayerIndex l, const ActivationView&, const std::int64_t*) {
+        if (s == Site::resid_post) seen_resid.push_back(l);
+        if (l == no_layer) layerless.push_back(s);
+    };
+    auto cache = m.new_cache(1);
+    ForwardOptions fo;
+    fo.hook = &h;
+    (void)m.forward(TokenBatch({3, 1, 4}), cache, fo);
+    std::vector<LayerIndex> all(m.num_layers());
+    for (LayerIndex l = 0; l < all.size(); ++l) all[l] = l;
+    CHECK(seen_resid == all);
+    CHECK(layerless == std::vector<Site>{Site::embed, Site::final_norm});
+
+    // A layer outside the model, or no_layer on a layer site, is a ShapeError naming it.
+    CHECK_THROWS_AS(run(m, TokenBatch({3, 1, 4}), {zero(Site::mixer_out, {m.num_layers()})}), ShapeError);
+    CHECK_THROWS_AS(run(m, TokenBatch({3, 1, 4}), {zero(Site::mixer_out, {no_layer})}), ShapeError);
+    CHECK_THROWS_AS(run(m, TokenBatch({3, 1, 4}), {zero(Site::embed, {0})}), ShapeError);
+    CHECK_THROWS_AS(capture(m, TokenBatch({3, 1, 4}), {site::resid_post(m.num_layers())}), ShapeError);
+    CHECK(run(m, TokenBatch({3, 1, 4}), {zero(Site::embed, {no_layer})}).logits.size() > 0);
 }

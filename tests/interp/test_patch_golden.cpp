@@ -35,8 +35,8 @@ struct SurgeryCase {
     nlohmann::json tensors;  // manifest entries of the patch.* / state_patch.* outputs
     fs::path model_dir;
     std::vector<std::int64_t> donor, host;
-    std::vector<int> layers;
-    int attn_layer = -1;
+    std::vector<LayerIndex> layers;
+    LayerIndex attn_layer = no_layer;
 };
 
 const char* const kOutputs[] = {"patch.donor.mixer_out",          "patch.attn.donor.mixer_out",
@@ -45,14 +45,14 @@ const char* const kOutputs[] = {"patch.donor.mixer_out",          "patch.attn.do
                                 "state_patch.all.logits_final",   "state_patch.control.logits_final"};
 
 SurgeryCase open_case(const fs::path& dir) {
-    SurgeryCase c{io::SafetensorsFile::open(dir / "surgery.safetensors"), {}, {}, {}, {}, {}, -1};
+    SurgeryCase c{io::SafetensorsFile::open(dir / "surgery.safetensors"), {}, {}, {}, {}, {}, no_layer};
     const nlohmann::json manifest = io::Config::from_file(dir / "manifest.json").raw();
     for (const char* name : kOutputs) c.tensors[name] = manifest["tensors"][name];
     c.model_dir = fs::path(HYLENS_GOLDEN_DIR) / manifest["model_folder"].get<std::string>();
     c.donor = c.file.read_i64("patch.donor.ids");
     c.host = c.file.read_i64("patch.host.ids");
-    for (auto l : c.file.read_i64("patch.layers")) c.layers.push_back(static_cast<int>(l));
-    c.attn_layer = static_cast<int>(c.file.read_i64("patch.attn_layer").at(0));
+    for (auto l : c.file.read_i64("patch.layers")) c.layers.push_back(layer_index(l));
+    c.attn_layer = layer_index(c.file.read_i64("patch.attn_layer").at(0));
     return c;
 }
 
@@ -145,7 +145,7 @@ TEST_CASE("interp/patch: every shipped model folder, surgery reference or not, p
         SUBCASE(dir.filename().string().c_str()) {
             const AnyModel model = load(dir);
             model.visit([&](const auto& m) {
-                const std::vector<int> rec = recurrent_layers(m.stack()), att = attention_layers(m.stack());
+                const std::vector<LayerIndex> rec = recurrent_layers(m.stack()), att = attention_layers(m.stack());
                 REQUIRE(!rec.empty());
                 std::vector<std::int64_t> host(20), donor(20);
                 for (std::size_t i = 0; i < 20; ++i) host[i] = donor[i] = static_cast<std::int64_t>((7 * i + 3) % m.config().vocab);
@@ -153,7 +153,7 @@ TEST_CASE("interp/patch: every shipped model folder, surgery reference or not, p
                 const TokenBatch H(host), D(donor);
                 auto c = m.new_cache(1);
                 const Tensor3 plain = m.forward(H, c);
-                const std::vector<int> layers(rec.begin(), rec.begin() + std::min<std::ptrdiff_t>(2, std::ssize(rec)));
+                const std::vector<LayerIndex> layers(rec.begin(), rec.begin() + std::min<std::ptrdiff_t>(2, std::ssize(rec)));
                 const MixerTransplant self = transplant_mixer(m, H, H, layers, Positions::last());
                 CHECK(max_abs_diff(self.host.logits, plain) == 0.0f);
                 const MixerTransplant moved = transplant_mixer(m, D, H, layers, Positions::all());

@@ -164,12 +164,12 @@ TEST_CASE("groups(size) and removal scans") {
     const auto q = test::random_qwen({});  // G G A G
     const auto g3 = layer_groups(q.stack(), 3);
     REQUIRE(g3.size() == 1);
-    CHECK(g3[0].layers == std::vector<int>{0, 1});
+    CHECK(g3[0].layers == std::vector<LayerIndex>{0, 1});
     CHECK(g3[0].softmax_layer == 2);
     const auto g = test::random_granite({});  // M A M M
     const auto g0 = layer_groups(g.stack(), 0);
     REQUIRE(g0.size() == 1);
-    CHECK(g0[0].layers == std::vector<int>{0});
+    CHECK(g0[0].layers == std::vector<LayerIndex>{0});
     std::vector<PairItem> items{{{1, 2, 3, 4}, {1, 2, 7, 4}, 5, 6, {}, 0}};
     const auto scan = removal_scan(g, items, {{0}, {2, 3}});
     REQUIRE(scan.size() == 2);

@@ -44,14 +44,14 @@ std::vector<SiteRef> patchable_sites(const Model& m) {
         for (Site st : per_layer) {
             // Keep the sites this layer actually fires (a probe run tells).
             RunOptions o;
-            o.capture = {SiteRef{st, static_cast<int>(l)}};
+            o.capture = {SiteRef{st, l}};
             try {
                 (void)run(m, TokenBatch({1, 2}), {}, o);
                 s.push_back(o.capture[0]);
             } catch (const ShapeError&) {
             }
         }
-    for (std::size_t l = 0; l < m.num_layers(); ++l) s.push_back(site::layer_write(static_cast<int>(l)));
+    for (LayerIndex l = 0; l < m.num_layers(); ++l) s.push_back(site::layer_write(l));
     return s;
 }
 
@@ -296,7 +296,7 @@ TEST_CASE("run: StateResetEvery runs in chunks and zeroes only the SSM state; Co
         for (std::size_t t = off; t < std::min(off + 4, kPrompt.T()); ++t) part.push_back(kPrompt.at(0, t));
         const Tensor3 lg = m.forward(TokenBatch(part), c);
         want.insert(want.end(), lg.begin(), lg.end());
-        for (int l : {0, 3}) c.visit(static_cast<std::size_t>(l), [](auto& x) {
+        for (LayerIndex l : {0, 3}) c.visit(l, [](auto& x) {
             if (auto* r = recurrent_part(x)) r->zero_state();
         });
     }

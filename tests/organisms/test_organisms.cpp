@@ -123,7 +123,7 @@ std::string roles_text(const Circuit& c) {
     std::ostringstream o;
     o << "encode G" << c.encode << ", address G" << c.address << ", reader L" << c.reader.reader.layer << "H"
       << c.reader.reader.head << ", critical layers [";
-    for (int l : c.critical_layers) o << " " << l;
+    for (LayerIndex l : c.critical_layers) o << " " << l;
     o << " ]";
     return o.str();
 }

@@ -133,8 +133,8 @@ TEST_SUITE("stack/finite_check") {
         // A hook that writes an infinity: the check sees what the hook left, at that site.
         const auto good = load_as<Qwen35Model>(std::string(HYLENS_GOLDEN_DIR) + "/models/qwen3_5_dense");
         Hook h;
-        h.wants = [](Site s, int l) { return s == Site::mixer_out && l == 1; };
-        h.fn = [](Site, int, const ActivationView& v, const std::int64_t*) { v.row(0, 1)[4] = INFINITY; };
+        h.wants = [](Site s, LayerIndex l) { return s == Site::mixer_out && l == 1; };
+        h.fn = [](Site, LayerIndex, const ActivationView& v, const std::int64_t*) { v.row(0, 1)[4] = INFINITY; };
         auto c4 = good.new_cache(1);
         CHECK_THROWS_WITH_AS(good.forward(ids, c4, {.hook = &h, .check_finite = true}),
                              doctest::Contains("(inf) at layer 1, site mixer_out, sequence 0, token 1 (position 1), index 4"),

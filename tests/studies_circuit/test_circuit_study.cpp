@@ -81,9 +81,9 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
     const ex::CircuitStructure st = ex::circuit_structure_from_json(run["study"]["structure"]);
     // Qwen3.5 layout organism: layers 0-2 GatedDeltaNet, layer 3 softmax attention.
     REQUIRE(st.groups.size() == 1);
-    CHECK(st.groups[0].layers == std::vector<int>{0, 1, 2});
+    CHECK(st.groups[0].layers == std::vector<hylens::LayerIndex>{0, 1, 2});
     CHECK(st.groups[0].softmax_layer == 3);
-    CHECK(st.attention_layers == std::vector<int>{3});
+    CHECK(st.attention_layers == std::vector<hylens::LayerIndex>{3});
 
     // One record per (item, condition): baseline, G0, L0-L2, 4 heads of layer 3, qk:L3G0.
     const std::vector<nlohmann::json> recs = records_of(o.out);
@@ -222,8 +222,8 @@ TEST_CASE("circuit study on granite-h-tiny: groups of size 0, the structure of t
     const ex::CircuitStructure st = ex::circuit_structure_from_json(run["study"]["structure"]);
     // Mamba-2, Mamba-2, attention, Mamba-2: one group {0, 1}; layer 3 belongs to no group but is scanned.
     REQUIRE(st.groups.size() == 1);
-    CHECK(st.groups[0].layers == std::vector<int>{0, 1});
-    CHECK(st.linear_layers == std::vector<int>{0, 1, 3});
+    CHECK(st.groups[0].layers == std::vector<hylens::LayerIndex>{0, 1});
+    CHECK(st.linear_layers == std::vector<hylens::LayerIndex>{0, 1, 3});
     const nlohmann::json circuit = json_of(o.out / "circuit.json");
     CHECK(circuit["reader"]["layer"] == 2);
     CHECK(circuit["address"]["layers"] == std::vector<int>{0, 1});

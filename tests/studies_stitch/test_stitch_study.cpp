@@ -117,10 +117,10 @@ TEST_CASE("stitch study forwards: an identity self-stitch is the model to float3
     // applied to its residual after layer 1, and the intact model to float32 rounding.
     std::vector<float> x;
     hylens::Hook rounding;
-    rounding.wants = [](hylens::Site s, int l) {
+    rounding.wants = [](hylens::Site s, hylens::LayerIndex l) {
         return (s == hylens::Site::resid_pre && l == 0) || (s == hylens::Site::resid_post && l == 1);
     };
-    rounding.fn = [&](hylens::Site s, int, const hylens::ActivationView& v, const std::int64_t*) {
+    rounding.fn = [&](hylens::Site s, hylens::LayerIndex, const hylens::ActivationView& v, const std::int64_t*) {
         const std::size_t n = v.B * v.T * v.D;
         REQUIRE(v.ld == v.D);
         if (s == hylens::Site::resid_pre) {

@@ -124,16 +124,16 @@ std::vector<std::string> lines(const std::string& text) {
 }  // namespace
 
 TEST_CASE("transplant study: blocks, position sets and conditions") {
-    const std::vector<std::vector<int>> groups = {{0, 1, 2}, {4, 5}};
+    const std::vector<std::vector<LayerIndex>> groups = {{0, 1, 2}, {4, 5}};
     const auto b = ex::parse_blocks("G0,3,1-2,G1+G0,2+0", groups, 7);
     REQUIRE(b.size() == 5);
     CHECK(b[0].name == "G0");
-    CHECK(b[0].layers == std::vector<int>{0, 1, 2});
-    CHECK(b[1].layers == std::vector<int>{3});
-    CHECK(b[2].layers == std::vector<int>{1, 2});
+    CHECK(b[0].layers == std::vector<LayerIndex>{0, 1, 2});
+    CHECK(b[1].layers == std::vector<LayerIndex>{3});
+    CHECK(b[2].layers == std::vector<LayerIndex>{1, 2});
     CHECK(b[3].name == "G1+G0");
-    CHECK(b[3].layers == std::vector<int>{0, 1, 2, 4, 5});
-    CHECK(b[4].layers == std::vector<int>{0, 2});
+    CHECK(b[3].layers == std::vector<LayerIndex>{0, 1, 2, 4, 5});
+    CHECK(b[4].layers == std::vector<LayerIndex>{0, 2});
     for (const char* bad : {"G2", "7", "x", "", "G0,,1", "3-1", "1-9", "G", "+1"}) {
         CAPTURE(bad);
         CHECK_THROWS_AS(ex::parse_blocks(bad, groups, 7), Error);

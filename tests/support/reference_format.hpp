@@ -71,8 +71,8 @@ NamedTensors dump_run(const Model& model, const std::vector<std::int64_t>& promp
     auto run = [&](const std::vector<std::int64_t>& ids, bool with_embed,
                    std::vector<reference_detail::RowSink>& layers, reference_detail::RowSink& embed, reference_detail::RowSink& norm) {
         Hook hook;
-        hook.wants = [](Site s, int) { return s == Site::resid_post || s == Site::embed || s == Site::final_norm; };
-        hook.fn = [&](Site s, int layer, const ActivationView& v, const std::int64_t*) {
+        hook.wants = [](Site s, LayerIndex) { return s == Site::resid_post || s == Site::embed || s == Site::final_norm; };
+        hook.fn = [&](Site s, LayerIndex layer, const ActivationView& v, const std::int64_t*) {
             if (s == Site::resid_post) layers[static_cast<std::size_t>(layer)].add(v);
             if (s == Site::embed && with_embed) embed.add(v);
             if (s == Site::final_norm) norm.add(v);
@@ -116,8 +116,8 @@ NamedTensors dump_run(const Model& model, const std::vector<std::int64_t>& promp
 ///   state_patch{,.ssm_only,.all,.control}.logits_final [V].
 template <class Model>
 NamedTensors patch_reference_tensors(const Model& model, const std::vector<std::int64_t>& donor_ids,
-                                     const std::vector<std::int64_t>& host_ids, const std::vector<int>& layers,
-                                     int attn_layer) {
+                                     const std::vector<std::int64_t>& host_ids, const std::vector<LayerIndex>& layers,
+                                     LayerIndex attn_layer) {
     const TokenBatch donor(donor_ids), host(host_ids);
     const std::size_t H = model.config().hidden, V = model.config().vocab, T = host.T();
     NamedTensors out;
@@ -127,7 +127,7 @@ NamedTensors patch_reference_tensors(const Model& model, const std::vector<std::
 
     const MixerTransplant rec = transplant_mixer(model, donor, host, layers, Positions::last());
     std::vector<float> rows;
-    for (int l : layers) {
+    for (LayerIndex l : layers) {
         const auto r = flat(rec.donor.at(SiteRef{mixer_site(model.stack(), l, MixerChannel::recurrent), l}.name()));
         rows.insert(rows.end(), r.begin(), r.end());
     }

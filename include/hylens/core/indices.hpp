@@ -1,36 +1,47 @@
 #pragma once
 // The index types of the public API, one per meaning (docs/containers.md):
-//   LayerIndex (std::size_t): a decoder layer of a model, 0 .. L-1: stacks, caches, LayerSet,
-//     cache surgery, state patches by LayerSet.
-//   SiteLayer (int): the layer of an activation site: SiteRef::layer, Hook callbacks,
-//     Intervention::layers; 0 .. L-1, or -1 for the layer-less sites (embed, final_norm).
+//   LayerIndex (std::size_t): a decoder layer of a model, 0 .. L-1, everywhere: stacks, caches,
+//     LayerSet, cache surgery, site descriptors (SiteRef::layer), Hook callbacks and
+//     Intervention::layers. The layer-less sites (embed, final_norm) sit at `no_layer`.
 //   Token ids and positions are std::int64_t (TokenBatch, GenerateResult, RunOptions::positions);
 //     the tokenizer's int32 ids widen into them.
 // tests/containers checks at compile time that the public signatures keep to this rule.
-// site_layer() and layer_index() convert between the two with a range check.
+// layer_index() and site_layer_index() read a layer from a signed number (CLI, JSON, Python)
+// with a range check: a negative layer is a ShapeError, never a wrapped-around index.
 
-#include <cstddef>  // std::size_t
-#include <limits>   // std::numeric_limits
+#include <concepts>  // std::integral
+#include <cstddef>   // std::size_t
+#include <limits>    // std::numeric_limits
+#include <string>    // std::string
+#include <type_traits>  // std::is_signed_v
 
 #include "error.hpp"
 
 namespace hylens {
 
 using LayerIndex = std::size_t;
-using SiteLayer = int;
 
-/// The SiteLayer of a model layer (a ShapeError if it does not fit an int).
-inline SiteLayer site_layer(LayerIndex layer) {
-    check<ShapeError>(layer <= static_cast<LayerIndex>(std::numeric_limits<SiteLayer>::max()), "[site_layer] layer ", layer,
-                      " does not fit a site's layer index");
-    return static_cast<SiteLayer>(layer);
-}
+/// The layer of the sites that belong to no decoder layer (embed, final_norm).
+inline constexpr LayerIndex no_layer = std::numeric_limits<LayerIndex>::max();
 
-/// The model layer a site names (a ShapeError for -1 and other negatives: embed and
-/// final_norm belong to no layer).
-inline LayerIndex layer_index(SiteLayer layer) {
-    check<ShapeError>(layer >= 0, "[layer_index] site layer ", layer, " names no decoder layer (-1 is embed / final_norm)");
+/// A decoder layer read from a signed number: a ShapeError for a negative one.
+template <std::integral I>
+LayerIndex layer_index(I layer) {
+    if constexpr (std::is_signed_v<I>)
+        check<ShapeError>(layer >= 0, "[layer_index] layer ", layer, " is negative: decoder layers count from 0");
     return static_cast<LayerIndex>(layer);
 }
+
+/// The layer of a site read from a signed number: -1 is `no_layer` (embed, final_norm), other
+/// negatives are a ShapeError.
+template <std::integral I>
+LayerIndex site_layer_index(I layer) {
+    if constexpr (std::is_signed_v<I>)
+        if (layer == -1) return no_layer;
+    return layer_index(layer);
+}
+
+/// "13", or "none" for no_layer (messages and descriptions).
+inline std::string layer_name(LayerIndex layer) { return layer == no_layer ? "none" : std::to_string(layer); }
 
 }  // namespace hylens

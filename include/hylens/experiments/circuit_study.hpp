@@ -55,7 +55,7 @@ struct CircuitStudyOptions : StudyRunOptions {
 /// study definition, so a merge needs no model).
 struct CircuitStructure {
     std::vector<LayerGroup> groups;
-    std::vector<int> linear_layers, attention_layers;
+    std::vector<LayerIndex> linear_layers, attention_layers;
 };
 
 template <class Stack>
@@ -79,9 +79,9 @@ inline CircuitStructure circuit_structure_from_json(const nlohmann::json& j) {
     try {
         CircuitStructure s;
         for (const auto& g : j.at("groups"))
-            s.groups.push_back({g.at("layers").get<std::vector<int>>(), g.at("softmax_layer").get<int>()});
-        s.linear_layers = j.at("linear_layers").get<std::vector<int>>();
-        s.attention_layers = j.at("attention_layers").get<std::vector<int>>();
+            s.groups.push_back({g.at("layers").get<std::vector<LayerIndex>>(), g.at("softmax_layer").get<LayerIndex>()});
+        s.linear_layers = j.at("linear_layers").get<std::vector<LayerIndex>>();
+        s.attention_layers = j.at("attention_layers").get<std::vector<LayerIndex>>();
         return s;
     } catch (const nlohmann::json::exception& e) {
         fail<FormatError>("[circuit] the study definition's 'structure' is malformed: ", e.what());
@@ -90,9 +90,9 @@ inline CircuitStructure circuit_structure_from_json(const nlohmann::json& j) {
 
 namespace circuit_conditions {
 inline std::string group(std::size_t g) { return "group:G" + std::to_string(g); }
-inline std::string layer(int l) { return "layer:L" + std::to_string(l); }
-inline std::string head(int l, std::size_t h) { return "head:L" + std::to_string(l) + "H" + std::to_string(h); }
-inline std::string qk(int s, std::size_t g) { return "qk:L" + std::to_string(s) + "G" + std::to_string(g); }
+inline std::string layer(LayerIndex l) { return "layer:L" + std::to_string(l); }
+inline std::string head(LayerIndex l, std::size_t h) { return "head:L" + std::to_string(l) + "H" + std::to_string(h); }
+inline std::string qk(LayerIndex s, std::size_t g) { return "qk:L" + std::to_string(s) + "G" + std::to_string(g); }
 }  // namespace circuit_conditions
 
 /// The study-defining part of run.json.
@@ -169,7 +169,7 @@ nlohmann::json pair_condition(const Model& model, const PairItem& it, const std:
 
 /// B6 at softmax layer `s` with group `removed` ablated: the 2x2 cells for every head of s.
 template <class Model>
-nlohmann::json qk_condition(const Model& model, const PairItem& it, const std::vector<int>& removed, int s, RemovalUnit unit) {
+nlohmann::json qk_condition(const Model& model, const PairItem& it, const std::vector<LayerIndex>& removed, LayerIndex s, RemovalUnit unit) {
     const TokenBatch ids(it.clean);
     const std::vector<SiteRef> qk{site::q(s, Positions::last()), site::k(s)};
     const NamedTensors intact = capture(model, ids, qk), ablated = capture(model, ids, qk, removal(model.stack(), removed, unit));
@@ -221,7 +221,7 @@ inline PairScores pair_summary(const std::vector<nlohmann::json>& records, const
 }
 
 /// Item mean of records[i]["attention"]["L<l>"][field][h].
-inline double attention_mean(const std::vector<nlohmann::json>& records, const std::string& c, int l, std::size_t h,
+inline double attention_mean(const std::vector<nlohmann::json>& records, const std::string& c, LayerIndex l, std::size_t h,
                              const char* field) {
     const auto rs = of_condition(records, c);
     double s = 0.0;
@@ -229,7 +229,7 @@ inline double attention_mean(const std::vector<nlohmann::json>& records, const s
     return rs.empty() ? 0.0 : s / static_cast<double>(rs.size());
 }
 
-inline std::size_t heads_of(const std::vector<nlohmann::json>& records, int l) {
+inline std::size_t heads_of(const std::vector<nlohmann::json>& records, LayerIndex l) {
     const auto rs = of_condition(records, "baseline");
     check<FormatError>(!rs.empty(), "[circuit] no baseline record");
     return rs.front()->at("attention").at("L" + std::to_string(l)).at("target").size();
@@ -246,11 +246,11 @@ inline Circuit circuit_from_records(const std::vector<nlohmann::json>& records, 
     c.linear_layers = s.linear_layers;
     c.baseline = detail::pair_summary(records, "baseline");
     for (std::size_t g = 0; g < s.groups.size(); ++g) c.group_removed.push_back(detail::pair_summary(records, cc::group(g)));
-    for (int l : s.linear_layers) c.layer_removed.push_back(detail::pair_summary(records, cc::layer(l)));
+    for (LayerIndex l : s.linear_layers) c.layer_removed.push_back(detail::pair_summary(records, cc::layer(l)));
     c.critical_layers = critical_layers(c.baseline, c.linear_layers, c.layer_removed, opt.critical);
     // B4: every head ranked by mean target mass (stable: layer, head order on ties).
     std::vector<HeadCandidate> cand;
-    for (int l : s.attention_layers)
+    for (LayerIndex l : s.attention_layers)
         for (std::size_t h = 0; h < detail::heads_of(records, l); ++h)
             cand.push_back({l, h, detail::attention_mean(records, "baseline", l, h, "target"),
                             detail::attention_mean(records, "baseline", l, h, "others"),
@@ -263,7 +263,7 @@ inline Circuit circuit_from_records(const std::vector<nlohmann::json>& records, 
     c.reader.reader = pick_reader(cand, opt.top);
     c.reader.ranked = std::move(cand);
     // B6 at the reader.
-    const int rl = c.reader.reader.layer;
+    const LayerIndex rl = c.reader.reader.layer;
     const std::size_t rh = c.reader.reader.head;
     c.address_candidates = address_candidates(c.groups, rl);
     for (std::size_t g : c.address_candidates) {
@@ -292,7 +292,7 @@ inline nlohmann::json circuit_file(const std::vector<nlohmann::json>& records, c
                                    const CircuitOptions& opt) {
     const Circuit c = circuit_from_records(records, s, opt);
     nlohmann::json j = to_json(c);
-    const int rl = c.reader.reader.layer;
+    const LayerIndex rl = c.reader.reader.layer;
     const std::size_t rh = c.reader.reader.head;
     const auto split = [&](const std::string& cond) {
         nlohmann::json o;
@@ -317,9 +317,9 @@ inline void write_circuit_summaries(const std::filesystem::path& out, const std:
     // Pair conditions in study order with bootstrap intervals.
     std::vector<std::pair<std::string, std::string>> conds{{"baseline", "B1"}};
     for (std::size_t g = 0; g < s.groups.size(); ++g) conds.push_back({circuit_conditions::group(g), "B2"});
-    for (int l : s.linear_layers) conds.push_back({circuit_conditions::layer(l), "B3"});
+    for (LayerIndex l : s.linear_layers) conds.push_back({circuit_conditions::layer(l), "B3"});
     for (const auto& h : circuit["reader_candidates"])
-        conds.push_back({circuit_conditions::head(h["layer"].get<int>(), h["head"].get<std::size_t>()), "B4"});
+        conds.push_back({circuit_conditions::head(h["layer"].get<LayerIndex>(), h["head"].get<std::size_t>()), "B4"});
     std::string csv = "condition,block,n,gap,gap_lo,gap_hi,acc,acc_lo,acc_hi,cacc,cacc_lo,cacc_hi\n";
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& [c, block] : conds) {
@@ -377,11 +377,11 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
     // Every condition of an item, in study order; qk conditions carry (softmax layer, group).
     std::vector<std::string> names{"baseline"};
     for (std::size_t g = 0; g < st.groups.size(); ++g) names.push_back(cc::group(g));
-    for (int l : st.linear_layers) names.push_back(cc::layer(l));
+    for (LayerIndex l : st.linear_layers) names.push_back(cc::layer(l));
     const std::size_t pair_conditions = names.size();
     std::vector<SiteRef> attention;
-    for (int l : st.attention_layers) attention.push_back(site::attn_probs(l, Positions::last()));
-    std::vector<std::pair<int, std::size_t>> heads, qk;
+    for (LayerIndex l : st.attention_layers) attention.push_back(site::attn_probs(l, Positions::last()));
+    std::vector<std::pair<LayerIndex, std::size_t>> heads, qk;
     {
         const PairItem probe = pair_item(set.items.front());
         const NamedTensors cap = capture(model, TokenBatch(probe.clean), attention);
@@ -390,7 +390,7 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
     }
     for (const auto& [l, h] : heads) names.push_back(cc::head(l, h));
     const std::size_t head_end = names.size();
-    for (int s : st.attention_layers) {
+    for (LayerIndex s : st.attention_layers) {
         if (std::none_of(st.groups.begin(), st.groups.end(),
                          [&](const LayerGroup& g) { return g.softmax_layer <= s && !g.layers.empty(); }))
             continue;
@@ -418,7 +418,7 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
                 rec = detail::pair_condition(model, it, ci.value_ids, removal(model.stack(), st.groups[c - 1].layers, opt.circuit.unit),
                                              &attention);
             } else if (c < pair_conditions) {
-                const int l = st.linear_layers[c - 1 - st.groups.size()];
+                const LayerIndex l = st.linear_layers[c - 1 - st.groups.size()];
                 rec = detail::pair_condition(model, it, ci.value_ids, removal(model.stack(), {l}, opt.circuit.unit), nullptr);
             } else if (c < head_end) {
                 const auto [l, h] = heads[c - pair_conditions];

@@ -51,8 +51,8 @@ struct EncodeSwapOptions : StudyRunOptions {
     std::string variant = "chat8";
     std::size_t per_config = 20;
     std::uint64_t seed = 1;
-    std::vector<int> encode;        ///< the Encode block's layers (circuit file)
-    std::vector<int> other;         ///< the control block's layers (empty: no other_block condition)
+    std::vector<LayerIndex> encode;        ///< the Encode block's layers (circuit file)
+    std::vector<LayerIndex> other;         ///< the control block's layers (empty: no other_block condition)
     nlohmann::json circuit_info = nullptr;  ///< what the roles came from (for the definition)
     BootstrapOptions bootstrap{};
 };
@@ -122,9 +122,9 @@ Tensor3 encode_swap_run(const Model& model, const std::vector<std::int64_t>& don
         for (const SiteRef& s : sites) iv.push_back(patch(s, cap));
         return run(model, h, iv, ro).logits;
     };
-    const auto mixers = [&](const std::vector<int>& layers) {
+    const auto mixers = [&](const std::vector<LayerIndex>& layers) {
         std::vector<SiteRef> sites;
-        for (int l : layers) sites.push_back({mixer_site(model.stack(), l, MixerChannel::recurrent), l, at, false});
+        for (LayerIndex l : layers) sites.push_back({mixer_site(model.stack(), l, MixerChannel::recurrent), l, at, false});
         return sites;
     };
     if (source == "none") return run(model, h, {}, ro).logits;
@@ -134,7 +134,7 @@ Tensor3 encode_swap_run(const Model& model, const std::vector<std::int64_t>& don
     check(source == "mean", "[encode-swap] unknown source '", source, "'");
     // Each Encode layer's mixer output averaged over the donor's positions, at every swap position.
     std::vector<SiteRef> all;
-    for (int l : o.encode) all.push_back({mixer_site(model.stack(), l, MixerChannel::recurrent), l, Positions::all(), false});
+    for (LayerIndex l : o.encode) all.push_back({mixer_site(model.stack(), l, MixerChannel::recurrent), l, Positions::all(), false});
     const NamedTensors cap = capture(model, d, all);
     std::vector<Intervention> iv;
     for (const SiteRef& s : all) {
@@ -166,9 +166,9 @@ EncodeSwapResult run_encode_swap_study(const Model& model, const Tokenizer& tok,
     const lk::Variant variant = lk::parse_variant(opt.variant);
     check(!variant.long_filler, "[encode-swap] the 'long' variant is not supported");
     check(!opt.encode.empty(), "[encode-swap] no Encode layers");
-    const std::vector<int> linear = recurrent_layers(model.stack());
-    for (const std::vector<int>* ls : {&opt.encode, &opt.other})
-        for (int l : *ls)
+    const std::vector<LayerIndex> linear = recurrent_layers(model.stack());
+    for (const std::vector<LayerIndex>* ls : {&opt.encode, &opt.other})
+        for (LayerIndex l : *ls)
             check(std::find(linear.begin(), linear.end(), l) != linear.end(), "[encode-swap] layer ", l,
                   " of the circuit is not a linear layer of this model (a circuit file of another model?)");
     const ChatFormat format = chat_format(family);

@@ -52,9 +52,9 @@ struct QueryMapOptions : StudyRunOptions {  // progress: per seed
     std::vector<std::uint64_t> seeds{1};    ///< data seeds (key split, fit and test prompts)
     std::vector<TransplantBlock> sources;   ///< donor blocks
     bool embedding_source = true;           ///< also the donor's key embedding as a source
-    std::vector<int> address;               ///< the receiver's Address layers (the target)
+    std::vector<LayerIndex> address;               ///< the receiver's Address layers (the target)
     std::vector<std::size_t> curve;         ///< learning-curve fit sizes (each < fit_items)
-    ReaderHead reader;                      ///< the receiver's reader head (layer -1: none)
+    ReaderHead reader;                      ///< the receiver's reader head (layer no_layer: none)
     tasks::lookup::Vocabulary vocabulary;   ///< before the key split (filtered for both tokenizers)
 };
 
@@ -69,10 +69,10 @@ namespace detail {
 /// and (when key_pos >= 0) the embedding row at key_pos appended as one more block.
 template <class Model>
 std::vector<std::vector<float>> final_features(const Model& m, const std::vector<std::int64_t>& ids,
-                                               const std::vector<std::vector<int>>& blocks, long key_pos) {
+                                               const std::vector<std::vector<LayerIndex>>& blocks, long key_pos) {
     std::vector<SiteRef> sites;
     for (const auto& b : blocks)
-        for (int l : b) sites.push_back({mixer_site(m.stack(), l, MixerChannel::recurrent), l, Positions::last(), false});
+        for (LayerIndex l : b) sites.push_back({mixer_site(m.stack(), l, MixerChannel::recurrent), l, Positions::last(), false});
     if (key_pos >= 0) sites.push_back(site::embed(Positions::at({key_pos})));
     // a layer listed in two blocks is captured once
     std::vector<SiteRef> unique;
@@ -85,7 +85,7 @@ std::vector<std::vector<float>> final_features(const Model& m, const std::vector
     std::vector<std::vector<float>> out;
     for (const auto& b : blocks) {
         std::vector<float> f;
-        for (int l : b) {
+        for (LayerIndex l : b) {
             const auto v = flat(c.at(SiteRef{mixer_site(m.stack(), l, MixerChannel::recurrent), l, Positions::last(), false}.name()));
             f.insert(f.end(), v.begin(), v.end());
         }
@@ -148,20 +148,20 @@ QueryMapResult run_query_map_study(const RecvModel& recv, const Tokenizer& tok_r
                                                                             "one test pair per configuration and a seed");
     for (std::size_t n : opt.curve)
         check(n >= 10 && n < opt.fit_items, "[query-map] learning-curve size ", n, " must be in [10, ", opt.fit_items, ")");
-    for (int l : opt.address)
-        check<ShapeError>(l >= 0 && static_cast<std::size_t>(l) < recv.num_layers() &&
+    for (LayerIndex l : opt.address)
+        check<ShapeError>(l < recv.num_layers() &&
                               find_mixer_site(recv.stack(), l, MixerChannel::recurrent).has_value(),
                           "[query-map] receiver layer ", l, " is no recurrent mixer layer");
     for (const TransplantBlock& b : opt.sources)
-        for (int l : b.layers)
-            check<ShapeError>(l >= 0 && static_cast<std::size_t>(l) < donor.num_layers() &&
+        for (LayerIndex l : b.layers)
+            check<ShapeError>(l < donor.num_layers() &&
                                   find_mixer_site(donor.stack(), l, MixerChannel::recurrent).has_value(),
                               "[query-map] source ", b.name, ": donor layer ", l, " is no recurrent mixer layer");
     if (opt.reader.given())
         check<ShapeError>(find_mixer_site(recv.stack(), opt.reader.layer, MixerChannel::attention).has_value(),
                           "[query-map] the reader layer ", opt.reader.layer, " has no softmax attention");
     std::vector<std::string> source_names;
-    std::vector<std::vector<int>> source_layers;
+    std::vector<std::vector<LayerIndex>> source_layers;
     for (const TransplantBlock& b : opt.sources) {
         source_names.push_back(b.name);
         source_layers.push_back(b.layers);

@@ -83,11 +83,11 @@ namespace hylens::experiments {
 
 /// Decoder layers lo..hi (inclusive).
 struct LayerRange {
-    int lo = 0, hi = 0;
+    LayerIndex lo = 0, hi = 0;
     std::string text() const { return std::to_string(lo) + "-" + std::to_string(hi); }
-    std::vector<int> layers() const {
-        std::vector<int> v;
-        for (int l = lo; l <= hi; ++l) v.push_back(l);
+    std::vector<LayerIndex> layers() const {
+        std::vector<LayerIndex> v;
+        for (LayerIndex l = lo; l <= hi; ++l) v.push_back(l);
         return v;
     }
     friend bool operator==(const LayerRange&, const LayerRange&) = default;
@@ -98,7 +98,7 @@ inline LayerRange parse_layer_range(std::string_view s) {
     const auto num = [&](std::string_view d) {
         check(!d.empty() && d.size() < 6 && d.find_first_not_of("0123456789") == std::string_view::npos, "[stitch] '", s,
               "' is not a layer range A-B (e.g. 0-2)");
-        return std::stoi(std::string(d));
+        return static_cast<LayerIndex>(std::stoul(std::string(d)));
     };
     const std::size_t dash = s.find('-');
     const LayerRange r = dash == std::string_view::npos ? LayerRange{num(s), num(s)}
@@ -144,7 +144,7 @@ struct StitchStudyResult {
 inline std::vector<std::string> stitch_conditions(const StitchStudyOptions& o, std::size_t donor_layers) {
     std::vector<LayerRange> others = o.other_blocks;
     if (others.empty() && o.default_other_blocks && o.host_blocks.size() == 1)
-        for (int l = 0; l < static_cast<int>(donor_layers); ++l)
+        for (LayerIndex l = 0; l < donor_layers; ++l)
             if (l < o.donor_blocks.front().lo || l > o.donor_blocks.front().hi) others.push_back({l, l});
     std::vector<std::string> c = o.conditions;
     if (c.empty()) {
@@ -157,7 +157,7 @@ inline std::vector<std::string> stitch_conditions(const StitchStudyOptions& o, s
         if (name.rfind("donor:", 0) == 0) {
             const LayerRange r = parse_layer_range(std::string_view(name).substr(6));
             check(o.host_blocks.size() == 1, "[stitch] condition ", name, ": other donor blocks need a single-slot plan");
-            check(r.hi < static_cast<int>(donor_layers), "[stitch] condition ", name, ": the donor has ", donor_layers,
+            check(r.hi < donor_layers, "[stitch] condition ", name, ": the donor has ", donor_layers,
                   " layers");
             known = true;
         }
@@ -269,12 +269,12 @@ StitchForward bypass_forward(const Model& m, std::vector<BypassSlot> slots) {
     return [&m, slots = std::move(slots)](const TokenBatch& ids, bool last_only) {
         std::vector<std::vector<float>> h_in(slots.size());
         Hook hook;
-        hook.wants = [&](Site s, int l) {
+        hook.wants = [&](Site s, LayerIndex l) {
             for (const BypassSlot& b : slots)
                 if ((s == Site::resid_pre && l == b.block.lo) || (s == Site::resid_post && l == b.block.hi)) return true;
             return false;
         };
-        hook.fn = [&](Site s, int l, const ActivationView& v, const std::int64_t*) {
+        hook.fn = [&](Site s, LayerIndex l, const ActivationView& v, const std::int64_t*) {
             for (std::size_t k = 0; k < slots.size(); ++k) {
                 const std::size_t M = v.B * v.T;
                 if (s == Site::resid_pre && l == slots[k].block.lo) {
@@ -432,9 +432,9 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
     check(!o.host_blocks.empty() && o.host_blocks.size() == o.donor_blocks.size(), "[stitch] ", o.host_blocks.size(),
           " host blocks and ", o.donor_blocks.size(), " donor blocks: give one of each per slot");
     for (std::size_t k = 0; k < o.host_blocks.size(); ++k) {
-        check(o.host_blocks[k].hi < static_cast<int>(Lh), "[stitch] host block ", o.host_blocks[k].text(), ": the host has ",
+        check(o.host_blocks[k].hi < Lh, "[stitch] host block ", o.host_blocks[k].text(), ": the host has ",
               Lh, " layers");
-        check(o.donor_blocks[k].hi < static_cast<int>(Ld), "[stitch] donor block ", o.donor_blocks[k].text(),
+        check(o.donor_blocks[k].hi < Ld, "[stitch] donor block ", o.donor_blocks[k].text(),
               ": the donor has ", Ld, " layers");
         check(k == 0 || o.host_blocks[k - 1].hi < o.host_blocks[k].lo, "[stitch] host blocks must be in order and disjoint");
     }
@@ -470,9 +470,9 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
     const StitchFitSet fit = make_stitch_fit_set(host_tok, hfmt, donor_tok, dfmt, fit_vocab, variant, corpus, o.fit_prompts,
                                                  o.fit_tokens, o.seed);
     const auto wants = [&](std::string_view c) { return std::find(conditions.begin(), conditions.end(), c) != conditions.end(); };
-    std::vector<int> slot_layers;
+    std::vector<LayerIndex> slot_layers;
     for (const LayerRange& b : o.host_blocks)
-        for (int l : b.layers()) slot_layers.push_back(l);
+        for (LayerIndex l : b.layers()) slot_layers.push_back(l);
     const auto plan_of = [&](const std::vector<LayerRange>& donor_blocks, bool zero_mixers) {
         StitchPlan p;
         for (std::size_t k = 0; k < o.host_blocks.size(); ++k)

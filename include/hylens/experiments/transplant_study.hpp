@@ -110,12 +110,12 @@ inline Positions positions_of(PositionSet p, std::size_t qstart, std::size_t T) 
 /// A named set of layers transplanted together.
 struct TransplantBlock {
     std::string name;
-    std::vector<int> layers;
+    std::vector<LayerIndex> layers;
 };
 
 /// Parses a block list "G0,G1+G2,12-14,3" against the model's layer groups (`groups[i]` is
 /// G<i>) and its layer count; layers of a union are sorted and deduplicated.
-inline std::vector<TransplantBlock> parse_blocks(std::string_view spec, const std::vector<std::vector<int>>& groups,
+inline std::vector<TransplantBlock> parse_blocks(std::string_view spec, const std::vector<std::vector<LayerIndex>>& groups,
                                                  std::size_t num_layers) {
     const auto number = [&](std::string_view s, std::string_view whole) {
         check(!s.empty() && s.size() < 7 && s.find_first_not_of("0123456789") == std::string_view::npos,
@@ -143,11 +143,11 @@ inline std::vector<TransplantBlock> parse_blocks(std::string_view spec, const st
                 const std::size_t lo = number(part.substr(0, dash), item), hi = number(part.substr(dash + 1), item);
                 check(lo <= hi && hi < num_layers, "[transplant] block '", item, "': range ", lo, "-", hi,
                       " is not inside the model's ", num_layers, " layers");
-                for (std::size_t l = lo; l <= hi; ++l) blk.layers.push_back(static_cast<int>(l));
+                for (LayerIndex l = lo; l <= hi; ++l) blk.layers.push_back(l);
             } else {
                 const std::size_t l = number(part, item);
                 check(l < num_layers, "[transplant] block '", item, "': layer ", l, " of ", num_layers);
-                blk.layers.push_back(static_cast<int>(l));
+                blk.layers.push_back(l);
             }
             pb = pe + 1;
         }
@@ -163,7 +163,7 @@ struct TransplantCondition {
     std::string name;  ///< the record's "condition"
     TransplantKind kind = TransplantKind::baseline;
     std::string block;         ///< block name ("" for baselines and split); "A" / "B" for the baselines
-    std::vector<int> layers{};
+    std::vector<LayerIndex> layers{};
     PositionSet positions = PositionSet::final_position;  ///< mixer / layer only
 };
 
@@ -195,11 +195,11 @@ inline std::vector<TransplantCondition> transplant_conditions(const std::vector<
 
 // ---- one item ----------------------------------------------------------------------------
 
-/// The reader head whose attention from the final position is read (layer -1: none).
+/// The reader head whose attention from the final position is read (layer no_layer: none).
 struct ReaderHead {
-    int layer = -1;
+    LayerIndex layer = no_layer;
     std::size_t head = 0;
-    bool given() const noexcept { return layer >= 0; }
+    bool given() const noexcept { return layer != no_layer; }
 };
 
 /// What one donor/host item needs: both prompts, the two answers, the two entries' spans.
@@ -423,8 +423,8 @@ TransplantStudyResult run_transplant_study(const Model& model, const Tokenizer& 
     const std::vector<TransplantCondition> conds = transplant_conditions(opt.kinds, opt.blocks, opt.positions);
     // Layers each kind can act on: clear errors before any item runs.
     for (const TransplantCondition& c : conds)
-        for (int l : c.layers) {
-            check<ShapeError>(l >= 0 && static_cast<std::size_t>(l) < model.num_layers(), "[transplant] ", c.name,
+        for (LayerIndex l : c.layers) {
+            check<ShapeError>(l < model.num_layers(), "[transplant] ", c.name,
                               ": layer ", l, " of ", model.num_layers());
             if (c.kind == TransplantKind::mixer || c.kind == TransplantKind::state || c.kind == TransplantKind::state_conv)
                 check<ShapeError>(find_mixer_site(model.stack(), l, MixerChannel::recurrent).has_value(), "[transplant] ",

@@ -51,9 +51,9 @@ struct Circuit {
     PairScores baseline;                                  ///< B1
     std::vector<LayerGroup> groups;
     std::vector<PairScores> group_removed;                ///< B2, per group
-    std::vector<int> linear_layers;
+    std::vector<LayerIndex> linear_layers;
     std::vector<PairScores> layer_removed;                ///< B3, per linear layer
-    std::vector<int> critical_layers;
+    std::vector<LayerIndex> critical_layers;
     ReaderSearch reader;                                  ///< B4
     std::vector<std::size_t> address_candidates;          ///< Gr-1, Gr-2 (group indices)
     std::vector<std::array<std::array<SelectivityMean, 2>, 2>> selectivity;  ///< B6 per candidate
@@ -63,9 +63,9 @@ struct Circuit {
 
 /// B3's rule: the linear layers whose removal leaves a gap below `critical` x the baseline gap
 /// (none when the baseline gap is not positive: the model does not solve the task).
-inline std::vector<int> critical_layers(const PairScores& baseline, const std::vector<int>& linear_layers,
+inline std::vector<LayerIndex> critical_layers(const PairScores& baseline, const std::vector<LayerIndex>& linear_layers,
                                         const std::vector<PairScores>& layer_removed, double critical) {
-    std::vector<int> out;
+    std::vector<LayerIndex> out;
     for (std::size_t i = 0; i < linear_layers.size(); ++i)
         if (baseline.gap.mean > 0.0 && layer_removed[i].gap.mean < critical * baseline.gap.mean)
             out.push_back(linear_layers[i]);
@@ -84,7 +84,7 @@ inline HeadCandidate pick_reader(const std::vector<HeadCandidate>& ranked, std::
 
 /// Gr-1 (the last group with linear layers whose softmax layer is at or before the reader's
 /// layer) and Gr-2 (the group before it, when it has linear layers).
-inline std::vector<std::size_t> address_candidates(const std::vector<LayerGroup>& groups, int reader_layer) {
+inline std::vector<std::size_t> address_candidates(const std::vector<LayerGroup>& groups, LayerIndex reader_layer) {
     std::size_t r1 = groups.size();
     for (std::size_t i = 0; i < groups.size(); ++i)
         if (groups[i].softmax_layer <= reader_layer && !groups[i].layers.empty()) r1 = i;
@@ -117,11 +117,11 @@ Circuit identify_circuit(const Model& model, const std::vector<PairItem>& items,
     check<ShapeError>(!c.groups.empty() && !c.groups.front().layers.empty(),
                       "[identify_circuit] the model has no group of linear layers before a softmax layer");
     c.baseline = score_pairs(model, items);
-    std::vector<std::vector<int>> g, single;
+    std::vector<std::vector<LayerIndex>> g, single;
     for (const LayerGroup& lg : c.groups) g.push_back(lg.layers);
     c.group_removed = removal_scan(model, items, g, opt.unit);
     c.linear_layers = recurrent_layers(model.stack());
-    for (int l : c.linear_layers) single.push_back({l});
+    for (LayerIndex l : c.linear_layers) single.push_back({l});
     c.layer_removed = removal_scan(model, items, single, opt.unit);
     c.critical_layers = critical_layers(c.baseline, c.linear_layers, c.layer_removed, opt.critical);
     c.reader = reader_search(model, items, opt.top);
@@ -182,19 +182,34 @@ inline nlohmann::json to_json(const Circuit& c) {
     return j;
 }
 
+namespace detail {
+/// A layer index of a circuit file: a FormatError for anything but a non-negative integer.
+inline LayerIndex layer_from_json(const nlohmann::json& x, const char* what) {
+    check<FormatError>(x.is_number_unsigned() || (x.is_number_integer() && x.get<long long>() >= 0), "[circuit file] ",
+                       what, ": ", x.dump(), " is not a layer index");
+    return x.get<LayerIndex>();
+}
+inline std::vector<LayerIndex> layers_from_json(const nlohmann::json& x, const char* what) {
+    check<FormatError>(x.is_array(), "[circuit file] ", what, " is not a list of layers");
+    std::vector<LayerIndex> out;
+    for (const auto& l : x) out.push_back(layer_from_json(l, what));
+    return out;
+}
+}  // namespace detail
+
 /// What the other studies read back from a circuit file.
 struct CircuitRoles {
-    std::vector<int> encode, address;
-    int reader_layer = -1;
+    std::vector<LayerIndex> encode, address;
+    LayerIndex reader_layer = no_layer;
     std::size_t reader_head = 0;
 };
 inline CircuitRoles circuit_from_json(const nlohmann::json& j) {
     check<FormatError>(j.contains("encode") && j.contains("address") && j.contains("reader"),
                        "[circuit file] needs 'encode', 'address' and 'reader'");
     CircuitRoles r;
-    r.encode = j.at("encode").at("layers").get<std::vector<int>>();
-    r.address = j.at("address").at("layers").get<std::vector<int>>();
-    r.reader_layer = j.at("reader").at("layer").get<int>();
+    r.encode = detail::layers_from_json(j.at("encode").at("layers"), "encode.layers");
+    r.address = detail::layers_from_json(j.at("address").at("layers"), "address.layers");
+    r.reader_layer = detail::layer_from_json(j.at("reader").at("layer"), "reader.layer");
     r.reader_head = j.at("reader").at("head").get<std::size_t>();
     return r;
 }

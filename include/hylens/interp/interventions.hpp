@@ -17,6 +17,7 @@
 #include <vector>   // std::vector
 
 #include "../core/error.hpp"
+#include "../core/indices.hpp"
 #include "../layers/hooks.hpp"
 #include "named_tensors.hpp"
 #include "sites.hpp"
@@ -98,12 +99,12 @@ struct StateResetEvery {
 using Action = std::variant<Set, Zero, Mean, Surrogate, ChannelMask, HeadZero, ProjPatch, SkipLayer, Truncate,
                             ConvTaps, StateResetEvery>;
 
-/// One intervention: an action applied at `site` of each of `layers` (-1 for embed /
+/// One intervention: an action applied at `site` of each of `layers` (`no_layer` for embed /
 /// final_norm), at `positions` of the run. `write` selects the derived site layer_write
 /// (then site is Site::resid_post).
 struct Intervention {
     Site site = Site::mixer_out;
-    std::vector<int> layers;
+    std::vector<LayerIndex> layers;
     Positions positions = Positions::all();
     Action action = Zero{};
     bool write = false;
@@ -120,7 +121,7 @@ inline const char* action_name(const Action& a) {
 inline std::string Intervention::describe() const {
     std::string s = std::string(action_name(action)) + "(" + (write ? "layer_write" : std::string(site_name(site))) +
                     ", layers {";
-    for (std::size_t i = 0; i < layers.size(); ++i) s += (i ? "," : "") + std::to_string(layers[i]);
+    for (std::size_t i = 0; i < layers.size(); ++i) s += (i ? "," : "") + layer_name(layers[i]);
     return s + "}, positions " + positions.describe() + ")";
 }
 
@@ -137,45 +138,45 @@ inline Intervention patch(const SiteRef& s, const NamedTensors& donor) {
 }
 /// Set the same site at several layers from a capture of another run (each layer's rows are
 /// looked up as `<site>.<layer>` and must have been captured at `positions`).
-inline Intervention patch(Site s, const std::vector<int>& layers, Positions positions, const NamedTensors& donor,
+inline Intervention patch(Site s, const std::vector<LayerIndex>& layers, Positions positions, const NamedTensors& donor,
                           bool write = false) {
     Set set;
-    for (int l : layers) set.rows.push_back(to_vector(donor.at(SiteRef{s, l, positions, write}.name())));
+    for (LayerIndex l : layers) set.rows.push_back(to_vector(donor.at(SiteRef{s, l, positions, write}.name())));
     return {s, layers, std::move(positions), std::move(set), write};
 }
 /// Zero a site at several layers (mixer_out on a block's layers is the default removal of).
-inline Intervention zero(Site s, std::vector<int> layers, Positions positions = Positions::all()) {
+inline Intervention zero(Site s, std::vector<LayerIndex> layers, Positions positions = Positions::all()) {
     return {s, std::move(layers), std::move(positions), Zero{}, false};
 }
 /// Replace a site by a constant vector per layer.
-inline Intervention mean_ablate(Site s, std::vector<int> layers, std::vector<std::vector<float>> mu,
+inline Intervention mean_ablate(Site s, std::vector<LayerIndex> layers, std::vector<std::vector<float>> mu,
                                 Positions positions = Positions::all()) {
     return {s, std::move(layers), std::move(positions), Mean{std::move(mu)}, false};
 }
 /// Zero heads of layer l: head_out on attention layers, lin_head_out on DeltaNet / Mamba-2.
-inline Intervention head_zero(int l, std::vector<std::size_t> heads, Site s = Site::head_out,
+inline Intervention head_zero(LayerIndex l, std::vector<std::size_t> heads, Site s = Site::head_out,
                               Positions positions = Positions::all()) {
     return {s, {l}, std::move(positions), HeadZero{std::move(heads)}, false};
 }
 /// Patch q, k or v of layer l from donor rows, for some heads (empty = all).
-inline Intervention proj_patch(int l, Site which, Positions positions, std::vector<float> rows,
+inline Intervention proj_patch(LayerIndex l, Site which, Positions positions, std::vector<float> rows,
                                std::vector<std::size_t> heads = {}) {
     check<ShapeError>(which == Site::q || which == Site::k || which == Site::v, "[proj_patch] site ",
                       site_name(which), " is not q, k or v");
     return {which, {l}, std::move(positions), ProjPatch{{std::move(rows)}, std::move(heads)}, false};
 }
 /// The listed layers output their input.
-inline Intervention skip_layers(std::vector<int> layers) {
+inline Intervention skip_layers(std::vector<LayerIndex> layers) {
     return {Site::resid_post, std::move(layers), Positions::all(), SkipLayer{}, false};
 }
 /// Layers after `cut` are skipped; the residual leaving layer `cut` goes to the head.
-inline Intervention truncate_after(int cut) { return {Site::resid_post, {cut}, Positions::all(), Truncate{}, false}; }
+inline Intervention truncate_after(LayerIndex cut) { return {Site::resid_post, {cut}, Positions::all(), Truncate{}, false}; }
 /// Keep only the last conv tap of the listed recurrent layers.
-inline Intervention conv_taps(std::vector<int> layers) {
+inline Intervention conv_taps(std::vector<LayerIndex> layers) {
     return {Site::mixer_in, std::move(layers), Positions::all(), ConvTaps{true}, false};
 }
 /// Zero the SSM state of the listed recurrent layers every `w` tokens.
-inline Intervention state_reset_every(std::vector<int> layers, std::size_t w) {
+inline Intervention state_reset_every(std::vector<LayerIndex> layers, std::size_t w) {
     return {Site::mixer_in, std::move(layers), Positions::all(), StateResetEvery{w}, false};
 }
 

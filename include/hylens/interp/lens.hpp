@@ -193,10 +193,10 @@ inline EffectiveRank effective_rank(const float* m, std::size_t rows, std::size_
 /// Logit lens (§A.5, §C.4): unembed(final_norm(resid_post(l)[pos])) for each listed layer,
 /// from one forward of `ids`; returns [B, |P|, V] per layer (same order as `layers`).
 template <class Model>
-std::vector<Tensor3> logit_lens(const Model& model, const TokenBatch& ids, const std::vector<int>& layers,
+std::vector<Tensor3> logit_lens(const Model& model, const TokenBatch& ids, const std::vector<LayerIndex>& layers,
                                 const Positions& positions = Positions::last()) {
     std::vector<SiteRef> sites;
-    for (int l : layers) sites.push_back(site::resid_post(l, positions));
+    for (LayerIndex l : layers) sites.push_back(site::resid_post(l, positions));
     const NamedTensors c = capture(model, ids, sites);
     std::vector<Tensor3> out;
     for (const SiteRef& s : sites) {
@@ -209,7 +209,7 @@ std::vector<Tensor3> logit_lens(const Model& model, const TokenBatch& ids, const
 /// Attention probabilities per head of layer l from one forward: [B, Hq, |P|, Tk] (P = the
 /// query positions).
 template <class Model>
-NamedTensor attention_probs(const Model& model, const TokenBatch& ids, int l,
+NamedTensor attention_probs(const Model& model, const TokenBatch& ids, LayerIndex l,
                             const Positions& positions = Positions::last()) {
     const SiteRef s = site::attn_probs(l, positions);
     return capture(model, ids, {s}).at(s.name());

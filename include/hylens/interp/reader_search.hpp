@@ -57,7 +57,7 @@ PairScores score_pairs(const Model& model, const std::vector<PairItem>& items,
 }
 
 struct HeadCandidate {
-    int layer = -1;
+    LayerIndex layer = no_layer;
     std::size_t head = 0;
     double target_mass = 0.0;  ///< mean attention from the final position on the target entry
     double other_mass = 0.0;   ///< ... on the other entries
@@ -79,10 +79,10 @@ ReaderSearch reader_search(const Model& model, const std::vector<PairItem>& item
     check<ShapeError>(!items.empty(), "[reader_search] no items");
     ReaderSearch rs;
     rs.baseline = score_pairs(model, items);
-    const std::vector<int> layers = attention_layers(model.stack());
+    const std::vector<LayerIndex> layers = attention_layers(model.stack());
     check<ShapeError>(!layers.empty(), "[reader_search] the model has no softmax attention layer");
     std::vector<SiteRef> sites;
-    for (int l : layers) sites.push_back(site::attn_probs(l, Positions::last()));
+    for (LayerIndex l : layers) sites.push_back(site::attn_probs(l, Positions::last()));
     std::vector<HeadCandidate> cand;
     for (std::size_t i = 0; i < items.size(); ++i) {
         const PairItem& it = items[i];
@@ -117,8 +117,8 @@ ReaderSearch reader_search(const Model& model, const std::vector<PairItem>& item
 
 /// A block (§A.6 `groups(size)`): the linear layers feeding one softmax layer.
 struct LayerGroup {
-    std::vector<int> layers;
-    int softmax_layer = -1;
+    std::vector<LayerIndex> layers;
+    LayerIndex softmax_layer = no_layer;
 };
 
 /// groups(size): for each softmax layer s in order, size > 0 takes the linear layers in
@@ -127,15 +127,15 @@ struct LayerGroup {
 template <class Stack>
 std::vector<LayerGroup> layer_groups(const Stack& stack, std::size_t size) {
     std::vector<LayerGroup> out;
-    int prev = -1;
-    for (int s : attention_layers(stack)) {
+    LayerIndex next = 0;  // the first layer after the previous softmax layer
+    for (LayerIndex s : attention_layers(stack)) {
         LayerGroup g;
         g.softmax_layer = s;
-        const int from = size > 0 ? s - static_cast<int>(size) : prev + 1;
-        for (int l = std::max(from, 0); l < s; ++l)
+        const LayerIndex from = size > 0 ? (s > size ? s - size : 0) : next;
+        for (LayerIndex l = from; l < s; ++l)
             if (find_mixer_site(stack, l, MixerChannel::recurrent)) g.layers.push_back(l);
         out.push_back(std::move(g));
-        prev = s;
+        next = s + 1;
     }
     return out;
 }
@@ -145,11 +145,11 @@ std::vector<LayerGroup> layer_groups(const Stack& stack, std::size_t size) {
 enum class RemovalUnit { mixer, layer };
 
 template <class Stack>
-std::vector<Intervention> removal(const Stack& stack, const std::vector<int>& layers, RemovalUnit unit) {
+std::vector<Intervention> removal(const Stack& stack, const std::vector<LayerIndex>& layers, RemovalUnit unit) {
     if (layers.empty()) return {};
     if (unit == RemovalUnit::layer) return {skip_layers(layers)};
     std::vector<Intervention> out;
-    for (int l : layers) {
+    for (LayerIndex l : layers) {
         // A parallel layer's recurrent mixer is its ssm_out half; others use mixer_out.
         const auto s = find_mixer_site(stack, l, MixerChannel::recurrent);
         out.push_back(zero(s ? *s : Site::mixer_out, {l}));
@@ -160,7 +160,7 @@ std::vector<Intervention> removal(const Stack& stack, const std::vector<int>& la
 /// B2 / B3: the scores with each group (or each single layer, as one-layer groups) removed.
 template <class Model>
 std::vector<PairScores> removal_scan(const Model& model, const std::vector<PairItem>& items,
-                                     const std::vector<std::vector<int>>& groups, RemovalUnit unit = RemovalUnit::mixer) {
+                                     const std::vector<std::vector<LayerIndex>>& groups, RemovalUnit unit = RemovalUnit::mixer) {
     std::vector<PairScores> out;
     for (const auto& g : groups) out.push_back(score_pairs(model, items, removal(model.stack(), g, unit)));
     return out;
@@ -169,7 +169,7 @@ std::vector<PairScores> removal_scan(const Model& model, const std::vector<PairI
 /// B5: the scores with each value head of recurrent layer l removed (zero its slice of the
 /// out_proj input at every position).
 template <class Model>
-std::vector<PairScores> head_scan(const Model& model, const std::vector<PairItem>& items, int l, std::size_t heads) {
+std::vector<PairScores> head_scan(const Model& model, const std::vector<PairItem>& items, LayerIndex l, std::size_t heads) {
     std::vector<PairScores> out;
     for (std::size_t h = 0; h < heads; ++h)
         out.push_back(score_pairs(model, items, {head_zero(l, {h}, Site::lin_head_out)}));
@@ -186,7 +186,7 @@ struct SelectivityMean {
 /// result[q_ablated][k_ablated], means over the items' clean prompts.
 template <class Model>
 std::array<std::array<SelectivityMean, 2>, 2> selectivity_2x2(const Model& model, const std::vector<PairItem>& items,
-                                                          const std::vector<int>& removed, int reader_layer,
+                                                          const std::vector<LayerIndex>& removed, LayerIndex reader_layer,
                                                           std::size_t reader_head, RemovalUnit unit = RemovalUnit::mixer) {
     std::array<std::array<SelectivityMean, 2>, 2> acc{};
     const std::vector<Intervention> rm = removal(model.stack(), removed, unit);

@@ -79,11 +79,11 @@ public:
             iv_slots_.push_back(slots(v.positions));
             iv_rows_.push_back(v.positions.resolve(T_).size());
             for (std::size_t j = 0; j < v.layers.size(); ++j) {
-                const int l = v.layers[j];
+                const LayerIndex l = v.layers[j];
                 if (std::holds_alternative<ConvTaps>(v.action) || std::holds_alternative<StateResetEvery>(v.action))
                     continue;  // applied by run() to the model or the chunking, not at a site
                 if (std::holds_alternative<Truncate>(v.action)) {
-                    cut_ = std::min<int>(cut_ < 0 ? l : cut_, l);
+                    cut_ = std::min(cut_, l);  // no_layer (none yet) is the largest index
                     continue;
                 }
                 if (std::holds_alternative<SkipLayer>(v.action)) {
@@ -95,10 +95,9 @@ public:
                 entry(v.site, l).push_back({Entry::intervene, i, j});
             }
         }
-        if (cut_ >= 0) {
+        if (cut_ != no_layer) {
             entry(Site::resid_post, cut_).push_back({Entry::save_cut, 0, 0});
-            for (std::size_t l = static_cast<std::size_t>(cut_) + 1; l < L_; ++l)
-                entry(Site::resid_post, static_cast<int>(l)).push_back({Entry::restore_cut, 0, 0});
+            for (LayerIndex l = cut_ + 1; l < L_; ++l) entry(Site::resid_post, l).push_back({Entry::restore_cut, 0, 0});
         }
         for (std::size_t c = 0; c < caps_.size(); ++c) {
             cap_slots_.push_back(slots(caps_[c].positions));
@@ -109,7 +108,7 @@ public:
         // Saving resid_pre runs after any intervention at resid_pre, so it is what the layer saw.
         for (std::size_t l = 0; l < L_; ++l)
             if (pre_needed_.size() > l && pre_needed_[l])
-                entry(Site::resid_pre, static_cast<int>(l)).push_back({Entry::save_pre, l, 0});
+                entry(Site::resid_pre, l).push_back({Entry::save_pre, l, 0});
     }
 
     /// Row offset of the chunk about to run, and its length.
@@ -118,12 +117,12 @@ public:
         chunk_ = len;
     }
 
-    bool wants(Site s, int layer) const {
+    bool wants(Site s, LayerIndex layer) const {
         const std::size_t k = key(s, layer);
         return k < table_.size() && !table_[k].empty();
     }
 
-    void fire(Site s, int layer, const ActivationView& v) {
+    void fire(Site s, LayerIndex layer, const ActivationView& v) {
         for (const Entry& e : table_[key(s, layer)]) {
             switch (e.kind) {
                 case Entry::intervene: apply(e.index, e.slot, s, layer, v); break;
@@ -160,17 +159,18 @@ private:
         std::size_t index, slot;
     };
 
-    std::size_t key(Site s, int layer) const noexcept {
-        return static_cast<std::size_t>(layer + 1) * kNumSites + static_cast<std::size_t>(s);
+    /// Row of the table: 0 for the layer-less sites, l + 1 for layer l.
+    std::size_t key(Site s, LayerIndex layer) const noexcept {
+        return (layer == no_layer ? 0 : layer + 1) * kNumSites + static_cast<std::size_t>(s);
     }
-    std::vector<Entry>& entry(Site s, int layer) {
-        check<ShapeError>(layer >= -1 && layer < static_cast<int>(L_), "[run] layer ", layer, " out of ", L_);
+    std::vector<Entry>& entry(Site s, LayerIndex layer) {
+        check<ShapeError>(layer == no_layer || layer < L_, "[run] layer ", layer_name(layer), " out of ", L_);
         return table_[key(s, layer)];
     }
-    void need_pre(int l) {
-        check<ShapeError>(l >= 0 && l < static_cast<int>(L_), "[run] layer ", l, " out of ", L_);
+    void need_pre(LayerIndex l) {
+        check<ShapeError>(l < L_, "[run] layer ", layer_name(l), " out of ", L_);
         pre_needed_.resize(L_, false);
-        pre_needed_[static_cast<std::size_t>(l)] = true;
+        pre_needed_[l] = true;
     }
     /// slot[r] = index of run row r in the position list, or -1.
     std::vector<long> slots(const Positions& p) const {
@@ -219,11 +219,11 @@ private:
         return per_layer(sg.fallback, j, iv_[i].describe() + " fallback");
     }
 
-    void apply(std::size_t i, std::size_t j, Site s, int layer, const ActivationView& v) {
+    void apply(std::size_t i, std::size_t j, Site s, LayerIndex layer, const ActivationView& v) {
         const Intervention& iv = iv_[i];
         const std::size_t D = v.D;
         const std::vector<long>& slot = iv_slots_[i];
-        const std::size_t lw = layer >= 0 ? static_cast<std::size_t>(layer) : 0;
+        const std::size_t lw = layer != no_layer ? layer : 0;
         for (std::size_t b = 0; b < v.B; ++b)
             for (std::size_t t = 0; t < v.T; ++t) {
                 const std::size_t r = offset_ + t;
@@ -284,7 +284,7 @@ private:
         (void)s;
     }
 
-    void record(std::size_t c, Site s, int layer, const ActivationView& v) {
+    void record(std::size_t c, Site s, LayerIndex layer, const ActivationView& v) {
         const SiteRef& ref = caps_[c];
         const std::vector<long>& slot = cap_slots_[c];
         const std::size_t n = cap_rows_[c];
@@ -316,7 +316,7 @@ private:
             buf = NamedTensor::from_shape({B_, n, v.D});
             buf.fill(0.0f);
         }
-        const std::size_t lw = layer >= 0 ? static_cast<std::size_t>(layer) : 0;
+        const std::size_t lw = layer != no_layer ? layer : 0;
         for (std::size_t b = 0; b < v.B; ++b)
             for (std::size_t t = 0; t < v.T; ++t) {
                 const std::size_t r = offset_ + t;
@@ -341,7 +341,7 @@ private:
     std::vector<bool> pre_needed_;
     std::vector<std::vector<float>> saved_pre_;
     std::vector<float> saved_cut_;
-    int cut_ = -1;
+    LayerIndex cut_ = no_layer;  ///< the Truncate layer (no_layer: none)
     std::vector<std::vector<long>> iv_slots_, cap_slots_;
     std::vector<std::size_t> iv_rows_, cap_rows_;
     std::vector<NamedTensor> cap_buf_;
@@ -353,14 +353,14 @@ private:
 /// Entry checks: layer ranges, sites an action can act on, recurrent-only actions.
 template <class Stack>
 void validate_interventions(const Stack& stack, const std::vector<Intervention>& iv) {
-    const int L = static_cast<int>(stack.size());
+    const LayerIndex L = stack.size();
     for (const Intervention& v : iv) {
         const std::string what = "[run] " + v.describe();
         check<ShapeError>(!v.layers.empty(), what, ": no layers given");
         const bool global = v.site == Site::embed || v.site == Site::final_norm;
-        for (int l : v.layers)
-            check<ShapeError>(global ? l == -1 : (l >= 0 && l < L), what, ": layer ", l,
-                              global ? " (embed and final_norm take layer -1)" : " is outside the model's ", L,
+        for (LayerIndex l : v.layers)
+            check<ShapeError>(global ? l == no_layer : l < L, what, ": layer ", layer_name(l),
+                              global ? " (embed and final_norm take no_layer)" : " is outside the model's ", L,
                               global ? "" : " layers");
         check<UnsupportedError>(v.site != Site::attn_probs && v.site != Site::gate_dt, what, ": ", site_name(v.site),
                                 " is observed after its use, so changing it would change nothing; capture it instead");
@@ -378,7 +378,7 @@ void validate_interventions(const Stack& stack, const std::vector<Intervention>&
             check<ShapeError>(s->rows.size() == v.layers.size(), what, ": ", s->rows.size(), " donor row sets for ",
                               v.layers.size(), " layers");
         if (std::holds_alternative<ConvTaps>(v.action) || std::holds_alternative<StateResetEvery>(v.action))
-            for (int l : v.layers)
+            for (LayerIndex l : v.layers)
                 check<ShapeError>(find_mixer_site(stack, l, MixerChannel::recurrent).has_value(), what, ": layer ", l,
                                   " has no recurrent mixer");
         if (const StateResetEvery* s = std::get_if<StateResetEvery>(&v.action))
@@ -411,7 +411,7 @@ RunResult run(const Model& model, typename Model::cache_type& cache, const Token
     for (std::size_t i = 0; i < interventions.size(); ++i) {
         const Intervention& v = interventions[i];
         if (std::holds_alternative<HeadZero>(v.action) || std::holds_alternative<ProjPatch>(v.action))
-            for (int l : v.layers) hw[i * (L + 1) + static_cast<std::size_t>(l)] = head_width(model.stack(), l, v.site);
+            for (LayerIndex l : v.layers) hw[i * (L + 1) + l] = head_width(model.stack(), l, v.site);
         if (const StateResetEvery* s = std::get_if<StateResetEvery>(&v.action)) {
             check<UnsupportedError>(every == 0 || every == s->every, "[run] StateResetEvery with different chunk "
                                     "lengths (", every, " and ", s->every, ") in one run");
@@ -427,8 +427,8 @@ RunResult run(const Model& model, typename Model::cache_type& cache, const Token
         modified = model;
         for (const Intervention& v : interventions)
             if (std::holds_alternative<ConvTaps>(v.action))
-                for (int l : v.layers)
-                    modified.stack().visit(static_cast<std::size_t>(l), [](auto& layer) {
+                for (LayerIndex l : v.layers)
+                    modified.stack().visit(l, [](auto& layer) {
                         layer.mixer() = detail::last_conv_tap_only(layer.mixer());
                     });
         m = &modified;
@@ -436,8 +436,8 @@ RunResult run(const Model& model, typename Model::cache_type& cache, const Token
 
     detail::RunHook rh(interventions, opt.capture, ids, L, std::move(hw));
     Hook hook;
-    hook.wants = [&rh](Site s, int layer) { return rh.wants(s, layer); };
-    hook.fn = [&rh](Site s, int layer, const ActivationView& v, const std::int64_t*) { rh.fire(s, layer, v); };
+    hook.wants = [&rh](Site s, LayerIndex layer) { return rh.wants(s, layer); };
+    hook.fn = [&rh](Site s, LayerIndex layer, const ActivationView& v, const std::int64_t*) { rh.fire(s, layer, v); };
 
     const std::size_t chunk = every == 0 ? T : every;
     const std::size_t V = model.config().vocab;
@@ -465,8 +465,8 @@ RunResult run(const Model& model, typename Model::cache_type& cache, const Token
         if (every != 0 && !final_chunk)
             for (const Intervention& v : interventions)
                 if (std::holds_alternative<StateResetEvery>(v.action))
-                    for (int l : v.layers)
-                        cache.visit(static_cast<std::size_t>(l), [](auto& c) {
+                    for (LayerIndex l : v.layers)
+                        cache.visit(l, [](auto& c) {
                             if (auto* r = recurrent_part(c)) r->zero_state();
                         });
     }

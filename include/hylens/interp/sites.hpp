@@ -15,6 +15,7 @@
 #include <vector>       // std::vector
 
 #include "../core/error.hpp"
+#include "../core/indices.hpp"
 #include "../layers/hooks.hpp"
 
 namespace hylens {
@@ -76,56 +77,56 @@ private:
     std::vector<std::int64_t> idx_;
 };
 
-/// One tensor of one forward: a hook site at a layer (-1 for embed and final_norm), over a
+/// One tensor of one forward: a hook site at a layer (`no_layer` for embed and final_norm), over a
 /// set of positions. `write` marks the derived site layer_write = resid_post - resid_pre
 /// (then `site` is Site::resid_post).
 struct SiteRef {
     Site site = Site::resid_post;
-    int layer = -1;
+    LayerIndex layer = no_layer;
     Positions positions = Positions::all();
     bool write = false;
 
     /// "mixer_out.13", "layer_write.4", "embed": the name used in capture files.
     std::string name() const {
         std::string n = write ? "layer_write" : std::string(site_name(site));
-        return layer >= 0 ? n + "." + std::to_string(layer) : n;
+        return layer != no_layer ? n + "." + std::to_string(layer) : n;
     }
 };
 
 /// Site descriptors, one per activation site.
 namespace site {
 // Token embedding after the family's embedding multiplier (Granite / Falcon-H1 scale it).
-inline SiteRef embed(Positions p = Positions::all()) { return {Site::embed, -1, std::move(p), false}; }
-inline SiteRef resid_pre(int l, Positions p = Positions::all()) { return {Site::resid_pre, l, std::move(p), false}; }
-inline SiteRef resid_post(int l, Positions p = Positions::all()) { return {Site::resid_post, l, std::move(p), false}; }
-inline SiteRef mixer_in(int l, Positions p = Positions::all()) { return {Site::mixer_in, l, std::move(p), false}; }
+inline SiteRef embed(Positions p = Positions::all()) { return {Site::embed, no_layer, std::move(p), false}; }
+inline SiteRef resid_pre(LayerIndex l, Positions p = Positions::all()) { return {Site::resid_pre, l, std::move(p), false}; }
+inline SiteRef resid_post(LayerIndex l, Positions p = Positions::all()) { return {Site::resid_post, l, std::move(p), false}; }
+inline SiteRef mixer_in(LayerIndex l, Positions p = Positions::all()) { return {Site::mixer_in, l, std::move(p), false}; }
 /// Token-mixer output before any residual multiplier (parallel layers: the scaled sum).
-inline SiteRef mixer_out(int l, Positions p = Positions::all()) { return {Site::mixer_out, l, std::move(p), false}; }
+inline SiteRef mixer_out(LayerIndex l, Positions p = Positions::all()) { return {Site::mixer_out, l, std::move(p), false}; }
 /// Parallel layers: the attention half before attention_out_multiplier.
-inline SiteRef attn_out(int l, Positions p = Positions::all()) { return {Site::attn_out, l, std::move(p), false}; }
+inline SiteRef attn_out(LayerIndex l, Positions p = Positions::all()) { return {Site::attn_out, l, std::move(p), false}; }
 /// Parallel layers: the Mamba half before ssm_out_multiplier.
-inline SiteRef ssm_out(int l, Positions p = Positions::all()) { return {Site::ssm_out, l, std::move(p), false}; }
-inline SiteRef mlp_out(int l, Positions p = Positions::all()) { return {Site::mlp_out, l, std::move(p), false}; }
+inline SiteRef ssm_out(LayerIndex l, Positions p = Positions::all()) { return {Site::ssm_out, l, std::move(p), false}; }
+inline SiteRef mlp_out(LayerIndex l, Positions p = Positions::all()) { return {Site::mlp_out, l, std::move(p), false}; }
 /// resid_post(l) - resid_pre(l): the whole layer's write (mixer plus MLP).
-inline SiteRef layer_write(int l, Positions p = Positions::all()) { return {Site::resid_post, l, std::move(p), true}; }
+inline SiteRef layer_write(LayerIndex l, Positions p = Positions::all()) { return {Site::resid_post, l, std::move(p), true}; }
 /// Projections before q/k norm and RoPE, [.., heads*head_dim]; q without the gate half.
-inline SiteRef q(int l, Positions p = Positions::all()) { return {Site::q, l, std::move(p), false}; }
-inline SiteRef k(int l, Positions p = Positions::all()) { return {Site::k, l, std::move(p), false}; }
-inline SiteRef v(int l, Positions p = Positions::all()) { return {Site::v, l, std::move(p), false}; }
+inline SiteRef q(LayerIndex l, Positions p = Positions::all()) { return {Site::q, l, std::move(p), false}; }
+inline SiteRef k(LayerIndex l, Positions p = Positions::all()) { return {Site::k, l, std::move(p), false}; }
+inline SiteRef v(LayerIndex l, Positions p = Positions::all()) { return {Site::v, l, std::move(p), false}; }
 /// Softmax probabilities; captured as [B, Hq, |P|, Tk] (P = query positions).
-inline SiteRef attn_probs(int l, Positions p = Positions::all()) { return {Site::attn_probs, l, std::move(p), false}; }
+inline SiteRef attn_probs(LayerIndex l, Positions p = Positions::all()) { return {Site::attn_probs, l, std::move(p), false}; }
 /// o_proj input (after Qwen's output gate); head h is columns [h*hd, (h+1)*hd).
-inline SiteRef head_out(int l, Positions p = Positions::all()) { return {Site::head_out, l, std::move(p), false}; }
+inline SiteRef head_out(LayerIndex l, Positions p = Positions::all()) { return {Site::head_out, l, std::move(p), false}; }
 /// out_proj input of a DeltaNet / Mamba-2 mixer (after its gated norm); head h is columns
 /// [h*dv, (h+1)*dv) (DeltaNet value heads) or [h*P, (h+1)*P) (Mamba-2 heads).
-inline SiteRef lin_head_out(int l, Positions p = Positions::all()) {
+inline SiteRef lin_head_out(LayerIndex l, Positions p = Positions::all()) {
     return {Site::lin_head_out, l, std::move(p), false};
 }
 /// DeltaNet log decay g_t and write strength beta_t per value head; Mamba-2 clamped dt.
-inline SiteRef gate_g(int l, Positions p = Positions::all()) { return {Site::gate_g, l, std::move(p), false}; }
-inline SiteRef gate_beta(int l, Positions p = Positions::all()) { return {Site::gate_beta, l, std::move(p), false}; }
-inline SiteRef gate_dt(int l, Positions p = Positions::all()) { return {Site::gate_dt, l, std::move(p), false}; }
-inline SiteRef final_norm(Positions p = Positions::all()) { return {Site::final_norm, -1, std::move(p), false}; }
+inline SiteRef gate_g(LayerIndex l, Positions p = Positions::all()) { return {Site::gate_g, l, std::move(p), false}; }
+inline SiteRef gate_beta(LayerIndex l, Positions p = Positions::all()) { return {Site::gate_beta, l, std::move(p), false}; }
+inline SiteRef gate_dt(LayerIndex l, Positions p = Positions::all()) { return {Site::gate_dt, l, std::move(p), false}; }
+inline SiteRef final_norm(Positions p = Positions::all()) { return {Site::final_norm, no_layer, std::move(p), false}; }
 }  // namespace site
 
 /// What a decoder layer's token mixer is, for choosing sites generically.
@@ -151,11 +152,10 @@ void for_each_mixer(const Kind& k, F&& f) {
 /// ssm_out / attn_out on parallel layers (Falcon-H1); nullopt when layer l has no mixer of
 /// that channel. `Stack` is a HybridStack.
 template <class Stack>
-std::optional<Site> find_mixer_site(const Stack& stack, int l, MixerChannel ch) {
-    check<ShapeError>(l >= 0 && static_cast<std::size_t>(l) < stack.size(), "[mixer_site] layer ", l, " out of ",
-                      stack.size());
+std::optional<Site> find_mixer_site(const Stack& stack, LayerIndex l, MixerChannel ch) {
+    check<ShapeError>(l < stack.size(), "[mixer_site] layer ", layer_name(l), " out of ", stack.size());
     std::optional<Site> out;
-    stack.visit(static_cast<std::size_t>(l), [&](const auto& layer) {
+    stack.visit(l, [&](const auto& layer) {
         using K = typename std::remove_cvref_t<decltype(layer)>::kind_type;
         const Site want = ch == MixerChannel::attention ? Site::attn_out : Site::ssm_out;
         if constexpr (requires { typename K::first_kind; typename K::second_kind; }) {
@@ -170,7 +170,7 @@ std::optional<Site> find_mixer_site(const Stack& stack, int l, MixerChannel ch) 
 
 /// As find_mixer_site, but a ShapeError names the layer when it has no such mixer.
 template <class Stack>
-Site mixer_site(const Stack& stack, int l, MixerChannel ch) {
+Site mixer_site(const Stack& stack, LayerIndex l, MixerChannel ch) {
     const std::optional<Site> s = find_mixer_site(stack, l, ch);
     check<ShapeError>(s.has_value(), "[mixer_site] layer ", l, " has no ",
                       ch == MixerChannel::attention ? "attention" : "recurrent", " mixer");
@@ -181,11 +181,10 @@ Site mixer_site(const Stack& stack, int l, MixerChannel ch) {
 /// attention head_dim; lin_head_out uses DeltaNet's dv or Mamba-2's head dim P. Throws
 /// ShapeError when layer l has no mixer with that site.
 template <class Stack>
-std::size_t head_width(const Stack& stack, int l, Site s) {
-    check<ShapeError>(l >= 0 && static_cast<std::size_t>(l) < stack.size(), "[head_width] layer ", l, " out of ",
-                      stack.size());
+std::size_t head_width(const Stack& stack, LayerIndex l, Site s) {
+    check<ShapeError>(l < stack.size(), "[head_width] layer ", layer_name(l), " out of ", stack.size());
     std::size_t w = 0;
-    stack.visit(static_cast<std::size_t>(l), [&](const auto& layer) {
+    stack.visit(l, [&](const auto& layer) {
         detail::for_each_mixer(layer.mixer(), [&](const auto& m) {
             const auto& c = m.config();
             if constexpr (requires { c.head_dim; c.Hkv; }) {

@@ -18,13 +18,12 @@ namespace hylens {
 /// stack type): the SSM state, and the conv window too when include_conv. Layers without a
 /// recurrent part are a ShapeError; so are caches of different batch or shape.
 template <class Cache>
-void copy_recurrent(Cache& host, const Cache& donor, const std::vector<int>& layers, bool include_conv = true) {
+void copy_recurrent(Cache& host, const Cache& donor, const std::vector<LayerIndex>& layers, bool include_conv = true) {
     check<ShapeError>(host.order() == donor.order() && host.batch() == donor.batch(),
                       "[copy_recurrent] the caches belong to different layer layouts or batch sizes");
-    for (int l : layers) {
-        check<ShapeError>(l >= 0 && static_cast<std::size_t>(l) < host.num_layers(), "[copy_recurrent] layer ", l,
-                          " out of ", host.num_layers());
-        const std::size_t i = static_cast<std::size_t>(l);
+    for (LayerIndex l : layers) {
+        check<ShapeError>(l < host.num_layers(), "[copy_recurrent] layer ", layer_name(l), " out of ", host.num_layers());
+        const LayerIndex i = l;
         host.visit(i, [&](auto& hc) {
             donor.visit(i, [&](const auto& dc) {
                 RecurrentCache* h = recurrent_part(hc);

@@ -148,8 +148,8 @@ public:
             std::copy(x, x + M * Hd, u.data());
         std::vector<float> y = u;  // the donor block runs on it in place
         Hook zero;
-        zero.wants = [](Site s, int) { return s == Site::mixer_out; };
-        zero.fn = [](Site, int, const ActivationView& v, const std::int64_t*) {
+        zero.wants = [](Site s, LayerIndex) { return s == Site::mixer_out; };
+        zero.fn = [](Site, LayerIndex, const ActivationView& v, const std::int64_t*) {
             for (std::size_t b = 0; b < v.B; ++b)
                 for (std::size_t t = 0; t < v.T; ++t) std::fill(v.row(b, t), v.row(b, t) + v.D, 0.0f);
         };
@@ -219,8 +219,8 @@ using StitchedStack = typename detail::append_kind<RecvStack, StitchBlock<Adapte
 /// donor's layers `donor_layers`, applied in order (exp34's "seq" mode lists the
 /// layers on both sides of a softmax layer it skips).
 struct ReplaceBlock {
-    int lo = 0, hi = 0;
-    std::vector<int> donor_layers;
+    LayerIndex lo = 0, hi = 0;
+    std::vector<LayerIndex> donor_layers;
     bool zero_mixers = false;
 };
 
@@ -229,12 +229,12 @@ struct ReplaceBlock {
 struct StitchPlan {
     std::vector<ReplaceBlock> blocks;  ///< in receiver order, non-overlapping
 
-    /// The stitched model's index of receiver layer l (-1 when l lies inside a block but is not
-    /// its first layer; the block's own slot is its lo).
-    int map_layer(int l) const {
-        int shift = 0;
+    /// The stitched model's index of receiver layer l (no_layer when l lies inside a block but
+    /// is not its first layer; the block's own slot is its lo).
+    LayerIndex map_layer(LayerIndex l) const {
+        LayerIndex shift = 0;
         for (const ReplaceBlock& b : blocks) {
-            if (l > b.lo && l <= b.hi) return -1;
+            if (l > b.lo && l <= b.hi) return no_layer;
             if (l > b.hi) shift += b.hi - b.lo;
         }
         return l - shift;
@@ -258,31 +258,31 @@ CausalLM<StitchedStack<typename RecvModel::stack_type, typename DonorModel::stac
     using Block = StitchBlock<Adapter, DonorStack>;
     check<ShapeError>(adapters.size() == plan.blocks.size(), "[stitch] ", adapters.size(), " adapters for ",
                       plan.blocks.size(), " blocks");
-    const int L = static_cast<int>(recv.num_layers()), Ld = static_cast<int>(donor.num_layers());
+    const LayerIndex L = recv.num_layers(), Ld = donor.num_layers();
     for (std::size_t i = 0; i < plan.blocks.size(); ++i) {
         const ReplaceBlock& b = plan.blocks[i];
-        check<ShapeError>(0 <= b.lo && b.lo <= b.hi && b.hi < L, "[stitch] block [", b.lo, ", ", b.hi,
+        check<ShapeError>(b.lo <= b.hi && b.hi < L, "[stitch] block [", b.lo, ", ", b.hi,
                           "] is not inside the receiver's ", L, " layers");
         check<ShapeError>(i == 0 || plan.blocks[i - 1].hi < b.lo, "[stitch] blocks must be in order and disjoint");
         check<ShapeError>(!b.donor_layers.empty(), "[stitch] block [", b.lo, ", ", b.hi, "] has no donor layers");
-        for (int d : b.donor_layers)
-            check<ShapeError>(d >= 0 && d < Ld, "[stitch] donor layer ", d, " out of ", Ld);
+        for (LayerIndex d : b.donor_layers)
+            check<ShapeError>(d < Ld, "[stitch] donor layer ", layer_name(d), " out of ", Ld);
     }
     StitchedStack<RecvStack, DonorStack, Adapter> st;
     std::size_t next = 0;
-    for (int l = 0; l < L; ++l) {
+    for (LayerIndex l = 0; l < L; ++l) {
         if (next < plan.blocks.size() && l == plan.blocks[next].lo) {
             const ReplaceBlock& b = plan.blocks[next];
             DonorStack blk;
-            for (int d : b.donor_layers)
-                donor.stack().visit(static_cast<std::size_t>(d), [&](const auto& layer) { blk.push_back(layer); });
+            for (LayerIndex d : b.donor_layers)
+                donor.stack().visit(d, [&](const auto& layer) { blk.push_back(layer); });
             StitchBlockConfig c{recv.config().hidden, donor.config().hidden, b.zero_mixers};
             st.push_back(DecoderLayer<Block>(Block(std::move(blk), adapters[next], c)));
             l = b.hi;
             ++next;
             continue;
         }
-        recv.stack().visit(static_cast<std::size_t>(l), [&](const auto& layer) { st.push_back(layer); });
+        recv.stack().visit(l, [&](const auto& layer) { st.push_back(layer); });
     }
     return CausalLM<StitchedStack<RecvStack, DonorStack, Adapter>>(
         recv.config(), recv.embedding(), std::move(st), recv.final_norm(),
@@ -293,16 +293,15 @@ CausalLM<StitchedStack<typename RecvModel::stack_type, typename DonorModel::stac
 /// fresh cache (zero recurrent and conv state) at positions 0..T-1; returns the output rows.
 /// zero_mixers zeroes every mixer output (only the MLPs run).
 template <class Model>
-std::vector<float> run_block(const Model& donor, const std::vector<int>& layers, std::span<const float> X,
+std::vector<float> run_block(const Model& donor, const std::vector<LayerIndex>& layers, std::span<const float> X,
                              std::size_t B, std::size_t T, bool zero_mixers = false) {
     const std::size_t H = donor.config().hidden;
     check<ShapeError>(X.size() == B * T * H, "[run_block] X has ", X.size(), " values, expected [", B, ", ", T, ", ",
                       H, "]");
     typename Model::stack_type blk;
-    for (int d : layers) {
-        check<ShapeError>(d >= 0 && static_cast<std::size_t>(d) < donor.num_layers(), "[run_block] layer ", d,
-                          " out of ", donor.num_layers());
-        donor.stack().visit(static_cast<std::size_t>(d), [&](const auto& layer) { blk.push_back(layer); });
+    for (LayerIndex d : layers) {
+        check<ShapeError>(d < donor.num_layers(), "[run_block] layer ", layer_name(d), " out of ", donor.num_layers());
+        donor.stack().visit(d, [&](const auto& layer) { blk.push_back(layer); });
     }
     const StitchBlock<NoAdapter, typename Model::stack_type> block(std::move(blk), NoAdapter{},
                                                                    {H, H, zero_mixers});
@@ -310,7 +309,7 @@ std::vector<float> run_block(const Model& donor, const std::vector<int>& layers,
     std::vector<std::int64_t> pos(T);
     for (std::size_t t = 0; t < T; ++t) pos[t] = static_cast<std::int64_t>(t);
     std::vector<float> write(X.size());
-    block.forward(X.data(), B, T, write.data(), cache, ForwardContext{-1, pos.data(), nullptr});
+    block.forward(X.data(), B, T, write.data(), cache, ForwardContext{no_layer, pos.data(), nullptr});
     for (std::size_t i = 0; i < X.size(); ++i) write[i] += X[i];
     return write;
 }
@@ -338,7 +337,7 @@ struct StitchFit {
 /// zeroed (only its MLPs), as the stitched block of a ReplaceBlock with zero_mixers will at test,
 /// and M_out is fitted on that block's write.
 template <class RecvModel, class DonorModel>
-StitchFit fit_stitch(const RecvModel& recv, int lo, int hi, const DonorModel& donor, const std::vector<int>& donor_layers,
+StitchFit fit_stitch(const RecvModel& recv, LayerIndex lo, LayerIndex hi, const DonorModel& donor, const std::vector<LayerIndex>& donor_layers,
                      const std::vector<StitchItem>& items, Ridge::Options ridge = {}, bool zero_mixers = false) {
     check<ShapeError>(!items.empty() && !donor_layers.empty(), "[fit_stitch] no fit items or no donor layers");
     const std::size_t Hr = recv.config().hidden, Hd = donor.config().hidden;
@@ -395,8 +394,8 @@ auto fit_stitch_slots(const RecvModel& recv, const StitchPlan& plan, const Donor
     StitchPlan done;
     auto current = stitch<LinearAdapter>(recv, done, donor, adapters);
     for (const ReplaceBlock& b : plan.blocks) {
-        const int lo = done.map_layer(b.lo), hi = done.map_layer(b.hi);
-        check<ShapeError>(lo >= 0 && hi >= 0, "[fit_stitch_slots] block [", b.lo, ", ", b.hi,
+        const LayerIndex lo = done.map_layer(b.lo), hi = done.map_layer(b.hi);
+        check<ShapeError>(lo != no_layer && hi != no_layer, "[fit_stitch_slots] block [", b.lo, ", ", b.hi,
                           "] overlaps an earlier block");
         fits.push_back(fit_stitch(current, lo, hi, donor, b.donor_layers, items, ridge, b.zero_mixers));
         adapters.push_back(fits.back().adapter);
@@ -415,7 +414,7 @@ inline Ridge fit_query_map(const std::vector<float>& donor_features, const std::
 
 /// SetFinal: the interventions that write f(donor feature) ([|layers| * H], layer-major) into
 /// each receiver layer's mixer output at the final position.
-inline std::vector<Intervention> set_final(const std::vector<int>& layers, const std::vector<float>& mapped,
+inline std::vector<Intervention> set_final(const std::vector<LayerIndex>& layers, const std::vector<float>& mapped,
                                            std::size_t hidden, Site s = Site::mixer_out) {
     check<ShapeError>(mapped.size() == layers.size() * hidden, "[set_final] ", mapped.size(), " values for ",
                       layers.size(), " layers of ", hidden);

@@ -49,10 +49,10 @@ MixerTransplant transplant_sites(const Model& model, const TokenBatch& donor, co
 /// Donor and host must have the same length.
 template <class Model>
 MixerTransplant transplant_mixer(const Model& model, const TokenBatch& donor, const TokenBatch& host,
-                                 const std::vector<int>& layers, const Positions& positions,
+                                 const std::vector<LayerIndex>& layers, const Positions& positions,
                                  MixerChannel channel = MixerChannel::recurrent, const RunOptions& host_options = {}) {
     std::vector<SiteRef> sites;
-    for (int l : layers) sites.push_back({mixer_site(model.stack(), l, channel), l, positions, false});
+    for (LayerIndex l : layers) sites.push_back({mixer_site(model.stack(), l, channel), l, positions, false});
     return transplant_sites(model, donor, host, sites, host_options);
 }
 
@@ -60,10 +60,10 @@ MixerTransplant transplant_mixer(const Model& model, const TokenBatch& donor, co
 /// copied from the donor run (host resid_post[p] := host resid_pre[p] + donor write[p]).
 template <class Model>
 MixerTransplant transplant_layer_write(const Model& model, const TokenBatch& donor, const TokenBatch& host,
-                                       const std::vector<int>& layers, const Positions& positions,
+                                       const std::vector<LayerIndex>& layers, const Positions& positions,
                                        const RunOptions& host_options = {}) {
     std::vector<SiteRef> sites;
-    for (int l : layers) sites.push_back(site::layer_write(l, positions));
+    for (LayerIndex l : layers) sites.push_back(site::layer_write(l, positions));
     return transplant_sites(model, donor, host, sites, host_options);
 }
 
@@ -75,7 +75,7 @@ MixerTransplant transplant_layer_write(const Model& model, const TokenBatch& don
 /// its logits are [B, 1, V].
 template <class Model>
 RunResult transplant_state_run(const Model& model, const TokenBatch& donor, const TokenBatch& host,
-                               const std::vector<int>& layers, bool include_conv = true, RunOptions options = {}) {
+                               const std::vector<LayerIndex>& layers, bool include_conv = true, RunOptions options = {}) {
     const std::size_t T = host.T();
     check<ShapeError>(donor.T() == T && donor.batch == host.batch && T >= 2, "[transplant_state] donor (",
                       donor.batch, " x ", donor.T(), ") and host (", host.batch, " x ", T,
@@ -94,7 +94,7 @@ RunResult transplant_state_run(const Model& model, const TokenBatch& donor, cons
 /// exp32-B: final-position logits [B, 1, V] of transplant_state_run.
 template <class Model>
 Tensor3 transplant_state(const Model& model, const TokenBatch& donor, const TokenBatch& host,
-                         const std::vector<int>& layers, bool include_conv = true) {
+                         const std::vector<LayerIndex>& layers, bool include_conv = true) {
     RunOptions o;
     o.last_only = true;
     return transplant_state_run(model, donor, host, layers, include_conv, o).logits;
@@ -102,20 +102,20 @@ Tensor3 transplant_state(const Model& model, const TokenBatch& donor, const Toke
 
 /// Every layer holding a mixer of channel `ch` (for Falcon-H1: every layer, either channel).
 template <class Stack>
-std::vector<int> mixer_layers(const Stack& stack, MixerChannel ch) {
-    std::vector<int> out;
-    for (std::size_t l = 0; l < stack.size(); ++l)
-        if (find_mixer_site(stack, static_cast<int>(l), ch)) out.push_back(static_cast<int>(l));
+std::vector<LayerIndex> mixer_layers(const Stack& stack, MixerChannel ch) {
+    std::vector<LayerIndex> out;
+    for (LayerIndex l = 0; l < stack.size(); ++l)
+        if (find_mixer_site(stack, l, ch)) out.push_back(l);
     return out;
 }
 /// Every recurrent layer (DeltaNet / Mamba-2, or the Mamba half of a parallel layer).
 template <class Stack>
-std::vector<int> recurrent_layers(const Stack& stack) {
+std::vector<LayerIndex> recurrent_layers(const Stack& stack) {
     return mixer_layers(stack, MixerChannel::recurrent);
 }
 /// Every layer with softmax attention (or an attention half).
 template <class Stack>
-std::vector<int> attention_layers(const Stack& stack) {
+std::vector<LayerIndex> attention_layers(const Stack& stack) {
     return mixer_layers(stack, MixerChannel::attention);
 }
 

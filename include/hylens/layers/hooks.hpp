@@ -9,6 +9,8 @@
 #include <functional>  // std::function
 #include <string_view> // std::string_view
 
+#include "../core/indices.hpp"
+
 namespace hylens {
 
 /// Activation sites (experiments.md §C.4). Rows are [B, T, D] (batch-major, contiguous per row).
@@ -62,16 +64,16 @@ struct ActivationView {
     float* row(std::size_t b, std::size_t t) const noexcept { return data + (b * T + t) * ld; }
 };
 
-/// Called at each site; `layer` is the decoder-layer index (-1 for embed and final_norm).
-/// `positions` holds the T absolute positions of the rows.
+/// Called at each site; `layer` is the decoder-layer index (`no_layer` for embed and
+/// final_norm). `positions` holds the T absolute positions of the rows.
 struct Hook {
-    std::function<bool(Site, int layer)> wants;  ///< optional filter (default: every site)
-    std::function<void(Site, int layer, const ActivationView&, const std::int64_t* positions)> fn;
+    std::function<bool(Site, LayerIndex layer)> wants;  ///< optional filter (default: every site)
+    std::function<void(Site, LayerIndex layer, const ActivationView&, const std::int64_t* positions)> fn;
 };
 
 /// What every layer receives besides its input: where it sits and who is listening.
 struct ForwardContext {
-    int layer = -1;
+    LayerIndex layer = no_layer;
     const std::int64_t* positions = nullptr;  ///< T absolute positions (shared by the batch)
     const Hook* hook = nullptr;
 

@@ -111,7 +111,7 @@ public:
             checking = detail::finite_checking_hook(opt.hook, "model " + c_.model_type);
             hook = &checking;
         }
-        ForwardContext ctx{-1, pos.data(), hook};
+        ForwardContext ctx{no_layer, pos.data(), hook};
         ctx.fire(Site::embed, h.data(), B, T, H, H);
         stack_.forward(h.data(), B, T, cache, pos.data(), hook);
         cache.set_tokens_seen(cache.tokens_seen() + T);

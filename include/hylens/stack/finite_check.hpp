@@ -46,17 +46,17 @@ inline bool finite_check_site(Site s) noexcept {
     }
 }
 
-[[noreturn]] inline void report_non_finite(const std::string& model, int layer, std::string_view site, float value,
+[[noreturn]] inline void report_non_finite(const std::string& model, LayerIndex layer, std::string_view site, float value,
                                            std::size_t b, std::size_t t, std::int64_t position, std::size_t d,
                                            std::size_t D) {
     fail<NonFiniteError>("[forward] ", model, ": first non-finite value (", value, ") at ",
-                         layer >= 0 ? "layer " + std::to_string(layer) + ", " : std::string(), "site ", site,
+                         layer != no_layer ? "layer " + std::to_string(layer) + ", " : std::string(), "site ", site,
                          ", sequence ", b, ", token ", t, " (position ", position, "), index ", d, " of ", D,
                          "; if the weights may be damaged, `hylens verify --model DIR` scans them");
 }
 
 /// Scans one activation view; throws NonFiniteError at its first non-finite value.
-inline void check_view_finite(const std::string& model, std::string_view site, int layer, const ActivationView& v,
+inline void check_view_finite(const std::string& model, std::string_view site, LayerIndex layer, const ActivationView& v,
                               const std::int64_t* positions) {
     for (std::size_t b = 0; b < v.B; ++b)
         for (std::size_t t = 0; t < v.T; ++t) {
@@ -70,10 +70,10 @@ inline void check_view_finite(const std::string& model, std::string_view site, i
 /// `user` (may be null) followed by the finite check on the checked sites.
 inline Hook finite_checking_hook(const Hook* user, std::string model) {
     Hook h;
-    h.wants = [user](Site s, int layer) {
+    h.wants = [user](Site s, LayerIndex layer) {
         return finite_check_site(s) || (user && user->fn && (!user->wants || user->wants(s, layer)));
     };
-    h.fn = [user, model = std::move(model)](Site s, int layer, const ActivationView& v, const std::int64_t* pos) {
+    h.fn = [user, model = std::move(model)](Site s, LayerIndex layer, const ActivationView& v, const std::int64_t* pos) {
         if (user && user->fn && (!user->wants || user->wants(s, layer))) user->fn(s, layer, v, pos);
         if (finite_check_site(s)) check_view_finite(model, site_name(s), layer, v, pos);
     };

@@ -103,7 +103,7 @@ public:
         check_cache(cache, B);
         last = last > size() ? size() : last;
         for (std::size_t i = first; i < last; ++i) {
-            ForwardContext ctx{static_cast<int>(i), positions, hook};
+            ForwardContext ctx{i, positions, hook};
             visit(i, [&](const auto& layer) {
                 using L = std::remove_cvref_t<decltype(layer)>;
                 constexpr std::size_t k = index_of<typename L::kind_type>();
