@@ -18,6 +18,7 @@
 #include <doctest/doctest.h>
 
 #include <xtensor/xnoalias.hpp>
+#include <xtensor/xoperation.hpp>
 #include <xtensor/xview.hpp>
 
 #include <cstdint>
@@ -197,6 +198,27 @@ TEST_CASE("an empty or unfilled KV cache gives empty views") {
     CHECK(empty.size() == 0);
 }
 
+TEST_CASE("KVCache growth keeps every filled position and zero-fills the new capacity; copies are deep") {
+    KVCache c = filled_kv();
+    const Tensor4 k_before = c.k_view(), v_before = c.v_view();  // owning copies [2, 3, 5, 4]
+    const std::size_t cap0 = c.capacity();
+    c.reserve_more(cap0 + 7);
+    REQUIRE(c.capacity() >= 5 + cap0 + 7);
+    CHECK(Tensor4(c.k_view()) == k_before);
+    CHECK(Tensor4(c.v_view()) == v_before);
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t j = 0; j < 3; ++j)
+            for (std::size_t i = 5 * 4; i < c.capacity() * 4; ++i) {
+                CHECK(c.k(b, j)[i] == 0.0f);
+                CHECK(c.v(b, j)[i] == 0.0f);
+            }
+    KVCache copy = c;
+    CHECK(copy == c);
+    copy.k_view(1)(2, 4, 3) = -1.0f;
+    CHECK(c.k_view(1)(2, 4, 3) == value_at(1, 2, 4, 3));
+    CHECK(!(copy == c));
+}
+
 TEST_CASE("RecurrentCache::conv_view / state_view are the cache's own conv windows and states") {
     RecurrentCache r(2, 3, 4, {2, 3, 5});
     for (std::size_t b = 0; b < 2; ++b) {
@@ -240,6 +262,21 @@ TEST_CASE("RecurrentCache::conv_view / state_view are the cache's own conv windo
     for (std::size_t i = 0; i < 12; ++i) CHECK(r.conv(1)[i] == static_cast<float>(100 + i));
     CHECK_THROWS_AS((void)r.state_view(2), ShapeError);
     CHECK_THROWS_AS((void)cr.conv_view(2), ShapeError);
+}
+
+TEST_CASE("RecurrentCache storage: zeros when fresh and after reset, copies are deep, == compares values") {
+    RecurrentCache r(2, 3, 4, {2, 3, 5});
+    CHECK(xt::all(xt::equal(r.conv_view(), 0.0f)));
+    CHECK(xt::all(xt::equal(r.state_view(), 0.0f)));
+    r.state_view(1)(1, 2, 4) = 3.5f;
+    r.conv_view(0)(2, 3) = -2.0f;
+    RecurrentCache copy = r;
+    CHECK(copy == r);
+    copy.state(1)[29] = 0.0f;  // the element (1, 2, 4) of sequence 1
+    CHECK(!(copy == r));
+    CHECK(r.state_view(1)(1, 2, 4) == 3.5f);
+    r.reset();
+    CHECK(r == RecurrentCache(2, 3, 4, {2, 3, 5}));
 }
 
 TEST_CASE("cache views of a model's cache: the same values as the raw accessors, writes equal raw writes") {

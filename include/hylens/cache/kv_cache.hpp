@@ -3,17 +3,17 @@
 // Layout per sequence b and KV head j: [capacity, head_dim] rows, so the keys of one head are
 // contiguous (what attention's sgemm wants). K is stored exactly as it enters the score
 // (after any k-norm, key multiplier and RoPE), V raw. Values: copyable, comparable.
-// k_view / v_view give the filled positions as xtensor views over this storage (no copy):
-// [kv_heads, length, head_dim] per sequence, [batch, kv_heads, length, head_dim] for all; valid
-// until the cache grows (reserve_more, a forward) or dies. Kernels use the raw k() / v().
+// K and V are each one xtensor container [batch, kv_heads, capacity, head_dim]. k_view / v_view
+// give the filled positions as xtensor views over it (no copy): [kv_heads, length, head_dim] per
+// sequence, [batch, kv_heads, length, head_dim] for all; valid until the cache grows
+// (reserve_more, a forward) or dies. Kernels use the raw k() / v().
 
 #include <xtensor/xview.hpp>  // xt::view, xt::range
 
 #include <algorithm>    // std::copy, std::max
 #include <cstddef>      // std::size_t
 #include <type_traits>  // std::remove_cvref_t
-#include <utility>      // std::declval, std::forward
-#include <vector>       // std::vector
+#include <utility>      // std::declval, std::forward, std::move
 
 #include "../core/error.hpp"
 #include "../core/tensor_view.hpp"
@@ -59,17 +59,17 @@ public:
         const std::size_t need = len_ + extra;
         if (need <= cap_) return;
         const std::size_t cap = std::max<std::size_t>(need, std::max<std::size_t>(16, cap_ * 2));
-        std::vector<float> k(B_ * H_ * cap * hd_), v(k.size());
+        Tensor4 k = Tensor4::from_shape({B_, H_, cap, hd_}), v = Tensor4::from_shape({B_, H_, cap, hd_});
+        k.fill(0.0f);
+        v.fill(0.0f);
         for (std::size_t b = 0; b < B_; ++b)
             for (std::size_t j = 0; j < H_; ++j) {
                 const std::size_t src = (b * H_ + j) * cap_ * hd_, dst = (b * H_ + j) * cap * hd_;
-                std::copy(k_.begin() + static_cast<std::ptrdiff_t>(src),
-                          k_.begin() + static_cast<std::ptrdiff_t>(src + len_ * hd_), k.begin() + static_cast<std::ptrdiff_t>(dst));
-                std::copy(v_.begin() + static_cast<std::ptrdiff_t>(src),
-                          v_.begin() + static_cast<std::ptrdiff_t>(src + len_ * hd_), v.begin() + static_cast<std::ptrdiff_t>(dst));
+                std::copy(k_.data() + src, k_.data() + src + len_ * hd_, k.data() + dst);
+                std::copy(v_.data() + src, v_.data() + src + len_ * hd_, v.data() + dst);
             }
-        k_.swap(k);
-        v_.swap(v);
+        k_ = std::move(k);
+        v_ = std::move(v);
         cap_ = cap;
     }
 
@@ -125,7 +125,7 @@ private:
     }
 
     std::size_t B_ = 0, H_ = 0, hd_ = 0, len_ = 0, cap_ = 0;
-    std::vector<float> k_, v_;  // [B, H, cap, hd]
+    Tensor4 k_, v_;  // [B, H, cap, hd]
 };
 
 }  // namespace hylens

@@ -3,8 +3,11 @@
 // the conv window (the last K pre-convolution inputs per channel, oldest first, [C, K]) and
 // the state (DeltaNet [Hv, dk, dv], Mamba-2 [H, P, N]), both float32. All zeros is exactly
 // "no previous state" (a fresh sequence). Values: copyable, comparable.
-// conv_view / state_view give them as xtensor views over this storage (no copy), per sequence
-// or for the whole batch; kernels use the raw conv() / state().
+// Both are xtensor containers: conv windows [B, C, K], states [B, state_shape...]. conv_view /
+// state_view give them as xtensor views over this storage (no copy), per sequence or for the
+// whole batch; kernels use the raw conv() / state().
+
+#include <xtensor/xarray.hpp>  // xt::xarray
 
 #include <algorithm>  // std::fill
 #include <cstddef>    // std::size_t
@@ -27,8 +30,9 @@ public:
         : B_(batch), C_(conv_channels), K_(conv_width), state_shape_(std::move(state_shape)) {
         state_size_ = 1;
         for (auto d : state_shape_) state_size_ *= d;
-        conv_.assign(B_ * C_ * K_, 0.0f);
-        state_.assign(B_ * state_size_, 0.0f);
+        conv_ = Tensor3::from_shape({B_, C_, K_});
+        state_ = xt::xarray<float>::from_shape(batch_state_shape());
+        reset();
     }
 
     std::size_t batch() const noexcept { return B_; }
@@ -55,8 +59,8 @@ public:
     ArrayView state_view() { return make_view(state_.data(), batch_state_shape()); }
     ConstArrayView state_view() const { return make_view(state_.data(), batch_state_shape()); }
 
-    void zero_conv() noexcept { std::fill(conv_.begin(), conv_.end(), 0.0f); }
-    void zero_state() noexcept { std::fill(state_.begin(), state_.end(), 0.0f); }
+    void zero_conv() noexcept { std::fill(conv_.data(), conv_.data() + conv_.size(), 0.0f); }
+    void zero_state() noexcept { std::fill(state_.data(), state_.data() + state_.size(), 0.0f); }
     /// Back to "no previous state": conv window and state zeroed.
     void reset() noexcept {
         zero_conv();
@@ -78,8 +82,8 @@ private:
 
     std::size_t B_ = 0, C_ = 0, K_ = 0, state_size_ = 0;
     std::vector<std::size_t> state_shape_;
-    std::vector<float> conv_;   // [B, C, K]
-    std::vector<float> state_;  // [B, state_shape...]
+    Tensor3 conv_;                                             // [B, C, K]
+    xt::xarray<float, xt::layout_type::row_major> state_;  // [B, state_shape...]
 };
 
 }  // namespace hylens
