@@ -10,6 +10,7 @@
 
 #include "../cache/parts.hpp"
 #include "../core/error.hpp"
+#include "../core/indices.hpp"
 #include "../stack/tokens.hpp"
 
 namespace hylens {
