@@ -21,7 +21,6 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import families  # noqa: E402
 import train_organism as tr  # noqa: E402
 
 KEYS, VALUES, SEP, EQ = list(range(300, 340)), list(range(400, 440)), 5, 6
@@ -57,9 +56,7 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    model = families.CausalLM(args.family, tr.make_config(args.family, 1024, 1, 2, args.hidden), seed=args.seed)
-    with torch.no_grad():
-        model.model.embed_tokens.weight.normal_(0.0, 0.1 if args.family == "granite_h" else 0.5)
+    model = tr.new_model(args.family, tr.make_config(args.family, 1024, 1, 2, args.hidden), args.seed)
     opt = torch.optim.AdamW(tr.param_groups(model, args.lr, 1.0), betas=(0.9, 0.98))
     rng, t0 = random.Random(f"mqar:{args.seed}"), time.time()
     for step in range(1, args.steps + 1):

@@ -264,6 +264,16 @@ def make_batch(tok, family, pool, seed, step, bs, level, mix=None, stream="train
     return ids, tgt, w_ans, w_lm
 
 
+def new_model(family, cfg, seed):
+    """The organism at its initial weights: families.py's init, then embeddings N(0, 0.5) (Granite,
+    whose embedding multiplier is 12: N(0, 0.1)) from the seed."""
+    model = families.CausalLM(family, cfg, seed=seed)
+    with torch.no_grad():
+        std = 0.1 if family == "granite_h" else 0.5
+        model.model.embed_tokens.weight.normal_(0.0, std, generator=torch.Generator().manual_seed(seed + 7))
+    return model
+
+
 def param_groups(model, lr, attn_lr_mult):
     attn, other_decay, other_nodecay = [], [], []
     for n, p in model.named_parameters():
@@ -337,7 +347,6 @@ def export(model, tok, cfg, family, out, ref_dir, pool, eval_pool, meta):
     ref, prompts, d32, big = {}, [], 0.0, 1.0
     with torch.no_grad():
         for i, it in enumerate(reference_items(eval_pool)):
-            text = prompt_text(family, it)
             ctx, qry = segments(family, it)
             ids = tok.encode(ctx) + tok.encode(qry) + tok.encode(it["expected"][0])
             l64 = m64(torch.tensor([ids]))[0]
@@ -409,22 +418,21 @@ def main():
     # The vocabulary must be the one the weights were trained with: a new phase (--init-from) or a
     # resumed run reads the tokenizer.json beside its weights (the training items, from which a
     # fresh run trains the tokenizer, may have been regenerated since).
-    tok_file = (os.path.join(os.path.dirname(os.path.abspath(args.init_from)), "tokenizer.json") if args.init_from and
-                not args.resume else os.path.join(args.out, "tokenizer.json") if args.resume or args.export_only else None)
+    if args.init_from and not args.resume:
+        tok_file = os.path.join(os.path.dirname(os.path.abspath(args.init_from)), "tokenizer.json")
+        if not os.path.exists(tok_file):
+            ap.error(f"--init-from: no tokenizer.json beside {args.init_from}")
+    else:
+        tok_file = os.path.join(args.out, "tokenizer.json") if args.resume or args.export_only else None
     if tok_file and os.path.exists(tok_file):
         tok = bpe.Tokenizer.from_json(tok_file)
         print(f"tokenizer from {tok_file}", flush=True)
-    elif args.init_from and not args.resume:
-        ap.error(f"--init-from: no tokenizer.json beside {args.init_from}")
     else:
         tok = build_tokenizer(args.family, args.seed, pool)
     end_id = tok.specials[CHAT[args.family]["end"]]
     bos_id = tok.specials.get("<|begin_of_text|>", end_id)
     cfg = make_config(args.family, len(tok), end_id, bos_id, args.hidden)
-    model = families.CausalLM(args.family, cfg, seed=args.seed)
-    with torch.no_grad():
-        std = 0.1 if args.family == "granite_h" else 0.5
-        model.model.embed_tokens.weight.normal_(0.0, std, generator=torch.Generator().manual_seed(args.seed + 7))
+    model = new_model(args.family, cfg, args.seed)
     opt = torch.optim.AdamW(param_groups(model, args.lr, args.attn_lr_mult), betas=(0.9, 0.98))
     ckpt_path = os.path.join(args.out, "checkpoint.pt")
     log_path = os.path.join(args.out, "training_log.csv")
