@@ -38,17 +38,30 @@ CONDITIONS_ORDER = ["FULL", "KV_ONLY", "REC_ONLY", "NONE", "KV_A+REC_B", "KV_B+R
 
 
 def read_log(path):
+    """The training log's rows; "total_step" counts steps over all phases (a log written before
+    phases were recorded is one phase)."""
     with open(path) as f:
-        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+        rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    offset, last = 0.0, {}
+    for r in rows:
+        r.setdefault("phase", 0.0)
+        if r["phase"] not in last and last:
+            offset += max(last.values())
+        last[r["phase"]] = r["step"]
+        r["total_step"] = offset + r["step"]
+    return rows
 
 
 def plot_loss(rows, out, title):
     fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
-    steps = [r["step"] for r in rows]
+    steps = [r["total_step"] for r in rows]
+    for a, b in zip(rows, rows[1:]):
+        if b["phase"] != a["phase"]:
+            ax.axvline(a["total_step"], color="gray", lw=0.8, ls=":")
     ax.plot(steps, [r["loss_answer"] for r in rows], label="answer tokens (trained loss)")
     ax.plot(steps, [r["loss_lm"] for r in rows], label="prompt tokens (LM loss, weight 0.1)", alpha=0.7)
     ax.set_yscale("log")
-    ax.set_xlabel("step (batch 32)")
+    ax.set_xlabel("step (all phases; dotted: a new phase)" if rows[-1]["phase"] else "step (batch 32)")
     ax.set_ylabel("cross-entropy (nats)")
     ax.grid(alpha=0.3)
     ax2 = ax.twinx()
@@ -90,7 +103,9 @@ def main():
     c = cfg.get("text_config", cfg)
     weights = st_io.load(os.path.join(args.model, "model.safetensors"))
     n_params = sum(t.numel() for t in weights.values())
-    log = [r for r in read_log(os.path.join(args.model, "training_log.csv")) if r["step"] <= int(meta["step"])]
+    log = read_log(os.path.join(args.model, "training_log.csv"))
+    log = [r for r in log if r["phase"] < log[-1]["phase"] or r["step"] <= int(meta["step"])]
+    phases = tr.read_phases(args.model)
     plot_loss(log, os.path.join(args.model, "loss.png"), f"{name}: training loss")
     last = log[-1]
     tail = log[-5:]
@@ -132,6 +147,35 @@ def main():
     L.append("- Each example is the chat-wrapped prompt (context segment + query segment, tokenised as the study "
              "runner tokenises them) followed by the expected answer and the end-of-turn token; loss on the answer "
              "tokens plus 0.1 x the next-token loss on the prompt.")
+    if phases and len(phases) > 1:
+        L += phases_section(phases, log)
+    else:
+        L += one_phase_section(meta)
+    mean = lambda k: sum(r[k] for r in tail) / len(tail)  # noqa: E731
+    L.append(f"- Final losses (mean of the last {len(tail)} logged points, each a mean over 50 steps): answer "
+             f"{mean('loss_answer'):.3f} nats/token, prompt LM {mean('loss_lm'):.3f}; answers fully right under "
+             f"teacher forcing {mean('answer_acc'):.2f}.\n")
+    L.append("![loss curve](loss.png)\n")
+    L += accuracy_section(args, summary, run, allrows, rows, tasks, conds)
+    if args.circuit:
+        L += circuit_section(args.circuit)
+    if args.findings:
+        L.append("## Findings\n")
+        L.append(args.findings + "\n")
+    L.append("## Reproduce\n")
+    L.append("```sh")
+    L += args.command
+    L.append("```\n")
+    with open(os.path.join(args.model, "README.md"), "w") as f:
+        f.write("\n".join(L))
+    write_card_check(args, name, tasks)
+    if args.circuit:
+        write_circuit_check(args.circuit, name, args.circuit_check_every)
+    return 0
+
+
+def one_phase_section(meta):
+    L = []
     L.append(f"- Mixture weights: {', '.join(f'{k} {v}' for k, v in tr.MIX.items() if v > 0)}. Curriculum: the number of "
              f"dictionary pairs / list items allowed grows linearly from {tr.CURRICULUM_MIN} to the generators' "
              "maximum over the first 40 % of the scheduled steps.")
@@ -141,11 +185,59 @@ def main():
     L.append(f"- Trained {int(meta['step'])} steps in {float(meta['wall_s']) / 60:.1f} min of wall time on the 2-core "
              "development machine, which was shared with other jobs throughout (load average 10-16), so the "
              "time is an upper bound on what the run needs; the run stops at its step count or at 68 min.")
-    mean = lambda k: sum(r[k] for r in tail) / len(tail)  # noqa: E731
-    L.append(f"- Final losses (mean of the last {len(tail)} logged points, each a mean over 50 steps): answer "
-             f"{mean('loss_answer'):.3f} nats/token, prompt LM {mean('loss_lm'):.3f}; answers fully right under "
-             f"teacher forcing {mean('answer_acc'):.2f}.\n")
-    L.append("![loss curve](loss.png)\n")
+    return L
+
+
+AUX_TEXT = {
+    "drill": "a dictionary context with every key asked, answer `v1,v2,...`",
+    "pair": "one key's entry asked, answer `key=value`",
+    "recite": "12 entries recited in random order with repeats, `k=v, k=v, ...`",
+    "repeat": "the whole dictionary back",
+    "lookup": "the circuit studies' prompts with the assistant prefill `The value of q is **`",
+    "dialog_dictionary": "six questions about one dictionary, each in a chat turn of its own",
+    "dialog_list": "six questions about one list", "dialog_mixed": "six questions about one mixed item",
+    "dialog_drm": "six probes of one DRM list (after the item's own: half studied words, half another list's)",
+    "dialog_conjunction": "six probes of one compound-word list, as dialog_drm",
+}
+
+
+def phases_section(phases, log):
+    """The training of an organism trained in several phases (train_organism.py --init-from), from
+    the folder's phases.json."""
+    L = ["", f"Trained in {len(phases)} phases, each starting from the previous phase's weights with a fresh "
+         "optimiser (`--init-from`); the loss curve below runs over all of them. AdamW (betas 0.9, 0.98, weight "
+         "decay 0.01 on matrices), cosine learning rate to 10 % of the peak over each phase's scheduled steps "
+         "after its warm-up, gradient clip 1, one torch thread; the attention projections' learning rate is the "
+         "peak times the multiplier.\n",
+         "| phase | from | steps (scheduled) | wall min | batch | peak lr (attn x) | warm-up | curriculum | mixture weights |",
+         "|---|---|---|---|---|---|---|---|---|"]
+    total_steps = total_wall = 0
+    for i, p in enumerate(phases):
+        done = p.get("steps_done") or int(max((r["step"] for r in log if r["phase"] == i), default=0))
+        total_steps += done
+        total_wall += p.get("wall_s", 0)
+        if p.get("unrecorded"):
+            L.append(f"| {i} | | {done} | | | | | | (not recorded) |")
+            continue
+        cur = "pairs held at 3" if p["curriculum"] >= 10 else f"3 to 8 pairs over {p['curriculum']:.0%} of the steps"
+        L.append(f"| {i} {p['out']} | {p['init_from'] or 'seed ' + str(p['seed'])} | {done} ({p['steps']}) | "
+                 f"{p['wall_s'] / 60:.1f} | {p['batch']} | {p['lr']:g} ({p['attn_lr_mult']:g}) | {p['warmup']} | {cur} | "
+                 + ", ".join(f"{k} {v:g}" for k, v in p["mix"].items()) + " |")
+        if p.get("note"):
+            L[-1] = L[-1][:-2] + f"; {p['note']} |"
+    L.append("")
+    aux = sorted({k for p in phases for k in p.get("mix", {}) if k in AUX_TEXT})
+    if aux:
+        L.append("Auxiliary tasks (training only, built from the study tasks' items): "
+                 + "; ".join(f"*{k}*: {AUX_TEXT[k]}" for k in aux) + ".\n")
+    L.append(f"- In all: {total_steps:,} steps, {total_wall / 60:.1f} min of training time on the 2-core development "
+             "machine, shared with other jobs (the times are upper bounds).")
+    return L
+
+
+def accuracy_section(args, summary, run, allrows, rows, tasks, conds):
+    ev = run["study"]
+    L = []
     L.append("## Accuracy and channel study\n")
     L.append(f"Measured with `hylens experiment channels` on {ev['items']} items per task and seed, {rows.get((tasks[0], 'FULL'), {}).get('n', '?')} "
              "per task (seeds above), greedy decoding. Mean score with its 95 % percentile bootstrap CI "
@@ -186,21 +278,7 @@ def main():
                      f"{fmt(allrows.get((t, 'all', m + '_b', 'KV_B+REC_A')))} | "
                      f"{fmt(allrows.get((t, 'all', m + '_a', 'KV_B+REC_A')))} |")
         L.append("")
-    if args.circuit:
-        L += circuit_section(args.circuit)
-    if args.findings:
-        L.append("## Findings\n")
-        L.append(args.findings + "\n")
-    L.append("## Reproduce\n")
-    L.append("```sh")
-    L += args.command
-    L.append("```\n")
-    with open(os.path.join(args.model, "README.md"), "w") as f:
-        f.write("\n".join(L))
-    write_card_check(args, name, tasks)
-    if args.circuit:
-        write_circuit_check(args.circuit, name, args.circuit_check_every)
-    return 0
+    return L
 
 
 def circuit_section(folder):

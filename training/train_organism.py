@@ -31,17 +31,21 @@ import families  # noqa: E402
 import st_io  # noqa: E402
 
 # ---------------------------------------------------------------------------------------
-# Chat formats: the strings of include/hylens/text/chat.hpp (bos, prefix, suffix) and the
-# token that ends the assistant turn.
+# Chat formats: the strings of include/hylens/text/chat.hpp (bos, prefix, suffix), the token
+# that ends the assistant turn, and the opening of a later user turn (the dialogs below; the
+# studies ask one question per prompt).
 CHAT = {
     "qwen35": dict(bos="", prefix="<|im_start|>user\n", suffix="<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
-                   end="<|im_end|>", specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]),
+                   end="<|im_end|>", turn="\n<|im_start|>user\n",
+                   specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]),
     "granite_h": dict(bos="", prefix="<|start_of_role|>system<|end_of_role|>You are a helpful assistant. Please ensure responses are "
                       "professional, accurate, and safe.<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>",
                       suffix="<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>",
-                      end="<|end_of_text|>", specials=["<|end_of_text|>", "<|start_of_role|>", "<|end_of_role|>"]),
+                      end="<|end_of_text|>", turn="\n<|start_of_role|>user<|end_of_role|>",
+                      specials=["<|end_of_text|>", "<|start_of_role|>", "<|end_of_role|>"]),
     "falcon_h1": dict(bos="<|begin_of_text|>", prefix="<|im_start|>user\n", suffix="<|im_end|>\n<|im_start|>assistant\n",
-                      end="<|im_end|>", specials=["<|begin_of_text|>", "<|end_of_text|>", "<|im_start|>", "<|im_end|>"]),
+                      end="<|im_end|>", turn="\n<|im_start|>user\n",
+                      specials=["<|begin_of_text|>", "<|end_of_text|>", "<|im_start|>", "<|im_end|>"]),
 }
 
 # Training tasks: the study's generators (include/hylens/tasks), items dumped as JSON lines by
@@ -49,7 +53,8 @@ CHAT = {
 # items: the same context, a question for every key, answered "v1,v2,..." (every value a target).
 TASKS = ["dictionary", "list", "language", "persona", "mixed", "drm", "conjunction"]
 MIX = {"dictionary": 2.0, "list": 1.5, "mixed": 2.0, "drill": 1.5, "language": 0.7, "persona": 0.7, "drm": 1.0,
-       "conjunction": 1.0, "repeat": 0.0, "pair": 0.0, "lookup": 0.0, "recite": 0.0}
+       "conjunction": 1.0, "repeat": 0.0, "pair": 0.0, "lookup": 0.0, "recite": 0.0, "dialog_dictionary": 0.0,
+       "dialog_list": 0.0, "dialog_mixed": 0.0, "dialog_drm": 0.0, "dialog_conjunction": 0.0}
 # Auxiliary tasks of the second phase (weight 0 in the first), both built from dictionary items:
 # "repeat" asks for the whole dictionary back ("k1=v1, k2=v2, ..."): every value is predicted by
 # matching the key just written against the context (the induction-style copy that lookup needs);
@@ -66,7 +71,8 @@ def load_items(path):
             j = json.loads(line)
             fl = j.get("fields", {})
             out.append({"task": j["task"], "seed": j["seed"], "index": j["index"], "context": j["context"],
-                        "query": j["query"], "expected": j["expected"], "n": fl.get("n_pairs", fl.get("n_items", 0))})
+                        "query": j["query"], "expected": j["expected"], "n": fl.get("n_pairs", fl.get("n_items", 0)),
+                        "fields": fl})
     out.sort(key=lambda it: (it["n"], it["seed"], it["index"]))
     return out
 
@@ -149,7 +155,71 @@ def make_recite(pool, rng, level):
                 expected=[", ".join(f"{k}={v}" for k, v in (rng.choice(pairs) for _ in range(12)))])
 
 
-AUX = {"drill": make_drill, "repeat": make_repeat, "pair": make_pair, "lookup": make_lookup, "recite": make_recite}
+# Dialogs: one study context and several of the study's own questions about it, each asked in a
+# chat turn of its own ("turns": [(query, answer), ...]; the first turn is rendered exactly as the
+# study renders its single question). Every answer is a target, so a sequence carries 6 lookups in
+# the study's form instead of one: the question's key has to be carried over the chat suffix to the
+# answer, the step a recited "k=v" (key one token before the value) never trains. The first turn
+# is the item's own question; the others are drawn from its context.
+DIALOG_TURNS = 6
+_LIST_ENTRY = re.compile(r"^(\d+)\. (\S+)$", re.M)
+
+
+def own_turn(it):
+    """The item's own question and answer: the first turn of its dialog (for drm / conjunction the
+    generators' balanced probes, lures included)."""
+    return [(it["query"], it["expected"][0])]
+
+
+def make_dialog_dictionary(pool, rng, level):
+    it, pairs = draw_dictionary(pool, rng, level)
+    asked = [rng.choice(pairs) for _ in range(DIALOG_TURNS - 1)]
+    return dict(task="dialog_dictionary", context=it["context"],
+                turns=own_turn(it) + [(f"What is the value of {k}?", v) for k, v in asked])
+
+
+def make_dialog_list(pool, rng, level):
+    it = pool.draw("list", rng, level)
+    entries = _LIST_ENTRY.findall(it["context"])
+    asked = [rng.choice(entries) for _ in range(DIALOG_TURNS - 1)]
+    return dict(task="dialog_list", context=it["context"],
+                turns=own_turn(it) + [(f"What is item #{i}?", w) for i, w in asked])
+
+
+def make_dialog_mixed(pool, rng, level):
+    """A mixed item (dictionary + language instruction): other keys asked, the answer sentence of
+    the item's language with the other key's value."""
+    it = pool.draw("mixed", rng, level)
+    pairs = _PAIR.findall(it["context"].split(".")[0])
+    value, template = it["fields"]["value"], it["expected"][0]
+    asked = [rng.choice(pairs) for _ in range(DIALOG_TURNS - 1)]
+    return dict(task="dialog_mixed", context=it["context"],
+                turns=own_turn(it) + [(f"What is the value of {k}?", re.sub(rf"\b{re.escape(value)}\b", v, template, count=1))
+                       for k, v in asked])
+
+
+def make_dialog_recognition(task):
+    """drm / conjunction: after the item's own probe, probes drawn half from the studied list
+    ("yes") and half from another item's list, not studied here ("no"), so that no word tells the
+    answer by itself."""
+    def make(pool, rng, level):
+        it = pool.draw(task, rng, level)
+        studied = it["fields"]["list"]
+        turns = own_turn(it)
+        for _ in range(DIALOG_TURNS - 1):
+            if rng.random() < 0.5:
+                word, answer = rng.choice(studied), "yes"
+            else:
+                others = [w for w in pool.draw(task, rng, level)["fields"]["list"] if w not in studied]
+                word, answer = (rng.choice(others), "no") if others else (rng.choice(studied), "yes")
+            turns.append((f"Was the word {word} in the list? Answer yes or no.", answer))
+        return dict(task=f"dialog_{task}", context=it["context"], turns=turns)
+    return make
+
+
+AUX = {"drill": make_drill, "repeat": make_repeat, "pair": make_pair, "lookup": make_lookup, "recite": make_recite,
+       "dialog_dictionary": make_dialog_dictionary, "dialog_list": make_dialog_list, "dialog_mixed": make_dialog_mixed,
+       "dialog_drm": make_dialog_recognition("drm"), "dialog_conjunction": make_dialog_recognition("conjunction")}
 
 
 def draw_item(pool, rng, level, mix=None):
@@ -246,21 +316,39 @@ def encode_item(tok, family, item):
     return p, a
 
 
+def encode_segments(tok, family, item):
+    """The item's token ids and, per token, whether it is an answer token (a target of the answer
+    loss) or a prompt token (the next-token loss). A dialog's later turns are rendered as
+    end + turn + query + suffix after each answer."""
+    if "turns" not in item:
+        p, a = encode_item(tok, family, item)
+        return p + a, [False] * len(p) + [True] * len(a)
+    c, end = CHAT[family], tok.specials[CHAT[family]["end"]]
+    ids = tok.encode(c["bos"] + c["prefix"] + item["context"])
+    is_answer = [False] * len(ids)
+    for i, (query, answer) in enumerate(item["turns"]):
+        q = tok.encode((c["turn"] if i else "") + query + c["suffix"])
+        a = tok.encode(answer) + [end]
+        ids += q + a
+        is_answer += [False] * len(q) + [True] * len(a)
+    return ids, is_answer
+
+
 def make_batch(tok, family, pool, seed, step, bs, level, mix=None, stream="train"):
     rng = random.Random(f"{stream}:{seed}:{step}")
-    seqs = [encode_item(tok, family, draw_item(pool, rng, level, mix)) for _ in range(bs)]
-    T = max(len(p) + len(a) for p, a in seqs) - 1
+    seqs = [encode_segments(tok, family, draw_item(pool, rng, level, mix)) for _ in range(bs)]
+    T = max(len(s) for s, _ in seqs) - 1
     ids = torch.zeros(bs, T, dtype=torch.long)
     tgt = torch.zeros(bs, T, dtype=torch.long)
     w_ans = torch.zeros(bs, T)
     w_lm = torch.zeros(bs, T)
-    for b, (p, a) in enumerate(seqs):
-        s = p + a
+    for b, (s, is_answer) in enumerate(seqs):
         n = len(s) - 1
         ids[b, :n] = torch.tensor(s[:-1])
         tgt[b, :n] = torch.tensor(s[1:])
-        w_lm[b, :len(p) - 1] = 1.0
-        w_ans[b, len(p) - 1:n] = 1.0
+        target_is_answer = torch.tensor(is_answer[1:], dtype=torch.bool)
+        w_ans[b, :n] = target_is_answer.float()
+        w_lm[b, :n] = (~target_is_answer).float()
     return ids, tgt, w_ans, w_lm
 
 
@@ -368,6 +456,50 @@ def export(model, tok, cfg, family, out, ref_dir, pool, eval_pool, meta):
         f.write("\n")
 
 
+PHASES_FILE = "phases.json"
+LOG_HEADER = "phase,step,wall_s,lr,loss_answer,loss_lm,answer_acc,curriculum_level\n"
+
+
+def phase_entry(args, mix):
+    """What a phase was trained with: the card's training section is written from these."""
+    return {"out": os.path.basename(os.path.normpath(args.out)),
+            "init_from": os.path.basename(os.path.dirname(os.path.abspath(args.init_from))) if args.init_from else None,
+            "family": args.family, "seed": args.seed, "steps": args.steps, "stop_at": args.stop_at,
+            "batch": args.batch, "lr": args.lr, "attn_lr_mult": args.attn_lr_mult, "warmup": args.warmup,
+            "curriculum": args.curriculum, "lm_weight": args.lm_weight, "hidden": args.hidden, "stream": args.stream,
+            "mix": {k: v for k, v in (mix or MIX).items() if v > 0}, "steps_done": 0, "wall_s": 0}
+
+
+def read_phases(folder):
+    path = os.path.join(folder, PHASES_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def write_phases(folder, phases):
+    with open(os.path.join(folder, PHASES_FILE) + ".tmp", "w") as f:
+        json.dump(phases, f, indent=1)
+        f.write("\n")
+    os.replace(os.path.join(folder, PHASES_FILE) + ".tmp", os.path.join(folder, PHASES_FILE))
+
+
+def read_log_rows(folder):
+    """The rows of a folder's training_log.csv with the phase column first (logs written before
+    phases were recorded have no phase column: phase 0)."""
+    path = os.path.join(folder, "training_log.csv")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        lines = f.read().splitlines()
+    if not lines:
+        return []
+    if lines[0].startswith("phase,"):
+        return lines[1:]
+    return ["0," + ln for ln in lines[1:]]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--family", required=True, choices=sorted(CHAT))
@@ -442,20 +574,31 @@ def main():
     if args.init_from and not args.resume:
         model.load_state_dict(torch.load(args.init_from)["model"])
         print(f"phase starts from the weights of {args.init_from}", flush=True)
+    # phases.json: every phase that led to these weights (a new phase copies its parent's list and
+    # its parent's log rows, so the folder tells the whole history).
     if (args.resume or args.export_only) and os.path.exists(ckpt_path):
         ck = torch.load(ckpt_path)
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
         step, wall = ck["step"], ck["wall"]
         print(f"resumed at step {step} ({wall:.0f} s trained)", flush=True)
-        if os.path.exists(log_path):  # drop log lines written after the checkpoint
-            with open(log_path) as f:
-                lines = f.readlines()
-            with open(log_path, "w") as f:
-                f.writelines([lines[0]] + [ln for ln in lines[1:] if int(ln.split(",")[0]) <= step])
+        phases = read_phases(args.out) or [phase_entry(args, mix)]
+        phase = len(phases) - 1
+        if not args.export_only:  # a resumed run may stretch the schedule; the record says the last one
+            phases[-1].update({k: v for k, v in phase_entry(args, mix).items()
+                               if k not in ("init_from", "steps_done", "wall_s")})
+        rows = [r for r in read_log_rows(args.out)  # drop log lines written after the checkpoint
+                if int(r.split(",")[0]) < phase or int(r.split(",")[1]) <= step]
     else:
+        parent = os.path.dirname(os.path.abspath(args.init_from)) if args.init_from else None
+        phases = (read_phases(parent) or [{"out": os.path.basename(parent), "unrecorded": True}]) if parent else []
+        rows = read_log_rows(parent) if parent else []
+        phases.append(phase_entry(args, mix))
+        phase = len(phases) - 1
+    if not args.export_only:
         with open(log_path, "w") as f:
-            f.write("step,wall_s,lr,loss_answer,loss_lm,answer_acc,curriculum_level\n")
+            f.write(LOG_HEADER + "".join(r + "\n" for r in rows))
+        write_phases(args.out, phases)
     if args.export_only:
         export(model, tok, cfg, args.family, args.out, ref_dir, pool, eval_pool,
                {"family": args.family, "seed": args.seed, "step": step, "wall_s": f"{wall:.0f}"})
@@ -489,7 +632,7 @@ def main():
         if step % 50 == 0 or step == args.steps or time.time() - t0 >= 60.0 * args.max_wall_min:
             wall = time.time() - t0
             with open(log_path, "a") as f:
-                f.write(f"{step},{wall:.1f},{args.lr * lr_f:.3e},{acc_loss / acc_n:.4f},{acc_lm / acc_n:.4f},"
+                f.write(f"{phase},{step},{wall:.1f},{args.lr * lr_f:.3e},{acc_loss / acc_n:.4f},{acc_lm / acc_n:.4f},"
                         f"{acc_ok / acc_n:.4f},{level:.3f}\n")
             print(f"step {step} wall {wall:.0f}s loss_ans {acc_loss / acc_n:.4f} lm {acc_lm / acc_n:.3f} "
                   f"acc {acc_ok / acc_n:.3f} level {level:.2f}", flush=True)
@@ -501,6 +644,8 @@ def main():
             os.replace(ckpt_path + ".tmp", ckpt_path)
             export(model, tok, cfg, args.family, args.out, ref_dir, pool, eval_pool,
                    {"family": args.family, "seed": args.seed, "step": step, "wall_s": f"{wall:.0f}"})
+            phases[-1].update(steps_done=step, wall_s=round(wall))
+            write_phases(args.out, phases)
             te = time.time()
             acc = quick_eval(model, tok, args.family, eval_pool, args.eval_items)
             t0 += time.time() - te  # evaluation is not training time
