@@ -28,6 +28,7 @@
 #include "kernels/rope.hpp"
 #include "kernels/ssd.hpp"
 #include "kernels/swiglu.hpp"
+#include "kernels/workspace.hpp"
 
 #include "cache/cache_diff.hpp"
 #include "cache/cache_io.hpp"

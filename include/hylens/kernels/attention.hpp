@@ -57,19 +57,25 @@ inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q,
     const std::size_t offset = s.Tk - s.Tq;  // cached keys before the first query
     if (s.Tq == 1) {
         // Decode: the rep query heads of a KV group form one [rep, hd] block, so K_j and V_j are
-        // read once per group (the step is bound by reading the cache).
+        // read once per group (the step is bound by reading the cache). The scores are computed
+        // in probs when it is given (the layers pass a reused buffer even when nobody wants the
+        // probabilities: no per-thread scratch to grow), else in a per-thread scratch.
         parallel_for(s.Hkv, [&](std::size_t j0, std::size_t j1) {
-            thread_local std::vector<float> scores;
-            scores.resize(rep * s.Tk);
+            float* scratch = nullptr;
+            if (!probs) {
+                thread_local std::vector<float> scores;
+                scores.resize(rep * s.Tk);
+                scratch = scores.data();
+            }
             for (std::size_t j = j0; j < j1; ++j) {
                 const float* Kj = K + j * ld_head;
                 const float* Vj = V + j * ld_head;
-                blas::gemm_serial(false, true, rep, s.Tk, s.hd, scale, q + j * rep * s.hd, s.hd, Kj, s.hd, 0.0f,
-                                  scores.data(), s.Tk);
-                for (std::size_t r = 0; r < rep; ++r) softmax_row(scores.data() + r * s.Tk, s.Tk, s.Tk);
-                blas::gemm_serial(false, false, rep, s.hd, s.Tk, 1.0f, scores.data(), s.Tk, Vj, s.hd, 0.0f,
-                                  out + j * rep * s.hd, s.hd);
-                if (probs) std::copy(scores.begin(), scores.end(), probs + j * rep * s.Tk);
+                float* sc = probs ? probs + j * rep * s.Tk : scratch;
+                blas::gemm_serial(false, true, rep, s.Tk, s.hd, scale, q + j * rep * s.hd, s.hd, Kj, s.hd, 0.0f, sc,
+                                  s.Tk);
+                for (std::size_t r = 0; r < rep; ++r) softmax_row(sc + r * s.Tk, s.Tk, s.Tk);
+                blas::gemm_serial(false, false, rep, s.hd, s.Tk, 1.0f, sc, s.Tk, Vj, s.hd, 0.0f, out + j * rep * s.hd,
+                                  s.hd);
             }
         });
         return;

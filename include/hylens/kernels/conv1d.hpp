@@ -64,11 +64,19 @@ inline void causal_conv1d(const float* x, std::size_t ldx, std::size_t T, std::s
     constexpr std::size_t kBlock = 256;
     const std::size_t n_blocks = (C + kBlock - 1) / kBlock;
     parallel_for(n_blocks, [&](std::size_t b0, std::size_t b1) {
-        thread_local std::vector<float> scratch;
-        scratch.resize(2 * K * kBlock);
+        // The block's scratch: on the stack up to kStackWidth taps, so no pool thread allocates
+        // on its first call (a warm decode step allocates nothing, docs/performance.md).
+        constexpr std::size_t kStackWidth = 8;
+        float on_stack[2 * kStackWidth * kBlock];
+        float* scratch = on_stack;
+        if (K > kStackWidth) {
+            thread_local std::vector<float> wide;
+            wide.resize(2 * K * kBlock);
+            scratch = wide.data();
+        }
         for (std::size_t blk = b0; blk < b1; ++blk) {
             const std::size_t c0 = blk * kBlock, nc = std::min(kBlock, C - c0);
-            float* wT = scratch.data();       // (K, nc): weights, tap-major so the channel loop is contiguous
+            float* wT = scratch;              // (K, nc): weights, tap-major so the channel loop is contiguous
             float* win = wT + K * kBlock;     // (K, nc): the cached window, oldest first
             for (std::size_t c = 0; c < nc; ++c)
                 for (std::size_t k = 0; k < K; ++k) {

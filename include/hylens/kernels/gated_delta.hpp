@@ -121,9 +121,16 @@ inline void gdr_recurrent_head(const GatedDeltaShape& s, const float* q, std::si
                                std::size_t h) {
     const std::size_t dk = s.dk, dv = s.dv, kh = h / (s.Hv / s.Hk);
     float* S = state + h * dk * dv;  // (dk, dv)
-    thread_local std::vector<float> buf;
-    buf.resize(4 * dk + 3 * dv);
-    float* qn = buf.data();  // (dk) this token
+    // Per-head vectors: on the stack for head dims up to 256 (no pool thread allocates on its
+    // first call), else per thread.
+    constexpr std::size_t kStackFloats = 7 * 256;
+    float on_stack[kStackFloats];
+    float* qn = on_stack;  // (dk) this token
+    if (4 * dk + 3 * dv > kStackFloats) {
+        thread_local std::vector<float> wide;
+        wide.resize(4 * dk + 3 * dv);
+        qn = wide.data();
+    }
     float* kn = qn + dk;
     float* qn2 = kn + dk;  // (dk) next token
     float* kn2 = qn2 + dk;
@@ -169,10 +176,12 @@ inline void gdr_recurrent_head(const GatedDeltaShape& s, const float* q, std::si
             for (std::size_t i = 0; i < dk; ++i) {
                 float& sij = S[i * dv + j];
                 sij = a * sij + kn[i] * u[j];
-                ej += kn2[i] * sij;
-                pj += qn2[i] * sij;
+                if (next) {  // (kn2 / qn2 hold the next token only then)
+                    ej += kn2[i] * sij;
+                    pj += qn2[i] * sij;
+                }
             }
-            e[j] = ej;  // only read when next (then kn2/qn2 are this token's successors)
+            e[j] = ej;  // only read when next
             p[j] = pj;
         }
         std::swap(qn, qn2);

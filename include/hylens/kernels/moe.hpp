@@ -5,7 +5,7 @@
 //   topk_softmax : top-k of the logits, softmax over the k selected (Granite).
 // Ties are broken towards the lower expert index, like torch.topk on CPU.
 
-#include <algorithm>  // std::partial_sort
+#include <algorithm>  // std::partial_sort, std::copy
 #include <cmath>      // std::exp
 #include <cstddef>    // std::size_t
 #include <numeric>    // std::iota
@@ -22,44 +22,54 @@ struct ExpertChoice {
     std::vector<float> weights;   ///< their mixing weights
 };
 
-inline ExpertChoice route(const float* logits, std::size_t E, std::size_t k, Routing routing) {
+/// route() without allocating: score and order are scratch of E values each; experts and
+/// weights receive the k chosen experts (highest score first) and their mixing weights.
+inline void route_into(const float* logits, std::size_t E, std::size_t k, Routing routing, float* score, int* order,
+                       int* experts, float* weights) {
     check<ShapeError>(k >= 1 && k <= E, "[moe route] top-k ", k, " with ", E, " experts");
-    std::vector<float> score(logits, logits + E);
+    std::copy(logits, logits + E, score);
     if (routing != Routing::topk_softmax) {
         float m = score[0];
-        for (float v : score) m = v > m ? v : m;
+        for (std::size_t e = 0; e < E; ++e) m = score[e] > m ? score[e] : m;
         float s = 0.0f;
-        for (float& v : score) {
-            v = std::exp(v - m);
-            s += v;
+        for (std::size_t e = 0; e < E; ++e) {
+            score[e] = std::exp(score[e] - m);
+            s += score[e];
         }
-        for (float& v : score) v /= s;
+        for (std::size_t e = 0; e < E; ++e) score[e] /= s;
     }
-    std::vector<int> idx(E);
-    std::iota(idx.begin(), idx.end(), 0);
-    std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(), [&](int a, int b) {
+    std::iota(order, order + E, 0);
+    std::partial_sort(order, order + k, order + E, [&](int a, int b) {
         return score[a] > score[b] || (score[a] == score[b] && a < b);
     });
-    ExpertChoice c;
-    c.experts.assign(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k));
-    c.weights.resize(k);
+    std::copy(order, order + k, experts);
     if (routing == Routing::topk_softmax) {
-        const float m = score[c.experts[0]];
+        const float m = score[experts[0]];
         float s = 0.0f;
         for (std::size_t i = 0; i < k; ++i) {
-            c.weights[i] = std::exp(score[c.experts[i]] - m);
-            s += c.weights[i];
+            weights[i] = std::exp(score[experts[i]] - m);
+            s += weights[i];
         }
-        for (float& w : c.weights) w /= s;
+        for (std::size_t i = 0; i < k; ++i) weights[i] /= s;
     } else {
         float s = 0.0f;
         for (std::size_t i = 0; i < k; ++i) {
-            c.weights[i] = score[c.experts[i]];
-            s += c.weights[i];
+            weights[i] = score[experts[i]];
+            s += weights[i];
         }
         if (routing == Routing::softmax_topk_renorm)
-            for (float& w : c.weights) w /= s;
+            for (std::size_t i = 0; i < k; ++i) weights[i] /= s;
     }
+}
+
+inline ExpertChoice route(const float* logits, std::size_t E, std::size_t k, Routing routing) {
+    check<ShapeError>(k >= 1 && k <= E, "[moe route] top-k ", k, " with ", E, " experts");
+    std::vector<float> score(E);
+    std::vector<int> order(E);
+    ExpertChoice c;
+    c.experts.resize(k);
+    c.weights.resize(k);
+    route_into(logits, E, k, routing, score.data(), order.data(), c.experts.data(), c.weights.data());
     return c;
 }
 

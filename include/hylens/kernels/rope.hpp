@@ -7,9 +7,11 @@
 #include <cmath>    // std::pow, std::cos, std::sin
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::int64_t
+#include <span>     // std::span
 #include <vector>   // std::vector
 
 #include "../core/error.hpp"
+#include "workspace.hpp"
 
 namespace hylens::kernels {
 
@@ -20,13 +22,17 @@ struct Rope {
     /// Inverse frequencies f_j, j < R/2, in float32.
     std::vector<float> inv_freq() const {
         std::vector<float> f(rot_dim / 2);
-        for (std::size_t j = 0; j < f.size(); ++j) {
+        inv_freq_into(f.data());
+        return f;
+    }
+    /// The same into f[0 .. R/2).
+    void inv_freq_into(float* f) const noexcept {
+        for (std::size_t j = 0; j < rot_dim / 2; ++j) {
             const float e = static_cast<float>(2 * j) / static_cast<float>(rot_dim);
             // torch: 1.0 / (base ** (arange(0, dim, 2).float() / dim)) with base a Python float:
             // the power is evaluated in float32 on a float32 tensor.
             f[j] = 1.0f / std::pow(theta, e);
         }
-        return f;
     }
 
     /// Rotates in place `heads` head vectors of `head_dim` for each of T tokens:
@@ -37,8 +43,9 @@ struct Rope {
         check<ShapeError>(rot_dim % 2 == 0 && rot_dim <= head_dim, "[rope] rotary dim ", rot_dim,
                           " must be even and <= head dim ", head_dim);
         const std::size_t half = rot_dim / 2;
-        const std::vector<float> f = inv_freq();
-        std::vector<float> c(half), s(half);
+        Workspace::Frame ws;  // reused buffers: no allocation in a warm decode step
+        const std::span<float> f = ws.zeros<float>(half), c = ws.zeros<float>(half), s = ws.zeros<float>(half);
+        inv_freq_into(f.data());
         for (std::size_t t = 0; t < T; ++t) {
             const float p = static_cast<float>(pos[t]);
             for (std::size_t j = 0; j < half; ++j) {

@@ -9,8 +9,10 @@
 //   out = o_proj o (+b)
 // The KV cache stores k after norm, key multiplier and RoPE, and raw v.
 
+#include <algorithm>  // std::copy
 #include <cmath>    // std::sqrt
 #include <cstddef>  // std::size_t
+#include <span>     // std::span
 #include <string>   // std::string
 #include <vector>   // std::vector
 
@@ -23,6 +25,7 @@
 #include "../kernels/rms_norm.hpp"
 #include "../kernels/rope.hpp"
 #include "hooks.hpp"
+#include "../kernels/workspace.hpp"
 
 namespace hylens {
 
@@ -74,7 +77,8 @@ public:
         check<ShapeError>(T == 0 || ctx.positions != nullptr, "[AttentionLayer] positions are required");
         const std::size_t M = B * T, hd = c_.head_dim, Qd = c_.Hq * hd, KVd = c_.Hkv * hd, Hd = c_.hidden;
         const std::size_t Qp = c_.gated ? 2 * Qd : Qd;
-        std::vector<float> qp(M * Qp), k(M * KVd), v(M * KVd);
+        Workspace::Frame ws;
+        const std::span<float> qp = ws.zeros<float>(M * Qp), k = ws.zeros<float>(M * KVd), v = ws.zeros<float>(M * KVd);
         kernels::linear_group(x, Hd, M,
                               {{w_.q_proj, bias(w_.q_bias), qp.data(), Qp},
                                {w_.k_proj, bias(w_.k_bias), k.data(), KVd},
@@ -83,18 +87,16 @@ public:
         if (c_.key_multiplier != 1.0f)
             for (float& e : k) e *= c_.key_multiplier;
 
-        std::vector<float> q, gate;
+        std::span<float> q = qp, gate;
         if (c_.gated) {  // de-interleave per head [q_h | gate_h]
-            q.resize(M * Qd);
-            gate.resize(M * Qd);
+            q = ws.zeros<float>(M * Qd);
+            gate = ws.zeros<float>(M * Qd);
             for (std::size_t m = 0; m < M; ++m)
                 for (std::size_t h = 0; h < c_.Hq; ++h) {
                     const float* src = qp.data() + m * Qp + h * 2 * hd;
                     std::copy(src, src + hd, q.data() + m * Qd + h * hd);
                     std::copy(src + hd, src + 2 * hd, gate.data() + m * Qd + h * hd);
                 }
-        } else {
-            q.swap(qp);
         }
         ctx.fire(Site::q, q.data(), B, T, Qd, Qd);
         ctx.fire(Site::k, k.data(), B, T, KVd, KVd);
@@ -123,14 +125,22 @@ public:
                 }
         cache.commit(T);
 
-        std::vector<float> o(M * Qd);
+        const std::span<float> o = ws.zeros<float>(M * Qd);
         const bool want_probs = ctx.wants(Site::attn_probs);
         const kernels::AttentionShape shape{T, L + T, c_.Hq, c_.Hkv, hd};
-        std::vector<float> probs(want_probs ? B * c_.Hq * T * (L + T) : 0);
+        // A decode step (T = 1) has the kernel write its scores here instead of into its
+        // per-thread scratch: Hq x capacity floats a sequence, so this buffer is reallocated only
+        // when the KV cache grows (docs/performance.md, "Allocation"). The kernel writes every
+        // score it reads.
+        std::span<float> probs;
+        if (want_probs)
+            probs = ws.zeros<float>(B * c_.Hq * T * (L + T));
+        else if (T == 1)
+            probs = ws.uninitialized<float>(B * c_.Hq * cache.capacity());
         for (std::size_t b = 0; b < B; ++b)
             kernels::attention(shape, q.data() + b * T * Qd, Qd, cache.k(b, 0), cache.v(b, 0), cache.head_stride(),
                                c_.score_scale(), o.data() + b * T * Qd, Qd,
-                               want_probs ? probs.data() + b * c_.Hq * T * (L + T) : nullptr);
+                               probs.empty() ? nullptr : probs.data() + b * c_.Hq * T * (L + T));
         if (want_probs) ctx.fire(Site::attn_probs, probs.data(), B, c_.Hq * T, L + T, L + T);
 
         if (c_.gated)

@@ -6,6 +6,7 @@
 // norm is RMSNorm_std or RMSNorm_1p (Qwen); res_mult is Granite's residual_multiplier.
 
 #include <cstddef>  // std::size_t
+#include <span>     // std::span
 #include <string>   // std::string
 #include <vector>   // std::vector
 
@@ -14,6 +15,7 @@
 #include "concepts.hpp"
 #include "ffn.hpp"
 #include "hooks.hpp"
+#include "../kernels/workspace.hpp"
 
 namespace hylens {
 
@@ -52,7 +54,8 @@ public:
     void forward(float* h, std::size_t B, std::size_t T, cache_type& cache, const ForwardContext& ctx) const {
         const std::size_t H = c_.hidden, M = B * T;
         ctx.fire(Site::resid_pre, h, B, T, H, H);
-        std::vector<float> x(M * H), m(M * H);
+        Workspace::Frame ws;
+        const std::span<float> x = ws.zeros<float>(M * H), m = ws.zeros<float>(M * H);
         kernels::rms_norm(h, H, M, H, in_norm_.data(), c_.eps, x.data(), H, c_.norm_one_plus);
         ctx.fire(Site::mixer_in, x.data(), B, T, H, H);
         mixer_.forward(x.data(), B, T, m.data(), cache, ctx);

@@ -9,8 +9,10 @@
 // Qwen3-Next stores in_proj_qkvz / in_proj_ba grouped per key head (§3.6.2); the layer keeps
 // the fused matrices and de-interleaves the projected rows (no weight copy).
 
+#include <algorithm>  // std::copy
 #include <cmath>    // std::exp
 #include <cstddef>  // std::size_t
+#include <span>     // std::span
 #include <string>   // std::string
 #include <vector>   // std::vector
 
@@ -23,6 +25,7 @@
 #include "../kernels/linear.hpp"
 #include "../kernels/rms_norm.hpp"
 #include "hooks.hpp"
+#include "../kernels/workspace.hpp"
 
 namespace hylens {
 
@@ -73,10 +76,12 @@ public:
                  const ForwardContext& ctx) const {
         check_cache(cache, B);
         const std::size_t M = B * T, H = c_.hidden, Cc = c_.conv_channels(), Vd = c_.Vd(), Hv = c_.Hv;
-        std::vector<float> w(M * Cc), z(M * Vd), braw(M * Hv), araw(M * Hv);
+        Workspace::Frame ws;
+        const std::span<float> w = ws.zeros<float>(M * Cc), z = ws.zeros<float>(M * Vd),
+                               braw = ws.zeros<float>(M * Hv), araw = ws.zeros<float>(M * Hv);
         project(x, M, w.data(), z.data(), braw.data(), araw.data());
 
-        std::vector<float> g(M * Hv), beta(M * Hv);
+        const std::span<float> g = ws.zeros<float>(M * Hv), beta = ws.zeros<float>(M * Hv);
         for (std::size_t r = 0; r < M; ++r)
             for (std::size_t h = 0; h < Hv; ++h) {
                 beta[r * Hv + h] = kernels::sigmoid(braw[r * Hv + h]);
@@ -85,7 +90,7 @@ public:
         ctx.fire(Site::gate_g, g.data(), B, T, Hv, Hv);
         ctx.fire(Site::gate_beta, beta.data(), B, T, Hv, Hv);
 
-        std::vector<float> act(T * Cc), o(M * Vd);
+        const std::span<float> act = ws.zeros<float>(T * Cc), o = ws.zeros<float>(M * Vd);
         const kernels::GatedDeltaShape shape{T, c_.Hk, Hv, c_.dk, c_.dv};
         for (std::size_t b = 0; b < B; ++b) {
             kernels::causal_conv1d(w.data() + b * T * Cc, Cc, T, Cc, w_.conv.data(), c_.conv_width, nullptr,
@@ -148,7 +153,8 @@ private:
         // Fused: per key head g, qkvz rows are [q_g (dk) | k_g (dk) | v of r heads (r*dv) | z of r heads (r*dv)]
         // and ba rows are [b of r heads | a of r heads] (architectures.md §3.6.2).
         const std::size_t r = Hv / c_.Hk, dk = c_.dk, dv = c_.dv, Pg = 2 * dk + 2 * r * dv;
-        std::vector<float> qkvz(M * (2 * Kd + 2 * Vd)), ba(M * 2 * Hv);
+        Workspace::Frame ws;
+        const std::span<float> qkvz = ws.zeros<float>(M * (2 * Kd + 2 * Vd)), ba = ws.zeros<float>(M * 2 * Hv);
         kernels::linear(x, H, M, w_.in_proj_qkvz, nullptr, qkvz.data(), 2 * Kd + 2 * Vd);
         kernels::linear(x, H, M, w_.in_proj_ba, nullptr, ba.data(), 2 * Hv);
         for (std::size_t m = 0; m < M; ++m) {

@@ -5,7 +5,9 @@
 //   MoE(y)     = Σ_{e in top-k} w_e SwiGLU_e(y)       (routing: kernels/moe.hpp)
 //   FeedForward = dense SwiGLU | MoE (+ shared expert, optionally sigmoid-gated)
 
+#include <algorithm>  // std::copy, std::fill
 #include <cstddef>  // std::size_t
+#include <span>     // std::span
 #include <string>   // std::string
 #include <vector>   // std::vector
 
@@ -15,6 +17,7 @@
 #include "../kernels/linear.hpp"
 #include "../kernels/moe.hpp"
 #include "../kernels/swiglu.hpp"
+#include "../kernels/workspace.hpp"
 
 namespace hylens {
 
@@ -42,7 +45,8 @@ struct SwiGLU {
     /// out[M, H] = SwiGLU(y[M, H]) (overwrites out).
     void forward(const float* y, std::size_t M, float* out) const {
         const std::size_t I = inter;
-        std::vector<float> gu(M * 2 * I);
+        Workspace::Frame ws;
+        const std::span<float> gu = ws.zeros<float>(M * 2 * I);
         if (!gate_up.empty()) {
             kernels::linear(y, hidden, M, gate_up, nullptr, gu.data(), 2 * I);
         } else {
@@ -50,7 +54,7 @@ struct SwiGLU {
                                   {{gate, gate_bias.empty() ? nullptr : gate_bias.data(), gu.data(), 2 * I},
                                    {up, up_bias.empty() ? nullptr : up_bias.data(), gu.data() + I, 2 * I}});
         }
-        std::vector<float> act(M * I);
+        const std::span<float> act = ws.zeros<float>(M * I);
         for (std::size_t m = 0; m < M; ++m)
             kernels::swiglu(gu.data() + m * 2 * I, gu.data() + m * 2 * I + I, I, act.data() + m * I, gate_mult);
         kernels::linear(act.data(), I, M, down, down_bias.empty() ? nullptr : down_bias.data(), out, hidden);
@@ -75,30 +79,34 @@ struct MoE {
 
     /// out[M, H] += Σ_e w_e Expert_e(y) (accumulates).
     void forward_add(const float* y, std::size_t M, float* out) const {
-        const std::size_t E = experts.size();
-        std::vector<float> logits(M * E);
+        const std::size_t E = experts.size(), k = top_k;
+        Workspace::Frame ws;
+        const std::span<float> logits = ws.zeros<float>(M * E);
         kernels::linear(y, hidden, M, router, nullptr, logits.data(), E);
-        // Group the tokens by expert, run each expert once on its rows.
-        std::vector<std::vector<std::size_t>> rows(E);
-        std::vector<std::vector<float>> wts(E);
-        for (std::size_t m = 0; m < M; ++m) {
-            const kernels::ExpertChoice c = kernels::route(logits.data() + m * E, E, top_k, routing);
-            for (std::size_t i = 0; i < c.experts.size(); ++i) {
-                rows[c.experts[i]].push_back(m);
-                wts[c.experts[i]].push_back(c.weights[i]);
-            }
-        }
-        std::vector<float> xin, xout;
+        // Each token's top-k experts and their weights.
+        const std::span<int> chosen = ws.zeros<int>(M * k), order = ws.zeros<int>(E);
+        const std::span<float> weight = ws.zeros<float>(M * k), score = ws.zeros<float>(E);
+        for (std::size_t m = 0; m < M; ++m)
+            kernels::route_into(logits.data() + m * E, E, k, routing, score.data(), order.data(), chosen.data() + m * k,
+                                weight.data() + m * k);
+        // Run each expert once on the rows of the tokens that chose it (in token order).
+        const std::span<std::size_t> rows = ws.zeros<std::size_t>(M);
+        const std::span<float> wts = ws.zeros<float>(M), xin = ws.zeros<float>(M * hidden),
+                               xout = ws.zeros<float>(M * hidden);
         for (std::size_t e = 0; e < E; ++e) {
-            const std::size_t n = rows[e].size();
+            std::size_t n = 0;
+            for (std::size_t m = 0; m < M; ++m)
+                for (std::size_t i = 0; i < k; ++i)
+                    if (static_cast<std::size_t>(chosen[m * k + i]) == e) {
+                        rows[n] = m;
+                        wts[n++] = weight[m * k + i];
+                    }
             if (n == 0) continue;
-            xin.resize(n * hidden);
-            xout.resize(n * hidden);
             for (std::size_t i = 0; i < n; ++i)
-                std::copy(y + rows[e][i] * hidden, y + (rows[e][i] + 1) * hidden, xin.data() + i * hidden);
+                std::copy(y + rows[i] * hidden, y + (rows[i] + 1) * hidden, xin.data() + i * hidden);
             experts[e].forward(xin.data(), n, xout.data());
             for (std::size_t i = 0; i < n; ++i)
-                for (std::size_t d = 0; d < hidden; ++d) out[rows[e][i] * hidden + d] += wts[e][i] * xout[i * hidden + d];
+                for (std::size_t d = 0; d < hidden; ++d) out[rows[i] * hidden + d] += wts[i] * xout[i * hidden + d];
         }
     }
 };

@@ -12,6 +12,7 @@
 #include <cmath>    // std::exp
 #include <cstddef>  // std::size_t
 #include <limits>   // std::numeric_limits
+#include <span>     // std::span
 #include <string>   // std::string
 #include <vector>   // std::vector
 
@@ -24,6 +25,7 @@
 #include "../kernels/rms_norm.hpp"
 #include "../kernels/ssd.hpp"
 #include "hooks.hpp"
+#include "../kernels/workspace.hpp"
 
 namespace hylens {
 
@@ -89,7 +91,8 @@ public:
                           ", conv ", c_.conv_channels(), "x", c_.conv_width, ", state ", c_.H * c_.P * c_.N, ")");
         const std::size_t M = B * T, Hd = c_.hidden, Di = c_.d_inner(), GN = c_.G * c_.N, Z = c_.proj_rows(),
                           Cm = c_.conv_channels();
-        std::vector<float> zeta(M * Z);  // [M, z | xBC | dt]
+        Workspace::Frame ws;
+        const std::span<float> zeta = ws.zeros<float>(M * Z);  // [M, z | xBC | dt]
         kernels::linear(x, Hd, M, w_.in_proj, w_.in_proj_bias.empty() ? nullptr : w_.in_proj_bias.data(),
                         zeta.data(), Z, c_.in_multiplier);
         if (has_mup_) {
@@ -98,7 +101,8 @@ public:
                 for (std::size_t s = 0; s < 5; ++s)
                     for (std::size_t i = bounds[s]; i < bounds[s + 1]; ++i) zeta[m * Z + i] *= c_.mup[s];
         }
-        std::vector<float> act(T * Cm), y(M * Di), dt(ctx.wants(Site::gate_dt) ? M * c_.H : 0);
+        const std::span<float> act = ws.zeros<float>(T * Cm), y = ws.zeros<float>(M * Di),
+                               dt = ws.zeros<float>(ctx.wants(Site::gate_dt) ? M * c_.H : 0);
         const kernels::SsdShape shape{T, c_.H, c_.P, c_.N, c_.G};
         for (std::size_t b = 0; b < B; ++b) {
             const float* zb = zeta.data() + b * T * Z;

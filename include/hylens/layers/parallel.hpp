@@ -6,11 +6,12 @@
 // special code for it.
 
 #include <cstddef>  // std::size_t
-#include <vector>   // std::vector
+#include <span>     // std::span
 
 #include "../cache/parallel_cache.hpp"
 #include "concepts.hpp"
 #include "hooks.hpp"
+#include "../kernels/workspace.hpp"
 
 namespace hylens {
 
@@ -46,7 +47,8 @@ public:
     void forward(const float* x, std::size_t B_, std::size_t T, float* out, cache_type& cache,
                  const ForwardContext& ctx) const {
         const std::size_t H = hidden();
-        std::vector<float> ob(B_ * T * H);
+        Workspace::Frame ws;
+        const std::span<float> ob = ws.zeros<float>(B_ * T * H);
         a_.forward(x, B_, T, out, cache.first, ctx);
         ctx.fire(A::out_site, out, B_, T, H, H);
         b_.forward(x, B_, T, ob.data(), cache.second, ctx);

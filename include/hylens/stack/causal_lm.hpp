@@ -6,6 +6,7 @@
 // Granite: embed_mult = embedding_multiplier, logits_mult = 1 / logits_scaling.
 // Falcon-H1: embed_mult = embedding_multiplier, logits_mult = lm_head_multiplier.
 
+#include <array>    // std::array
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::int64_t
 #include <span>     // std::span
@@ -18,6 +19,7 @@
 #include "../kernels/linear.hpp"
 #include "../kernels/rms_norm.hpp"
 #include "../layers/hooks.hpp"
+#include "../kernels/workspace.hpp"
 #include "finite_check.hpp"
 #include "tokens.hpp"
 
@@ -77,8 +79,19 @@ public:
     }
 
     /// Runs ids [B, T] on top of `cache` (updated in place); returns logits [B, T, V]
-    /// (or [B, 1, V] with last_only).
+    /// (or [B, 1, V] with last_only). The returned tensor is the one heap allocation of a warm
+    /// decode step; the overload below writes into a tensor the caller keeps instead.
     Tensor3 forward(const TokenBatch& ids, cache_type& cache, const ForwardOptions& opt = {}) const {
+        Tensor3 logits;
+        forward(ids, cache, logits, opt);
+        return logits;
+    }
+
+    /// The same, the logits written into `logits`: resized to [B, T, V] (or [B, 1, V]) unless it
+    /// has that shape already, in which case its storage is reused, so a decode loop passing the
+    /// same tensor allocates nothing once warm (docs/performance.md, "Allocation"). With
+    /// skip_logits `logits` is left as it was.
+    void forward(const TokenBatch& ids, cache_type& cache, Tensor3& logits, const ForwardOptions& opt = {}) const {
         const std::size_t B = ids.batch, T = ids.T(), H = c_.hidden;
         check<ShapeError>(B >= 1 && T >= 1 && ids.ids.size() == B * T, "[CausalLM::forward] need B >= 1 sequences of T >= 1 tokens, got ",
                           ids.ids.size(), " ids for batch ", B);
@@ -87,7 +100,8 @@ public:
                               "[CausalLM::forward] token id ", ids.ids[i], " at sequence ", i / T, ", position ", i % T,
                               " is outside the vocabulary [0, ", c_.vocab, ")");
         stack_.check_cache(cache, B);
-        std::vector<std::int64_t> pos(T);
+        Workspace::Frame ws;
+        const std::span<std::int64_t> pos = ws.zeros<std::int64_t>(T);
         if (opt.positions.empty()) {
             const std::size_t p0 = cache.next_position();
             for (std::size_t t = 0; t < T; ++t) pos[t] = static_cast<std::int64_t>(p0 + t);
@@ -99,7 +113,7 @@ public:
                 pos[t] = opt.positions[t];
             }
         }
-        std::vector<float> h(B * T * H);
+        const std::span<float> h = ws.zeros<float>(B * T * H);
         for (std::size_t r = 0; r < B * T; ++r) {
             embed_.read(static_cast<std::size_t>(ids.ids[r]) * H, H, h.data() + r * H);
             if (c_.embed_multiplier != 1.0f)
@@ -115,14 +129,13 @@ public:
         ctx.fire(Site::embed, h.data(), B, T, H, H);
         stack_.forward(h.data(), B, T, cache, pos.data(), hook);
         cache.set_tokens_seen(cache.tokens_seen() + T);
-        if (opt.skip_logits) return Tensor3();
-        Tensor3 logits = head(h.data(), B, T, opt.last_only, ctx);
+        if (opt.skip_logits) return;
+        head(h.data(), B, T, logits, opt.last_only, ctx);
         if (opt.check_finite) {
             const std::size_t Tout = logits.shape(1), V = c_.vocab;
             detail::check_view_finite("model " + c_.model_type, "logits", -1, ActivationView{logits.data(), B, Tout, V, V},
                                       pos.data() + (T - Tout));
         }
-        return logits;
     }
 
     /// A fresh cache filled with `ids` (the prompt); the logits are discarded.
@@ -137,16 +150,25 @@ public:
     /// Final norm + LM head of residual rows h [B*T, H] (the logit lens uses this too).
     Tensor3 head(const float* h, std::size_t B, std::size_t T, bool last_only = false,
                  const ForwardContext& ctx = {}) const {
+        Tensor3 logits;
+        head(h, B, T, logits, last_only, ctx);
+        return logits;
+    }
+
+    /// The same into `logits`, resized to [B, T or 1, V] unless it has that shape already.
+    void head(const float* h, std::size_t B, std::size_t T, Tensor3& logits, bool last_only = false,
+              const ForwardContext& ctx = {}) const {
         const std::size_t H = c_.hidden, V = c_.vocab, Tout = last_only ? 1 : T;
-        std::vector<float> x(B * Tout * H);
+        Workspace::Frame ws;
+        const std::span<float> x = ws.zeros<float>(B * Tout * H);
         for (std::size_t b = 0; b < B; ++b) {
             const float* src = h + (b * T + (last_only ? T - 1 : 0)) * H;
             kernels::rms_norm(src, H, Tout, H, norm_.data(), c_.eps, x.data() + b * Tout * H, H, c_.norm_one_plus);
         }
         ctx.fire(Site::final_norm, x.data(), B, Tout, H, H);
-        Tensor3 logits = Tensor3::from_shape({B, Tout, V});
+        const std::array<std::size_t, 3> shape{B, Tout, V};
+        if (logits.shape() != shape) logits.resize(shape);
         kernels::linear(x.data(), H, B * Tout, head_, nullptr, logits.data(), V, c_.logits_multiplier);
-        return logits;
     }
 
 private:

@@ -69,7 +69,7 @@ GenerateResult generate(const Model& model, typename Model::cache_type& cache, c
         const std::int64_t step_pos[1] = {p++};
         res.positions.push_back(step_pos[0]);
         fo.positions = std::span<const std::int64_t>(step_pos, 1);
-        step = model.forward(next, cache, fo);
+        model.forward(next, cache, step, fo);  // the step's logits tensor is reused
         Tensor2 row = Tensor2::from_shape({B, V});
         std::copy(step.data(), step.data() + B * V, row.data());
         res.step_logits.push_back(std::move(row));
