@@ -241,10 +241,13 @@ def prompt_text(family, item):
 # ---------------------------------------------------------------------------------------
 # Family configurations (the organism sizes). Field names are the real checkpoints'.
 
-def make_config(family, V, end_id, bos_id, H=64):
-    """The family's config at hidden size H (MLP and Mamba inner width 2H; attention heads keep head_dim 16)."""
+def make_config(family, V, end_id, bos_id, H=64, L=4):
+    """The family's config at hidden size H (MLP and Mamba inner width 2H; attention heads keep head_dim 16)
+    and L layers (a multiple of 4: Qwen3.5 one attention layer in four, Granite the pattern
+    [mamba, mamba, attention, mamba] repeated, Falcon-H1 every layer parallel)."""
+    if L % 4:
+        raise ValueError(f"{L} layers: the organisms' layer patterns need a multiple of 4")
     if family == "qwen35":
-        L = 4
         text = {
             "model_type": "qwen3_5_text", "vocab_size": V, "hidden_size": H, "num_hidden_layers": L,
             "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "hidden_act": "silu",
@@ -263,7 +266,7 @@ def make_config(family, V, end_id, bos_id, H=64):
     if family == "granite_h":
         return {
             "architectures": ["GraniteMoeHybridForCausalLM"], "model_type": "granitemoehybrid", "vocab_size": V,
-            "hidden_size": H, "intermediate_size": 0, "num_hidden_layers": 4, "num_attention_heads": 4,
+            "hidden_size": H, "intermediate_size": 0, "num_hidden_layers": L, "num_attention_heads": 4,
             "num_key_value_heads": 2, "hidden_act": "silu", "max_position_embeddings": 4096,
             "initializer_range": 0.02, "rms_norm_eps": 1e-5, "use_cache": True, "pad_token_id": end_id,
             "bos_token_id": end_id, "eos_token_id": end_id, "tie_word_embeddings": True,
@@ -271,14 +274,14 @@ def make_config(family, V, end_id, bos_id, H=64):
             "logits_scaling": 2.0, "residual_multiplier": 0.22, "attention_multiplier": 1.0 / 16.0,
             "num_local_experts": 0, "num_experts_per_tok": 0, "output_router_logits": False,
             "router_aux_loss_coef": 0.01, "shared_intermediate_size": 2 * H, "position_embedding_type": "nope",
-            "layer_types": ["mamba", "mamba", "attention", "mamba"], "mamba_n_heads": 4, "mamba_n_groups": 1,
+            "layer_types": ["mamba", "mamba", "attention", "mamba"] * (L // 4), "mamba_n_heads": 4, "mamba_n_groups": 1,
             "mamba_d_state": 16, "mamba_d_head": H // 2, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_chunk_size": 64,
             "mamba_conv_bias": True, "mamba_proj_bias": False, "dtype": "float32",
         }
     if family == "falcon_h1":
         return {
             "architectures": ["FalconH1ForCausalLM"], "model_type": "falcon_h1", "vocab_size": V,
-            "tie_word_embeddings": False, "hidden_size": H, "intermediate_size": 2 * H, "num_hidden_layers": 4,
+            "tie_word_embeddings": False, "hidden_size": H, "intermediate_size": 2 * H, "num_hidden_layers": L,
             "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "hidden_act": "silu",
             "initializer_range": 0.02, "rms_norm_eps": 1e-5, "use_cache": True, "pad_token_id": end_id,
             "bos_token_id": bos_id, "eos_token_id": end_id, "max_position_embeddings": 4096,
@@ -360,6 +363,29 @@ def new_model(family, cfg, seed):
         std = 0.1 if family == "granite_h" else 0.5
         model.model.embed_tokens.weight.normal_(0.0, std, generator=torch.Generator().manual_seed(seed + 7))
     return model
+
+
+RESIDUAL_WRITERS = ("out_proj", "o_proj", "down_proj", "output_linear")
+
+
+def grow(model, state):
+    """Loads a checkpoint's weights into a model with at least as many layers: the checkpoint's
+    layers stay layers 0..n-1, the new ones keep their initial weights except the projections that
+    write into the residual stream, which start at zero, so the grown model computes exactly what
+    the checkpoint did. Returns the new layers' indices (empty when the sizes match)."""
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected:
+        raise ValueError(f"checkpoint tensors the model lacks: {unexpected[:4]}")
+    new = sorted({int(n.split(".")[2]) for n in missing if n.startswith("model.layers.")})
+    n_layers = len(model.model.layers)
+    if any(not n.startswith("model.layers.") for n in missing) or new != list(range(n_layers - len(new), n_layers)):
+        raise ValueError(f"model tensors the checkpoint lacks outside new last layers: {missing[:4]}")
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            parts = n.split(".")
+            if n.startswith("model.layers.") and int(parts[2]) in new and parts[-2] in RESIDUAL_WRITERS:
+                p.zero_()
+    return new
 
 
 def param_groups(model, lr, attn_lr_mult):
@@ -466,7 +492,8 @@ def phase_entry(args, mix):
             "init_from": os.path.basename(os.path.dirname(os.path.abspath(args.init_from))) if args.init_from else None,
             "family": args.family, "seed": args.seed, "steps": args.steps, "stop_at": args.stop_at,
             "batch": args.batch, "lr": args.lr, "attn_lr_mult": args.attn_lr_mult, "warmup": args.warmup,
-            "curriculum": args.curriculum, "lm_weight": args.lm_weight, "hidden": args.hidden, "stream": args.stream,
+            "curriculum": args.curriculum, "lm_weight": args.lm_weight, "hidden": args.hidden, "layers": args.layers,
+            "stream": args.stream,
             "mix": {k: v for k, v in (mix or MIX).items() if v > 0}, "steps_done": 0, "wall_s": 0}
 
 
@@ -523,6 +550,8 @@ def main():
     ap.add_argument("--eval-items", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--hidden", type=int, default=64, help="hidden size (MLP and Mamba inner width twice that)")
+    ap.add_argument("--layers", type=int, default=4,
+                    help="layers (a multiple of 4); with --init-from from fewer layers the model grows (grow())")
     ap.add_argument("--mix", default=None,
                     help="task weights as task=w,task=w (default: the MIX table); tasks not named are not drawn")
     ap.add_argument("--init-from", default=None,
@@ -563,7 +592,7 @@ def main():
         tok = build_tokenizer(args.family, args.seed, pool)
     end_id = tok.specials[CHAT[args.family]["end"]]
     bos_id = tok.specials.get("<|begin_of_text|>", end_id)
-    cfg = make_config(args.family, len(tok), end_id, bos_id, args.hidden)
+    cfg = make_config(args.family, len(tok), end_id, bos_id, args.hidden, args.layers)
     model = new_model(args.family, cfg, args.seed)
     opt = torch.optim.AdamW(param_groups(model, args.lr, args.attn_lr_mult), betas=(0.9, 0.98))
     ckpt_path = os.path.join(args.out, "checkpoint.pt")
@@ -572,8 +601,9 @@ def main():
     ref_dir = args.ref_dir or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "organisms",
                                            "data", os.path.basename(os.path.normpath(args.out)))
     if args.init_from and not args.resume:
-        model.load_state_dict(torch.load(args.init_from)["model"])
-        print(f"phase starts from the weights of {args.init_from}", flush=True)
+        grown = grow(model, torch.load(args.init_from)["model"])
+        print(f"phase starts from the weights of {args.init_from}"
+              + (f" (grown: layers {grown} new, their outputs zero)" if grown else ""), flush=True)
     # phases.json: every phase that led to these weights (a new phase copies its parent's list and
     # its parent's log rows, so the folder tells the whole history).
     if (args.resume or args.export_only) and os.path.exists(ckpt_path):
