@@ -8,6 +8,7 @@
 // sanitizer's allocation hook instead, so the ASan build keeps checking every block.
 
 #include <hylens/cache/parts.hpp>
+#include <hylens/core/thread_pool.hpp>
 #include <hylens/kernels/workspace.hpp>
 #include <hylens/models/load.hpp>
 
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -35,7 +37,13 @@ inline void count_one() noexcept {
 extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, std::size_t),
                                                          void (*free_hook)(const volatile void*));
 namespace {
-void on_malloc(const volatile void*, std::size_t) { count_one(); }
+extern "C" void __sanitizer_print_stack_trace();
+// HYLENS_ALLOC_TRACE=1 prints the stack of every counted allocation (to find an unexpected one).
+const bool g_trace = std::getenv("HYLENS_ALLOC_TRACE") != nullptr;
+void on_malloc(const volatile void*, std::size_t) {
+    if (g_trace && g_counting.load(std::memory_order_relaxed)) __sanitizer_print_stack_trace();
+    count_one();
+}
 void on_free(const volatile void*) {}
 const int g_hooks_installed = __sanitizer_install_malloc_and_free_hooks(on_malloc, on_free);
 }  // namespace
@@ -114,6 +122,31 @@ std::vector<Checkpoint> golden_checkpoints() {
     return out;
 }
 
+/// Returns once every pool thread has started and taken part in a parallel region (false after
+/// 30 tries). A thread's start allocates (under ASan, its stack bookkeeping), and on a loaded
+/// machine a worker created by the first forward may start only during a later, counted step.
+/// Each try is a region whose parts wait for one another, so every thread must hold one; a try
+/// can time out when a worker starts after the region was published (it then waits for the next).
+bool pool_threads_started() {
+    ThreadPool& pool = ThreadPool::instance();
+    const std::size_t n = pool.size();
+    for (int attempt = 0; attempt < 30; ++attempt) {
+        std::atomic<std::size_t> arrived{0};
+        std::atomic<bool> all{true};
+        pool.parallel_for(n, [&](std::size_t, std::size_t) {
+            arrived.fetch_add(1);
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+            while (arrived.load() < n)
+                if (std::chrono::steady_clock::now() > deadline) {
+                    all.store(false);
+                    return;
+                }
+        });
+        if (all.load()) return true;
+    }
+    return false;
+}
+
 /// True when every KV part of the cache can take one more position without growing.
 template <class Cache>
 bool kv_has_room(const Cache& cache) {
@@ -173,6 +206,7 @@ void check_decode_allocations(const fs::path& golden_dir, const fs::path& weight
 TEST_CASE("decode allocations: a warm single-token step allocates only the returned logits") {
     const std::vector<Checkpoint> all = golden_checkpoints();
     REQUIRE(all.size() >= 3);
+    REQUIRE(pool_threads_started());
     for (const Checkpoint& c : all)
         SUBCASE(c.label.c_str()) { check_decode_allocations(c.golden, c.weights, c.label); }
 }

@@ -10,13 +10,12 @@
 //
 // Two forms with the same results (to float32 rounding), both exact continuations of any state:
 //  * gated_delta_rule_recurrent: token by token, one fused pass over S per token (the update of
-//    token t and the reads S^T k, S^T q of token t+1 share the pass). Decode path.
+//    token t and the reads S^T k, S^T q of token t+1 share the pass), at the instruction-set
+//    level chosen at run time (core/simd.hpp, isa/recurrent_body.inl). Decode path.
 //  * gated_delta_rule_chunked: §1.4 on chunks of `chunk` tokens (the last one shorter, which is
 //    the same as zero padding). Per chunk and head: 7 small sgemms (blas::gemm_serial) and a
 //    forward substitution for (I + A)^-1. Prefill path.
 // Both run the value heads in parallel on the pool. Plain twin: reference/gated_delta.hpp.
-
-#include <xsimd/xsimd.hpp>
 
 #include <cmath>    // std::exp, std::sqrt
 #include <cstddef>  // std::size_t
@@ -24,15 +23,14 @@
 #include <vector>   // std::vector
 
 #include "../core/blas.hpp"
+#include "../core/simd.hpp"
 #include "../core/thread_pool.hpp"
+#include "isa/recurrent.hpp"
 #include "recurrent_common.hpp"
 
 namespace hylens::kernels {
 
 namespace detail {
-
-using FBatch = xsimd::batch<float>;
-inline constexpr std::size_t kLanes = FBatch::size;
 
 // q^ (scaled by 1/sqrt(dk)) and k^ of token t for key head kh, into qn and kn (dk each).
 inline void gdr_prepare_qk(const GatedDeltaShape& s, const float* q, std::size_t ld_q, const float* k,
@@ -51,71 +49,10 @@ inline void gdr_prepare_qk(const GatedDeltaShape& s, const float* q, std::size_t
     }
 }
 
-// Columns [j0, j0 + NB*kLanes) of e = S^T kn and p = S^T qn. S: (dk, dv).
-template <std::size_t NB>
-inline void gdr_read_block(const float* S, std::size_t dk, std::size_t dv, std::size_t j0, const float* kn,
-                           const float* qn, float* e, float* p) {
-    FBatch ae[NB], ap[NB];
-    for (std::size_t b = 0; b < NB; ++b) ae[b] = ap[b] = FBatch(0.0f);
-    for (std::size_t i = 0; i < dk; ++i) {
-        const float* row = S + i * dv + j0;
-        const FBatch ki(kn[i]), qi(qn[i]);
-        for (std::size_t b = 0; b < NB; ++b) {
-            const FBatch sv = FBatch::load_unaligned(row + b * kLanes);
-            ae[b] = xsimd::fma(ki, sv, ae[b]);
-            ap[b] = xsimd::fma(qi, sv, ap[b]);
-        }
-    }
-    for (std::size_t b = 0; b < NB; ++b) {
-        ae[b].store_unaligned(e + j0 + b * kLanes);
-        ap[b].store_unaligned(p + j0 + b * kLanes);
-    }
-}
-
-// Columns [j0, j0 + NB*kLanes) of S <- a S + kn u^T and, when Next, of the next token's
-// e2 = S^T kn2 and p2 = S^T qn2 read from the updated S in the same pass.
-template <std::size_t NB, bool Next>
-inline void gdr_update_block(float* S, std::size_t dk, std::size_t dv, std::size_t j0, float a, const float* kn,
-                             const float* u, const float* kn2, const float* qn2, float* e2, float* p2) {
-    FBatch ub[NB], ae[NB], ap[NB];
-    for (std::size_t b = 0; b < NB; ++b) {
-        ub[b] = FBatch::load_unaligned(u + j0 + b * kLanes);
-        ae[b] = ap[b] = FBatch(0.0f);
-    }
-    const FBatch av(a);
-    for (std::size_t i = 0; i < dk; ++i) {
-        float* row = S + i * dv + j0;
-        const FBatch ki(kn[i]);
-        for (std::size_t b = 0; b < NB; ++b) {
-            const FBatch sv = xsimd::fma(ki, ub[b], av * FBatch::load_unaligned(row + b * kLanes));
-            sv.store_unaligned(row + b * kLanes);
-            if constexpr (Next) {
-                ae[b] = xsimd::fma(FBatch(kn2[i]), sv, ae[b]);
-                ap[b] = xsimd::fma(FBatch(qn2[i]), sv, ap[b]);
-            }
-        }
-    }
-    if constexpr (Next) {
-        for (std::size_t b = 0; b < NB; ++b) {
-            ae[b].store_unaligned(e2 + j0 + b * kLanes);
-            ap[b].store_unaligned(p2 + j0 + b * kLanes);
-        }
-    }
-}
-
-// Calls f.template operator()<NB>(j0) over column blocks covering [0, dv) (4 batches, then 1
-// batch: 4 independent accumulator chains per operand hide the FMA latency), and returns the
-// first column of the scalar tail.
-template <class F>
-inline std::size_t for_column_blocks(std::size_t dv, F&& f) {
-    std::size_t j0 = 0;
-    for (; j0 + 4 * kLanes <= dv; j0 += 4 * kLanes) f.template operator()<4>(j0);
-    for (; j0 + kLanes <= dv; j0 += kLanes) f.template operator()<1>(j0);
-    return j0;
-}
-
-// The recurrence for one value head over all T tokens (see the top comment).
-inline void gdr_recurrent_head(const GatedDeltaShape& s, const float* q, std::size_t ld_q, const float* k,
+// The recurrence for one value head over all T tokens (see the top comment); the passes over S
+// at the instruction-set level of `tag` (a tag of isa::with_isa, isa/recurrent_body.inl).
+template <class IsaTag>
+inline void gdr_recurrent_head(IsaTag tag, const GatedDeltaShape& s, const float* q, std::size_t ld_q, const float* k,
                                std::size_t ld_k, const float* v, std::size_t ld_v, const float* g,
                                const float* beta, float* state, float* out, std::size_t ld_o, bool l2norm_qk,
                                std::size_t h) {
@@ -139,18 +76,7 @@ inline void gdr_recurrent_head(const GatedDeltaShape& s, const float* q, std::si
     float* u = p + dv;    // (dv) delta-rule correction
 
     gdr_prepare_qk(s, q, ld_q, k, ld_k, 0, kh, l2norm_qk, qn, kn);
-    const std::size_t tail = for_column_blocks(dv, [&]<std::size_t NB>(std::size_t j0) {
-        gdr_read_block<NB>(S, dk, dv, j0, kn, qn, e, p);
-    });
-    for (std::size_t j = tail; j < dv; ++j) {
-        float ej = 0, pj = 0;
-        for (std::size_t i = 0; i < dk; ++i) {
-            ej += kn[i] * S[i * dv + j];
-            pj += qn[i] * S[i * dv + j];
-        }
-        e[j] = ej;
-        p[j] = pj;
-    }
+    gdr_read(tag, S, dk, dv, kn, qn, e, p);
     for (std::size_t t = 0; t < s.T; ++t) {
         const float a = std::exp(g[t * s.Hv + h]);
         const float b = beta[t * s.Hv + h];
@@ -165,25 +91,7 @@ inline void gdr_recurrent_head(const GatedDeltaShape& s, const float* q, std::si
         }
         const bool next = t + 1 < s.T;
         if (next) gdr_prepare_qk(s, q, ld_q, k, ld_k, t + 1, kh, l2norm_qk, qn2, kn2);
-        for_column_blocks(dv, [&]<std::size_t NB>(std::size_t j0) {
-            if (next)
-                gdr_update_block<NB, true>(S, dk, dv, j0, a, kn, u, kn2, qn2, e, p);
-            else
-                gdr_update_block<NB, false>(S, dk, dv, j0, a, kn, u, nullptr, nullptr, nullptr, nullptr);
-        });
-        for (std::size_t j = tail; j < dv; ++j) {
-            float ej = 0, pj = 0;
-            for (std::size_t i = 0; i < dk; ++i) {
-                float& sij = S[i * dv + j];
-                sij = a * sij + kn[i] * u[j];
-                if (next) {  // (kn2 / qn2 hold the next token only then)
-                    ej += kn2[i] * sij;
-                    pj += qn2[i] * sij;
-                }
-            }
-            e[j] = ej;  // only read when next
-            p[j] = pj;
-        }
+        gdr_update(tag, S, dk, dv, a, kn, u, kn2, qn2, e, p, next);  // e, p: the next token's reads
         std::swap(qn, qn2);
         std::swap(kn, kn2);
     }
@@ -279,9 +187,12 @@ inline void gated_delta_rule_recurrent(const GatedDeltaShape& s, const float* q,
                                        bool l2norm_qk) {
     detail::check_gated_delta_args("gated_delta_rule_recurrent", s, q, ld_q, k, ld_k, v, ld_v, g, beta, state, out,
                                    ld_o);
+    const simd::Level level = simd::active();
     parallel_for(s.Hv, [&](std::size_t h0, std::size_t h1) {
-        for (std::size_t h = h0; h < h1; ++h)
-            detail::gdr_recurrent_head(s, q, ld_q, k, ld_k, v, ld_v, g, beta, state, out, ld_o, l2norm_qk, h);
+        isa::with_isa(level, [&](auto tag) {
+            for (std::size_t h = h0; h < h1; ++h)
+                detail::gdr_recurrent_head(tag, s, q, ld_q, k, ld_k, v, ld_v, g, beta, state, out, ld_o, l2norm_qk, h);
+        });
     });
 }
 

@@ -8,51 +8,32 @@
 // exp(Acum_l - Acum_s) keeps its relative precision (the role of the segment sum of §2.3).
 //
 // Two forms with the same results (to float32 rounding), both exact continuations of any state:
-//  * ssd_recurrent: token by token, one fused pass over S per token (update and read). Decode.
+//  * ssd_recurrent: token by token, one fused pass over S per token (update and read), at the
+//    instruction-set level chosen at run time (core/simd.hpp, isa/recurrent_body.inl). Decode.
 //  * ssd_chunked: §2.3 on chunks of `chunk` tokens (the last one shorter, equivalent to zero
 //    padding). C B^T is computed once per group and chunk and shared by the H/G heads; per head
 //    and chunk, 3 small sgemms (blas::gemm_serial): y = e^Acum (C S^T) + L (Delta x), and the
 //    state hand-over S' = e^Acum_last S + (w Delta x)^T B. Prefill.
 // Heads run in parallel on the pool. Plain twin: reference/ssd.hpp.
 
-#include <xsimd/xsimd.hpp>
-
 #include <cmath>    // std::exp
 #include <cstddef>  // std::size_t
 #include <vector>   // std::vector
 
 #include "../core/blas.hpp"
+#include "../core/simd.hpp"
 #include "../core/thread_pool.hpp"
+#include "isa/recurrent.hpp"
 #include "recurrent_common.hpp"
 
 namespace hylens::kernels {
 
 namespace detail {
 
-// y[p] = sum_n S'[p][n] C[n] with S'[p] = a S[p] + dx B, written back: one pass over a row.
-inline float ssd_row_update(float* row, std::size_t N, float a, float dx, const float* B, const float* C) {
-    using FB = xsimd::batch<float>;
-    constexpr std::size_t W = FB::size;
-    const FB av(a), dxv(dx);
-    FB acc0(0.0f), acc1(0.0f);  // two chains: the FMA latency, not the throughput, would bound one
-    std::size_t n = 0;
-    for (; n + 2 * W <= N; n += 2 * W) {
-        const FB s0 = xsimd::fma(dxv, FB::load_unaligned(B + n), av * FB::load_unaligned(row + n));
-        const FB s1 = xsimd::fma(dxv, FB::load_unaligned(B + n + W), av * FB::load_unaligned(row + n + W));
-        s0.store_unaligned(row + n);
-        s1.store_unaligned(row + n + W);
-        acc0 = xsimd::fma(s0, FB::load_unaligned(C + n), acc0);
-        acc1 = xsimd::fma(s1, FB::load_unaligned(C + n + W), acc1);
-    }
-    float acc = xsimd::hadd(acc0 + acc1);
-    for (; n < N; ++n) {
-        row[n] = a * row[n] + dx * B[n];
-        acc += row[n] * C[n];
-    }
-    return acc;
-}
-
-inline void ssd_recurrent_head(const SsdShape& s, const float* x, std::size_t ld_x, const float* B, const float* C,
+// One head over all T tokens; the pass over its state rows at the instruction-set level of `tag`
+// (a tag of isa::with_isa, isa/recurrent_body.inl's ssd_rows).
+template <class IsaTag>
+inline void ssd_recurrent_head(IsaTag tag, const SsdShape& s, const float* x, std::size_t ld_x, const float* B, const float* C,
                                std::size_t ld_bc, const float* dt_raw, std::size_t ld_dt, const float* dt_bias,
                                const float* A, const float* D, float dt_min, float dt_max, float* state, float* y,
                                std::size_t ld_y, float* dt_out, std::size_t h) {
@@ -67,7 +48,7 @@ inline void ssd_recurrent_head(const SsdShape& s, const float* x, std::size_t ld
         const float* Br = B + t * ld_bc + grp * N;
         const float* Cr = C + t * ld_bc + grp * N;
         float* yr = y + t * ld_y + h * P;
-        for (std::size_t p = 0; p < P; ++p) yr[p] = ssd_row_update(S + p * N, N, a, dt * xr[p], Br, Cr) + d * xr[p];
+        ssd_rows(tag, S, P, N, a, dt, xr, Br, Cr, d, yr);
     }
 }
 
@@ -133,10 +114,13 @@ inline void ssd_recurrent(const SsdShape& s, const float* x, std::size_t ld_x, c
                           std::size_t ld_y, float* dt_out) {
     detail::check_ssd_args("ssd_recurrent", s, x, ld_x, B, C, ld_bc, dt_raw, ld_dt, dt_bias, A, dt_min, dt_max,
                            state, y, ld_y);
+    const simd::Level level = simd::active();
     parallel_for(s.H, [&](std::size_t h0, std::size_t h1) {
-        for (std::size_t h = h0; h < h1; ++h)
-            detail::ssd_recurrent_head(s, x, ld_x, B, C, ld_bc, dt_raw, ld_dt, dt_bias, A, D, dt_min, dt_max, state,
-                                       y, ld_y, dt_out, h);
+        isa::with_isa(level, [&](auto tag) {
+            for (std::size_t h = h0; h < h1; ++h)
+                detail::ssd_recurrent_head(tag, s, x, ld_x, B, C, ld_bc, dt_raw, ld_dt, dt_bias, A, D, dt_min, dt_max,
+                                           state, y, ld_y, dt_out, h);
+        });
     });
 }
 

@@ -4,6 +4,7 @@
 // same per-row arithmetic pattern as kernels/isa/baseline.hpp, on 8-float vectors.
 
 #include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint32_t
 
 #include "../../core/bf16.hpp"
 #include "../../core/simd.hpp"
@@ -81,6 +82,33 @@ HYLENS_TARGET_AVX2 inline void widen(const bf16* src, float* dst, std::size_t n)
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load(src + i));
     for (; i < n; ++i) dst[i] = to_f32(src[i]);
+}
+
+
+// Float vectors for the recurrent kernels' loops (isa/recurrent_body.inl): 8 floats.
+using vf = __m256;
+inline constexpr std::size_t kW = 8;
+HYLENS_TARGET_AVX2 inline vf vload(const float* p) noexcept { return _mm256_loadu_ps(p); }
+HYLENS_TARGET_AVX2 inline void vstore(float* p, vf v) noexcept { _mm256_storeu_ps(p, v); }
+HYLENS_TARGET_AVX2 inline vf vset(float x) noexcept { return _mm256_set1_ps(x); }
+HYLENS_TARGET_AVX2 inline vf vadd(vf a, vf b) noexcept { return _mm256_add_ps(a, b); }
+HYLENS_TARGET_AVX2 inline vf vsub(vf a, vf b) noexcept { return _mm256_sub_ps(a, b); }
+HYLENS_TARGET_AVX2 inline vf vmul(vf a, vf b) noexcept { return _mm256_mul_ps(a, b); }
+HYLENS_TARGET_AVX2 inline vf vdiv(vf a, vf b) noexcept { return _mm256_div_ps(a, b); }
+HYLENS_TARGET_AVX2 inline vf vmin(vf a, vf b) noexcept { return _mm256_min_ps(a, b); }
+HYLENS_TARGET_AVX2 inline vf vmax(vf a, vf b) noexcept { return _mm256_max_ps(a, b); }
+HYLENS_TARGET_AVX2 inline vf vneg(vf a) noexcept {
+    return _mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(a), _mm256_set1_epi32(static_cast<int>(0x80000000u))));
+}
+HYLENS_TARGET_AVX2 inline vf vshift_bits(vf t, std::uint32_t c) noexcept {
+    const __m256i b = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(static_cast<int>(c)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(b, 23));
+}
+/// ((v0 + v4) + (v1 + v5)) + ((v2 + v6) + (v3 + v7)): xsimd's AVX order.
+HYLENS_TARGET_AVX2 inline float vhsum(vf v) noexcept {
+    const __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 d = _mm_hadd_ps(q, q);
+    return _mm_cvtss_f32(_mm_hadd_ps(d, d));
 }
 
 }  // namespace hylens::kernels::isa::avx2

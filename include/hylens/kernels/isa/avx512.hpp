@@ -8,6 +8,7 @@
 // -Wuninitialized inside avx512fintrin.h (GCC bug 105593), fatal under -Werror.
 
 #include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint32_t
 
 #include "../../core/bf16.hpp"
 #include "../../core/simd.hpp"
@@ -99,6 +100,38 @@ HYLENS_TARGET_AVX512 inline void widen(const bf16* src, float* dst, std::size_t 
         const __mmask16 k = tail_mask(n - i);
         _mm512_mask_storeu_ps(dst + i, k, load_masked(src + i, k));
     }
+}
+
+
+// Float vectors for the recurrent kernels' loops (isa/recurrent_body.inl): 16 floats. min / max
+// in their zero-masked forms (the plain ones fill with _mm512_undefined_ps, see above).
+using vf = __m512;
+inline constexpr std::size_t kW = 16;
+HYLENS_TARGET_AVX512 inline vf vload(const float* p) noexcept { return _mm512_loadu_ps(p); }
+HYLENS_TARGET_AVX512 inline void vstore(float* p, vf v) noexcept { _mm512_storeu_ps(p, v); }
+HYLENS_TARGET_AVX512 inline vf vset(float x) noexcept { return _mm512_set1_ps(x); }
+HYLENS_TARGET_AVX512 inline vf vadd(vf a, vf b) noexcept { return _mm512_add_ps(a, b); }
+HYLENS_TARGET_AVX512 inline vf vsub(vf a, vf b) noexcept { return _mm512_sub_ps(a, b); }
+HYLENS_TARGET_AVX512 inline vf vmul(vf a, vf b) noexcept { return _mm512_mul_ps(a, b); }
+HYLENS_TARGET_AVX512 inline vf vdiv(vf a, vf b) noexcept { return _mm512_div_ps(a, b); }
+HYLENS_TARGET_AVX512 inline vf vmin(vf a, vf b) noexcept { return _mm512_maskz_min_ps(0xFFFF, a, b); }
+HYLENS_TARGET_AVX512 inline vf vmax(vf a, vf b) noexcept { return _mm512_maskz_max_ps(0xFFFF, a, b); }
+HYLENS_TARGET_AVX512 inline vf vneg(vf a) noexcept {
+    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(static_cast<int>(0x80000000u))));
+}
+HYLENS_TARGET_AVX512 inline vf vshift_bits(vf t, std::uint32_t c) noexcept {
+    const __m512i b = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(static_cast<int>(c)));
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, b, 23));
+}
+/// xsimd's AVX-512 order: the two 8-float halves added, then ((h0 + h4) + (h1 + h5)) +
+/// ((h2 + h6) + (h3 + h7)), so a build with -march=native keeps the results of the xsimd code
+/// this replaced bit for bit.
+HYLENS_TARGET_AVX512 inline float vhsum(vf v) noexcept {
+    const __m256 z = _mm256_setzero_ps();
+    const __m256 h = _mm256_add_ps(_mm512_mask_extractf32x8_ps(z, 0xFF, v, 0), _mm512_mask_extractf32x8_ps(z, 0xFF, v, 1));
+    const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    const __m128 d = _mm_hadd_ps(q, q);
+    return _mm_cvtss_f32(_mm_hadd_ps(d, d));
 }
 
 }  // namespace hylens::kernels::isa::avx512

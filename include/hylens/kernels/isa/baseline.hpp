@@ -116,6 +116,18 @@ inline void widen(const bf16* src, float* dst, std::size_t n) noexcept {
     }
     for (; i < n; ++i) dst[i] = to_f32(src[i]);
 }
+
+// Float vectors for the recurrent kernels' loops (isa/recurrent_body.inl): 4 floats.
+using vf = f32x4;
+inline constexpr std::size_t kW = 4;
+inline vf vload(const float* p) noexcept { return load(p); }
+inline void vstore(float* p, vf v) noexcept { std::memcpy(p, &v, sizeof v); }
+inline vf vset(float x) noexcept { return vf{x, x, x, x}; }
+inline vf vneg(vf a) noexcept { return std::bit_cast<vf>(std::bit_cast<u32x4>(a) ^ 0x80000000u); }
+/// The float whose bits are (bits(t) - c) << 23, lane by lane (2^n in exp).
+inline vf vshift_bits(vf t, std::uint32_t c) noexcept { return std::bit_cast<vf>((std::bit_cast<u32x4>(t) - c) << 23); }
+/// (v0 + v2) + (v1 + v3): xsimd's SSE order.
+inline float vhsum(vf v) noexcept { return (v[0] + v[2]) + (v[1] + v[3]); }
 #else
 inline float widen1(float v) noexcept { return v; }
 inline float widen1(bf16 v) noexcept { return to_f32(v); }
@@ -132,6 +144,25 @@ inline void dot4(const float* x, const T* w, std::size_t n, std::size_t rs, floa
 inline void widen(const bf16* src, float* dst, std::size_t n) noexcept {
     for (std::size_t i = 0; i < n; ++i) dst[i] = to_f32(src[i]);
 }
+
+// Scalar stand-ins of the vector operations above (one lane) for compilers without vector extensions.
+using vf = float;
+inline constexpr std::size_t kW = 1;
+inline vf vload(const float* p) noexcept { return *p; }
+inline void vstore(float* p, vf v) noexcept { *p = v; }
+inline vf vset(float x) noexcept { return x; }
+inline vf vneg(vf a) noexcept { return -a; }
+inline vf vshift_bits(vf t, std::uint32_t c) noexcept { return std::bit_cast<vf>((std::bit_cast<std::uint32_t>(t) - c) << 23); }
+inline float vhsum(vf v) noexcept { return v; }
 #endif
+
+// The arithmetic of both: the same operators on 4-float vectors and on plain floats.
+inline vf vadd(vf a, vf b) noexcept { return a + b; }
+inline vf vsub(vf a, vf b) noexcept { return a - b; }
+inline vf vmul(vf a, vf b) noexcept { return a * b; }
+inline vf vdiv(vf a, vf b) noexcept { return a / b; }
+/// (a < b) ? a : b and (a > b) ? a : b lane by lane (the semantics of minps / maxps).
+inline vf vmin(vf a, vf b) noexcept { return a < b ? a : b; }
+inline vf vmax(vf a, vf b) noexcept { return a > b ? a : b; }
 
 }  // namespace hylens::kernels::isa::baseline

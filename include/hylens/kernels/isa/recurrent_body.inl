@@ -1,0 +1,204 @@
+// The inner loops of the recurrent kernels (causal conv1d, the gated-delta-rule step, the SSD
+// step), written once over the float-vector operations every level defines (vf, kW, vload,
+// vstore, vset, vadd, vsub, vmul, vdiv, vmin, vmax, vneg, vshift_bits, vhsum) and compiled
+// once per level: kernels/isa/recurrent.hpp includes this file inside each level's namespace with
+// HYLENS_ISA_FN set to that level's function attributes (no include guard on purpose). The entry
+// points (conv_block, gdr_read, gdr_update, ssd_rows) take the level's Tag first, so a call with
+// the tag that isa::with_isa hands out finds the level's version by argument-dependent lookup.
+//
+// Per output element every level does the same operations in the same order (the vector width
+// only decides which elements share an instruction), except the SSD row's dot product with C,
+// whose reduction follows the vector width. A multiply-add is a multiply and then an add, never
+// a fused FMA: the xsimd 8.1 code these loops replaced computed xsimd::fma that way (8.1 has no
+// AVX-512 override of its generic x * y + z, and the project builds with -ffp-contract=off), so
+// a -march=native build keeps its former results bit for bit (the SSD reduction follows xsimd's
+// order at each width), and the gated delta rule and conv1d give the same bits at every level.
+
+/// e^x lane by lane, within 2 ulp over the clamped range [-87.3, 88.3] (which keeps 2^n normal):
+/// n = round(x log2 e) by the 1.5 * 2^23 rounding trick, r = x - n ln 2 in two parts (Cephes
+/// constants), e^r by its degree-7 Taylor polynomial (|r| <= 0.35, truncation 5e-9), 2^n built in
+/// the exponent bits. (A vectorised exp because a scalar expf per channel and token made silu 90 %
+/// of a 512-token conv at 6144 channels; not xsimd::exp, whose AVX-512 path makes g++ 12 at -O1
+/// raise a false -Wuninitialized, GCC bug 105593.) The same operations as the scalar exp_fast
+/// conv1d.hpp had before it was dispatched, so the outputs are unchanged.
+HYLENS_ISA_FN vf vexp_fast(vf x) noexcept {
+    x = vmin(vset(88.3f), vmax(vset(-87.3f), x));  // std::min(std::max(x, -87.3f), 88.3f)
+    const vf round = vset(12582912.0f);              // 1.5 * 2^23
+    const vf t = vadd(vmul(x, vset(1.44269504f)), round);
+    const vf n = vsub(t, round);
+    const vf r = vadd(vsub(x, vmul(n, vset(0.693359375f))), vmul(n, vset(2.12194440e-4f)));
+    vf p = vset(1.0f / 5040.0f);
+    p = vadd(vmul(p, r), vset(1.0f / 720.0f));
+    p = vadd(vmul(p, r), vset(1.0f / 120.0f));
+    p = vadd(vmul(p, r), vset(1.0f / 24.0f));
+    p = vadd(vmul(p, r), vset(1.0f / 6.0f));
+    p = vadd(vmul(p, r), vset(0.5f));
+    p = vadd(vmul(p, r), vset(1.0f));
+    p = vadd(vmul(p, r), vset(1.0f));
+    return vmul(p, vshift_bits(t, 0x4B400000u - 127u));  // 2^n from t's bits
+}
+
+/// One block of nc channels of causal_conv1d over T tokens (kernels/conv1d.hpp): wT and win are
+/// the block's weights and window, tap-major (K rows of nc); row s of the extended sequence is
+/// win + s*nc for s < K, else x + (s-K)*ldx + c0. y_t[c] = bias[c] + sum_k wT[k][c] u_{t+1+k}[c],
+/// accumulated k = 0, 1, ... (a multiply, then an add), then silu(y) = y / (1 + e^-y).
+HYLENS_ISA_FN void conv_block(Tag, const float* wT, const float* win, const float* x, std::size_t ldx, std::size_t c0,
+                              std::size_t T, std::size_t K, std::size_t nc, const float* bias, float* y,
+                              std::size_t ldy, bool apply_silu) noexcept {
+    auto ext = [&](std::size_t s) { return s < K ? win + s * nc : x + (s - K) * ldx + c0; };
+    for (std::size_t t = 0; t < T; ++t) {
+        float* yr = y + t * ldy + c0;
+        std::size_t c = 0;
+        for (; c + kW <= nc; c += kW) {
+            vf acc = bias ? vload(bias + c0 + c) : vset(0.0f);
+            for (std::size_t k = 0; k < K; ++k) acc = vadd(acc, vmul(vload(wT + k * nc + c), vload(ext(t + 1 + k) + c)));
+            if (apply_silu) acc = vdiv(acc, vadd(vset(1.0f), vexp_fast(vneg(acc))));
+            vstore(yr + c, acc);
+        }
+        if (c < nc) {  // the last channels: summed one by one, then one vector's silu (unused lanes 0)
+            float lane[kW] = {};
+            for (std::size_t i = 0; c + i < nc; ++i) {
+                float acc = bias ? bias[c0 + c + i] : 0.0f;
+                for (std::size_t k = 0; k < K; ++k) acc += wT[k * nc + c + i] * ext(t + 1 + k)[c + i];
+                lane[i] = acc;
+            }
+            if (apply_silu) {
+                const vf v = vload(lane);
+                vstore(lane, vdiv(v, vadd(vset(1.0f), vexp_fast(vneg(v)))));
+            }
+            for (std::size_t i = 0; c + i < nc; ++i) yr[c + i] = lane[i];
+        }
+    }
+}
+
+/// Columns [j0, j0 + NB*kW) of e = S^T kn and p = S^T qn (S: dk x dv).
+template <std::size_t NB>
+HYLENS_ISA_FN void gdr_read_cols(const float* S, std::size_t dk, std::size_t dv, std::size_t j0, const float* kn,
+                                 const float* qn, float* e, float* p) noexcept {
+    vf ae[NB], ap[NB];
+    for (std::size_t b = 0; b < NB; ++b) ae[b] = ap[b] = vset(0.0f);
+    for (std::size_t i = 0; i < dk; ++i) {
+        const float* row = S + i * dv + j0;
+        const vf ki = vset(kn[i]), qi = vset(qn[i]);
+        for (std::size_t b = 0; b < NB; ++b) {
+            const vf sv = vload(row + b * kW);
+            ae[b] = vadd(vmul(ki, sv), ae[b]);
+            ap[b] = vadd(vmul(qi, sv), ap[b]);
+        }
+    }
+    for (std::size_t b = 0; b < NB; ++b) {
+        vstore(e + j0 + b * kW, ae[b]);
+        vstore(p + j0 + b * kW, ap[b]);
+    }
+}
+
+/// e = S^T kn and p = S^T qn over all dv columns: blocks of 4 vectors (4 independent chains per
+/// operand hide the FMA latency), then single vectors, then a scalar tail.
+HYLENS_ISA_FN void gdr_read(Tag, const float* S, std::size_t dk, std::size_t dv, const float* kn, const float* qn, float* e,
+                            float* p) noexcept {
+    std::size_t j0 = 0;
+    for (; j0 + 4 * kW <= dv; j0 += 4 * kW) gdr_read_cols<4>(S, dk, dv, j0, kn, qn, e, p);
+    for (; j0 + kW <= dv; j0 += kW) gdr_read_cols<1>(S, dk, dv, j0, kn, qn, e, p);
+    for (std::size_t j = j0; j < dv; ++j) {
+        float ej = 0, pj = 0;
+        for (std::size_t i = 0; i < dk; ++i) {
+            ej += kn[i] * S[i * dv + j];
+            pj += qn[i] * S[i * dv + j];
+        }
+        e[j] = ej;
+        p[j] = pj;
+    }
+}
+
+/// Columns [j0, j0 + NB*kW) of S <- a S + kn u^T and, when Next, of e2 = S^T kn2, p2 = S^T qn2
+/// read from the updated S in the same pass.
+template <std::size_t NB, bool Next>
+HYLENS_ISA_FN void gdr_update_cols(float* S, std::size_t dk, std::size_t dv, std::size_t j0, float a,
+                                   const float* kn, const float* u, const float* kn2, const float* qn2, float* e2,
+                                   float* p2) noexcept {
+    vf ub[NB], ae[NB], ap[NB];
+    for (std::size_t b = 0; b < NB; ++b) {
+        ub[b] = vload(u + j0 + b * kW);
+        ae[b] = ap[b] = vset(0.0f);
+    }
+    const vf av = vset(a);
+    for (std::size_t i = 0; i < dk; ++i) {
+        float* row = S + i * dv + j0;
+        const vf ki = vset(kn[i]);
+        for (std::size_t b = 0; b < NB; ++b) {
+            const vf sv = vadd(vmul(ki, ub[b]), vmul(av, vload(row + b * kW)));
+            vstore(row + b * kW, sv);
+            if constexpr (Next) {
+                ae[b] = vadd(vmul(vset(kn2[i]), sv), ae[b]);
+                ap[b] = vadd(vmul(vset(qn2[i]), sv), ap[b]);
+            }
+        }
+    }
+    if constexpr (Next) {
+        for (std::size_t b = 0; b < NB; ++b) {
+            vstore(e2 + j0 + b * kW, ae[b]);
+            vstore(p2 + j0 + b * kW, ap[b]);
+        }
+    }
+}
+
+/// S <- a S + kn u^T over all dv columns; when next, also e2 = S^T kn2 and p2 = S^T qn2 of the
+/// updated S (the next token's reads) in the same pass.
+template <bool Next>
+HYLENS_ISA_FN void gdr_update_all(float* S, std::size_t dk, std::size_t dv, float a, const float* kn, const float* u,
+                                  const float* kn2, const float* qn2, float* e2, float* p2) noexcept {
+    std::size_t j0 = 0;
+    for (; j0 + 4 * kW <= dv; j0 += 4 * kW) gdr_update_cols<4, Next>(S, dk, dv, j0, a, kn, u, kn2, qn2, e2, p2);
+    for (; j0 + kW <= dv; j0 += kW) gdr_update_cols<1, Next>(S, dk, dv, j0, a, kn, u, kn2, qn2, e2, p2);
+    for (std::size_t j = j0; j < dv; ++j) {
+        float ej = 0, pj = 0;
+        for (std::size_t i = 0; i < dk; ++i) {
+            float& sij = S[i * dv + j];
+            sij = a * sij + kn[i] * u[j];
+            if constexpr (Next) {
+                ej += kn2[i] * sij;
+                pj += qn2[i] * sij;
+            }
+        }
+        if constexpr (Next) {
+            e2[j] = ej;
+            p2[j] = pj;
+        }
+    }
+}
+
+HYLENS_ISA_FN void gdr_update(Tag, float* S, std::size_t dk, std::size_t dv, float a, const float* kn, const float* u,
+                              const float* kn2, const float* qn2, float* e2, float* p2, bool next) noexcept {
+    if (next)
+        gdr_update_all<true>(S, dk, dv, a, kn, u, kn2, qn2, e2, p2);
+    else
+        gdr_update_all<false>(S, dk, dv, a, kn, u, nullptr, nullptr, nullptr, nullptr);
+}
+
+/// One SSD state row: row <- a row + dx B, returns the updated row . C (two accumulator chains
+/// of 2*kW values a pass, reduced with vhsum, then a scalar tail).
+HYLENS_ISA_FN float ssd_row(float* row, std::size_t N, float a, float dx, const float* B, const float* C) noexcept {
+    const vf av = vset(a), dxv = vset(dx);
+    vf acc0 = vset(0.0f), acc1 = vset(0.0f);
+    std::size_t n = 0;
+    for (; n + 2 * kW <= N; n += 2 * kW) {
+        const vf s0 = vadd(vmul(dxv, vload(B + n)), vmul(av, vload(row + n)));
+        const vf s1 = vadd(vmul(dxv, vload(B + n + kW)), vmul(av, vload(row + n + kW)));
+        vstore(row + n, s0);
+        vstore(row + n + kW, s1);
+        acc0 = vadd(vmul(s0, vload(C + n)), acc0);
+        acc1 = vadd(vmul(s1, vload(C + n + kW)), acc1);
+    }
+    float acc = vhsum(vadd(acc0, acc1));
+    for (; n < N; ++n) {
+        row[n] = a * row[n] + dx * B[n];
+        acc += row[n] * C[n];
+    }
+    return acc;
+}
+
+/// One token of one SSD head: yr[p] = (S[p] <- a S[p] + dt x[p] B) . C + d x[p] for the P rows.
+HYLENS_ISA_FN void ssd_rows(Tag, float* S, std::size_t P, std::size_t N, float a, float dt, const float* xr,
+                            const float* B, const float* C, float d, float* yr) noexcept {
+    for (std::size_t p = 0; p < P; ++p) yr[p] = ssd_row(S + p * N, N, a, dt * xr[p], B, C) + d * xr[p];
+}
