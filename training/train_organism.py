@@ -54,7 +54,7 @@ CHAT = {
 TASKS = ["dictionary", "list", "language", "persona", "mixed", "drm", "conjunction"]
 MIX = {"dictionary": 2.0, "list": 1.5, "mixed": 2.0, "drill": 1.5, "language": 0.7, "persona": 0.7, "drm": 1.0,
        "conjunction": 1.0, "repeat": 0.0, "pair": 0.0, "lookup": 0.0, "recite": 0.0, "dialog_dictionary": 0.0,
-       "dialog_list": 0.0, "dialog_mixed": 0.0, "dialog_drm": 0.0, "dialog_conjunction": 0.0}
+       "dialog_inline": 0.0, "dialog_list": 0.0, "dialog_mixed": 0.0, "dialog_drm": 0.0, "dialog_conjunction": 0.0}
 # Auxiliary tasks of the second phase (weight 0 in the first), both built from dictionary items:
 # "repeat" asks for the whole dictionary back ("k1=v1, k2=v2, ..."): every value is predicted by
 # matching the key just written against the context (the induction-style copy that lookup needs);
@@ -178,6 +178,13 @@ def make_dialog_dictionary(pool, rng, level):
                 turns=own_turn(it) + [(f"What is the value of {k}?", v) for k, v in asked])
 
 
+def make_dialog_inline(pool, rng, level):
+    """The dictionary dialog without chat turns: "Q? v. Q? v. ..." inside the user message, the key
+    two tokens before its value instead of about ten (a bridge between recite and the dialogs)."""
+    it = make_dialog_dictionary(pool, rng, level)
+    return dict(it, task="dialog_inline", inline=True)
+
+
 def make_dialog_list(pool, rng, level):
     it = pool.draw("list", rng, level)
     entries = _LIST_ENTRY.findall(it["context"])
@@ -218,7 +225,7 @@ def make_dialog_recognition(task):
 
 
 AUX = {"drill": make_drill, "repeat": make_repeat, "pair": make_pair, "lookup": make_lookup, "recite": make_recite,
-       "dialog_dictionary": make_dialog_dictionary, "dialog_list": make_dialog_list, "dialog_mixed": make_dialog_mixed,
+       "dialog_dictionary": make_dialog_dictionary, "dialog_inline": make_dialog_inline, "dialog_list": make_dialog_list, "dialog_mixed": make_dialog_mixed,
        "dialog_drm": make_dialog_recognition("drm"), "dialog_conjunction": make_dialog_recognition("conjunction")}
 
 
@@ -330,8 +337,12 @@ def encode_segments(tok, family, item):
     ids = tok.encode(c["bos"] + c["prefix"] + item["context"])
     is_answer = [False] * len(ids)
     for i, (query, answer) in enumerate(item["turns"]):
-        q = tok.encode((c["turn"] if i else "") + query + c["suffix"])
-        a = tok.encode(answer) + [end]
+        if item.get("inline"):
+            q = tok.encode((" " if i else "") + query + " ")
+            a = tok.encode(answer + ".") + ([end] if i + 1 == len(item["turns"]) else [])
+        else:
+            q = tok.encode((c["turn"] if i else "") + query + c["suffix"])
+            a = tok.encode(answer) + [end]
         ids += q + a
         is_answer += [False] * len(q) + [True] * len(a)
     return ids, is_answer
