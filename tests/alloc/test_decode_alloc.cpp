@@ -2,7 +2,8 @@
 // every golden model (the three families, dense and MoE, F32 and BF16 checkpoints) runs its
 // prompt, two warm-up steps (the first one grows the KV cache), then steps whose heap
 // allocations on any thread are counted: exactly one with the forward() that returns a fresh
-// logits tensor (that tensor), none with the forward() that writes into the caller's tensor.
+// logits tensor (that tensor), none with the forward() that writes into the caller's tensor;
+// none either for a warm step of two sequences at once.
 // Counting: this executable replaces the malloc family (forwarding to glibc's __libc_* entry
 // points), which also sees operator new; under ASan, which owns malloc, it installs the
 // sanitizer's allocation hook instead, so the ASan build keeps checking every block.
@@ -198,6 +199,17 @@ void check_decode_allocations(const fs::path& golden_dir, const fs::path& weight
         const long next = allocations_during([&] { m.forward(step, twin, logits); });
         CHECK_MESSAGE(next == 0, label << ": the next decode step made " << next << " allocations (expected 0)");
         CHECK(Workspace::local().depth() == 0);
+
+        // Two sequences at once: the same buffers, twice as long.
+        std::vector<std::int64_t> other(prompt.rbegin(), prompt.rend());
+        auto pair = m.prefill(TokenBatch(std::vector<std::vector<std::int64_t>>{prompt, other}));
+        TokenBatch steps2(std::vector<std::vector<std::int64_t>>{{decode[0]}, {decode[1]}});
+        for (std::size_t i = 0; i < 3; ++i) {
+            if (i == 2) REQUIRE(kv_has_room(pair));
+            const long n = allocations_during([&] { m.forward(steps2, pair, logits); });
+            if (i == 2) CHECK_MESSAGE(n == 0, label << ": a warm two-sequence step made " << n << " allocations");
+            std::swap(steps2.ids[0], steps2.ids[1]);
+        }
     });
 }
 
