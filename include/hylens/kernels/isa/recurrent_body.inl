@@ -38,35 +38,49 @@ HYLENS_ISA_FN vf vexp_fast(vf x) noexcept {
     return vmul(p, vshift_bits(t, 0x4B400000u - 127u));  // 2^n from t's bits
 }
 
+/// silu(y) = y / (1 + e^-y) lane by lane.
+HYLENS_ISA_FN vf vsilu(vf y) noexcept { return vdiv(y, vadd(vset(1.0f), vexp_fast(vneg(y)))); }
+
+/// One token's outputs of a conv1d block of nc channels: yr[c] = bias[c] + sum_k wT[k][c] row(k)[c]
+/// accumulated k = 0, 1, ... (a multiply, then an add), then silu; row(k) is tap k's input row.
+template <class Row>
+HYLENS_ISA_FN void conv_token(const float* wT, Row row, std::size_t K, std::size_t nc, const float* bias, float* yr,
+                              bool apply_silu) noexcept {
+    std::size_t c = 0;
+    for (; c + kW <= nc; c += kW) {
+        vf acc = bias ? vload(bias + c) : vset(0.0f);
+        for (std::size_t k = 0; k < K; ++k) acc = vadd(acc, vmul(vload(wT + k * nc + c), vload(row(k) + c)));
+        vstore(yr + c, apply_silu ? vsilu(acc) : acc);
+    }
+    if (c < nc) {  // the last channels: summed one by one, then one vector's silu (unused lanes 0)
+        float lane[kW] = {};
+        for (std::size_t i = 0; c + i < nc; ++i) {
+            float acc = bias ? bias[c + i] : 0.0f;
+            for (std::size_t k = 0; k < K; ++k) acc += wT[k * nc + c + i] * row(k)[c + i];
+            lane[i] = acc;
+        }
+        if (apply_silu) vstore(lane, vsilu(vload(lane)));
+        for (std::size_t i = 0; c + i < nc; ++i) yr[c + i] = lane[i];
+    }
+}
+
 /// One block of nc channels of causal_conv1d over T tokens (kernels/conv1d.hpp): wT and win are
 /// the block's weights and window, tap-major (K rows of nc); row s of the extended sequence is
-/// win + s*nc for s < K, else x + (s-K)*ldx + c0. y_t[c] = bias[c] + sum_k wT[k][c] u_{t+1+k}[c],
-/// accumulated k = 0, 1, ... (a multiply, then an add), then silu(y) = y / (1 + e^-y).
+/// win + s*nc for s < K, else x + (s-K)*ldx + c0.
 HYLENS_ISA_FN void conv_block(Tag, const float* wT, const float* win, const float* x, std::size_t ldx, std::size_t c0,
                               std::size_t T, std::size_t K, std::size_t nc, const float* bias, float* y,
                               std::size_t ldy, bool apply_silu) noexcept {
     auto ext = [&](std::size_t s) { return s < K ? win + s * nc : x + (s - K) * ldx + c0; };
+    const float* b = bias ? bias + c0 : nullptr;
+    constexpr std::size_t kMaxTaps = 16;  // the taps' rows of a token listed once, not looked up per vector
+    const float* rows[kMaxTaps];
     for (std::size_t t = 0; t < T; ++t) {
         float* yr = y + t * ldy + c0;
-        std::size_t c = 0;
-        for (; c + kW <= nc; c += kW) {
-            vf acc = bias ? vload(bias + c0 + c) : vset(0.0f);
-            for (std::size_t k = 0; k < K; ++k) acc = vadd(acc, vmul(vload(wT + k * nc + c), vload(ext(t + 1 + k) + c)));
-            if (apply_silu) acc = vdiv(acc, vadd(vset(1.0f), vexp_fast(vneg(acc))));
-            vstore(yr + c, acc);
-        }
-        if (c < nc) {  // the last channels: summed one by one, then one vector's silu (unused lanes 0)
-            float lane[kW] = {};
-            for (std::size_t i = 0; c + i < nc; ++i) {
-                float acc = bias ? bias[c0 + c + i] : 0.0f;
-                for (std::size_t k = 0; k < K; ++k) acc += wT[k * nc + c + i] * ext(t + 1 + k)[c + i];
-                lane[i] = acc;
-            }
-            if (apply_silu) {
-                const vf v = vload(lane);
-                vstore(lane, vdiv(v, vadd(vset(1.0f), vexp_fast(vneg(v)))));
-            }
-            for (std::size_t i = 0; c + i < nc; ++i) yr[c + i] = lane[i];
+        if (K <= kMaxTaps) {
+            for (std::size_t k = 0; k < K; ++k) rows[k] = ext(t + 1 + k);
+            conv_token(wT, [&](std::size_t k) { return rows[k]; }, K, nc, b, yr, apply_silu);
+        } else {
+            conv_token(wT, [&](std::size_t k) { return ext(t + 1 + k); }, K, nc, b, yr, apply_silu);
         }
     }
 }
