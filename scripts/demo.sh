@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The main job: the channel study (split-prefill and state swap) on the shipped Qwen3.5-layout
-# model organism (models/qwen35-tiny, a small trained model): every task it was trained on, all
+# The main job: the channel study (split-prefill and state swap) on the shipped Falcon-H1-layout
+# model organism (models/falcon-h1-tiny, a small trained model): every task it was trained on, all
 # eight conditions, items from evaluation seeds never used in training. Prints the table of
 # mean scores with 95 % bootstrap CIs and writes the figures.
-#   MODEL=models/falcon-h1-tiny ITEMS=50 bash scripts/demo.sh     # another organism, more items
+#   MODEL=models/qwen35-tiny ITEMS=50 bash scripts/demo.sh     # another organism, more items
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MODEL="${MODEL:-models/qwen35-tiny}"
+MODEL="${MODEL:-models/falcon-h1-tiny}"
 ITEMS="${ITEMS:-20}"
 OUT="${OUT:-results/demo-$(basename "$MODEL")}"
 TASKS="${TASKS:-dictionary,list,language:lexicon,persona,mixed:lexicon,drm,conjunction}"

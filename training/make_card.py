@@ -42,30 +42,33 @@ def read_log(path):
     phases were recorded is one phase)."""
     with open(path) as f:
         rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
-    offset, last = 0.0, {}
+    offset, prev = 0.0, None
     for r in rows:
         r.setdefault("phase", 0.0)
-        if r["phase"] not in last and last:
-            offset += max(last.values())
-        last[r["phase"]] = r["step"]
+        if prev is not None and r["phase"] != prev["phase"]:
+            offset = prev["total_step"]
         r["total_step"] = offset + r["step"]
+        prev = r
     return rows
 
 
 def plot_loss(rows, out, title):
     fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=100)
-    steps = [r["total_step"] for r in rows]
-    for a, b in zip(rows, rows[1:]):
-        if b["phase"] != a["phase"]:
-            ax.axvline(a["total_step"], color="gray", lw=0.8, ls=":")
-    ax.plot(steps, [r["loss_answer"] for r in rows], label="answer tokens (trained loss)")
-    ax.plot(steps, [r["loss_lm"] for r in rows], label="prompt tokens (LM loss, weight 0.1)", alpha=0.7)
+    phases = [[r for r in rows if r["phase"] == p] for p in sorted({r["phase"] for r in rows})]
+    for seg in phases[1:]:
+        ax.axvline(seg[0]["total_step"] - seg[0]["step"], color="gray", lw=0.8, ls=":")
+    ax2 = ax.twinx()
+    for i, seg in enumerate(phases):  # one line per phase: a new phase starts a new optimiser and mix
+        steps = [r["total_step"] for r in seg]
+        ax.plot(steps, [r["loss_answer"] for r in seg], color="tab:blue", label="answer tokens (trained loss)" if i == 0 else None)
+        ax.plot(steps, [r["loss_lm"] for r in seg], color="tab:orange", alpha=0.7,
+                label="prompt tokens (LM loss, weight 0.1)" if i == 0 else None)
+        ax2.plot(steps, [r["answer_acc"] for r in seg], color="tab:green", lw=1,
+                 label="answers fully right (teacher-forced)" if i == 0 else None)
     ax.set_yscale("log")
     ax.set_xlabel("step (all phases; dotted: a new phase)" if rows[-1]["phase"] else "step (batch 32)")
     ax.set_ylabel("cross-entropy (nats)")
     ax.grid(alpha=0.3)
-    ax2 = ax.twinx()
-    ax2.plot(steps, [r["answer_acc"] for r in rows], color="tab:green", label="answers fully right (teacher-forced)", lw=1)
     ax2.set_ylim(0, 1)
     ax2.set_ylabel("fraction of batch")
     h1, l1 = ax.get_legend_handles_labels()
