@@ -89,6 +89,28 @@ void BM_rowgroup(benchmark::State& state) {
     bench::report_bytes(state, static_cast<double>(kOut * kIn * sizeof(T)), /*single_thread=*/true);
 }
 
+// BM_call_rows: one thread, the dispatched level and row group, calls of R rows (arg) each, walking
+// the 8 matrices of weights<T>() call after call, so every call starts four new memory streams
+// on weights that come from memory: how much of the streaming rate a decode step's short
+// projections keep (a step reads ~100 matrices of 0.03-7 MB; the read floor of `hylens bench`
+// is one 256 MiB matrix).
+template <class T>
+void BM_call_rows(benchmark::State& state) {
+    const auto rows = static_cast<std::size_t>(state.range(0));
+    const std::size_t k = kernels::detail::matvec_row_group(kIn * sizeof(T)), total = kMats * kOut;
+    const T* w = weights<T>().data();
+    std::vector<float> x(kIn, 0.01f), y(rows);
+    std::size_t o = 0;
+    for (auto _ : state) {
+        if (o + rows > total) o = 0;
+        kernels::detail::matvec_rows(simd::detected(), x.data(), kIn, 1, w + o * kIn, kIn, 0, rows, y.data(), rows, 1.0f);
+        o += rows;
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.SetLabel(std::to_string(rows * kIn * sizeof(T) >> 10) + " KiB a call, k=" + std::to_string(k));
+    bench::report_bytes(state, static_cast<double>(rows * kIn * sizeof(T)), /*single_thread=*/true);
+}
+
 // BM_group: an MLP's gate and up projections ([3584, 1024] each, two of the 8 matrices in turn)
 // at M = 1 on the pool, as two linear() calls (two parallel regions) or one linear_group()
 // (one region over the rows of both); arg 1 = grouped.
@@ -134,8 +156,10 @@ void BM_sgemm_m1(benchmark::State& state) {  // the f32 decode path before kerne
 
 BENCHMARK(BM_matvec<float>)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_matvec<bf16>)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_rowgroup<float>)->Arg(1)->Arg(2)->Arg(0)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_rowgroup<bf16>)->Arg(1)->Arg(2)->Arg(0)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_rowgroup<float>)->Arg(1)->Arg(2)->Arg(8)->Arg(16)->Arg(0)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_rowgroup<bf16>)->Arg(1)->Arg(2)->Arg(16)->Arg(32)->Arg(0)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_call_rows<float>)->Arg(64)->Arg(256)->Arg(1024)->Arg(3584)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_call_rows<bf16>)->Arg(64)->Arg(256)->Arg(1024)->Arg(3584)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_group<float>)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_group<bf16>)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_sgemm_m1)->Unit(benchmark::kMicrosecond)->UseRealTime();

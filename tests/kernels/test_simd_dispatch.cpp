@@ -100,9 +100,15 @@ TEST_CASE("simd: dot, sum_squares, widen and linear (M <= 4) at every level agai
 TEST_CASE("simd: matvec rows give bitwise the same result for any split into thread blocks") {
     // What a pool of n threads does: cut [0, out) into n contiguous blocks, at any offset (not
     // only multiples of the four-row block or of the row group: with in = 301 the four-row
-    // kernel strides over groups of 16 rows). Every split must give the same bits.
+    // kernel strides over groups of 64 rows, two whole passes of 256 rows, then the 88 rows
+    // left as one pass of groups of 22). Every split must give the same bits.
     std::mt19937 rng(3);
-    const std::size_t out = 67, in = 301, M = 3;
+    const std::size_t out = 600, in = 301, M = 3;
+    for (std::size_t bytes : {in * sizeof(float), in * sizeof(bf16)}) {  // whole passes and a rest, both
+        const std::size_t pass = 4 * kernels::detail::matvec_row_group(bytes);
+        REQUIRE(out >= 2 * pass);
+        REQUIRE(out % pass >= 8);
+    }
     const auto wv = randn(out * in, rng), x = randn(M * in, rng);
     std::vector<bf16> wb(out * in);
     for (std::size_t i = 0; i < wv.size(); ++i) wb[i] = to_bf16(wv[i]);
@@ -122,7 +128,7 @@ TEST_CASE("simd: matvec rows give bitwise the same result for any split into thr
             };
             const auto one = run({});
             INFO("level " << std::string(simd::level_name(level)) << " bf16 " << bf);
-            for (const auto& cuts : {std::vector<std::size_t>{34}, {1, 2, 3}, {5, 22, 39, 61}, {33, 34}}) {
+            for (const auto& cuts : {std::vector<std::size_t>{300}, {1, 2, 3}, {5, 122, 259, 561}, {511, 512}, {597}}) {
                 const auto split = run(cuts);
                 CHECK(std::memcmp(one.data(), split.data(), one.size() * sizeof(float)) == 0);
             }

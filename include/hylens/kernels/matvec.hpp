@@ -42,19 +42,22 @@ HYLENS_ISA_OPS(Avx512Ops, avx512)
 
 // How many consecutive weight rows one pass of dot4 strides over (rows o, o+k, o+2k, o+3k; then
 // o+1, ...): k rows of a group lie end to end, so each of the four memory streams walks k rows
-// in sequence, about 32 KiB. The hardware prefetchers need a few cache lines to lock onto a
+// in sequence, about 128 KiB. The hardware prefetchers need a few cache lines to lock onto a
 // stream: with one short row per stream (a bf16 row of 1024 values is 2 KiB, 32 lines) the
 // streams end before they run at full rate. Measured on AMD Zen 4, one thread, weights from
 // memory (docs/performance.md), best of 30: bf16 [3584 x 1024] 10 GB/s with k = 1, 17-18 with
 // k = 2, 18-20 with k = 4 and 8, 22 with k = 16; f32 17-19 with k = 1, 19-21 with k = 2 and 4,
-// 23-25 with k = 8. The arithmetic per row does not depend on k.
+// 23-25 with k = 8; medians of 10 later: bf16 1.07x with k = 32 and 1.13x with k = 64 against
+// k = 16, f32 1.06x with k = 32 against k = 8. The arithmetic per row does not depend on k.
 inline std::size_t matvec_row_group(std::size_t row_bytes) noexcept {
-    return std::clamp<std::size_t>((std::size_t{32} << 10) / std::max<std::size_t>(row_bytes, 1), 1, 16);
+    return std::clamp<std::size_t>((std::size_t{128} << 10) / std::max<std::size_t>(row_bytes, 1), 1, 64);
 }
 
 // Rows [o0, o1) of W [*, in] times the M rows of x: y[m*ldy + o] = alpha * dot(x_m, W_o).
 // Four weight rows at a time (strided by the row group above), so each x vector load feeds four
-// rows; with M > 1 the four rows stay in L1 while the M inputs pass over them.
+// rows; with M > 1 the four rows stay in L1 while the M inputs pass over them. Rows left over
+// after the whole groups (fewer than 4k) are one pass of groups of (rows left) / 4, the last
+// 0-3 rows one at a time.
 // (k is a parameter for benchmarks/bench_matvec.cpp, which compares row groups.)
 template <class Ops, class T>
 inline void matvec_rows_at(const float* x, std::size_t ldx, std::size_t M, const T* W, std::size_t in,
@@ -68,11 +71,14 @@ inline void matvec_rows_at(const float* x, std::size_t ldx, std::size_t M, const
                 Ops::dot4(x + m * ldx, W + (o + p) * in, in, k * in, r);
                 for (std::size_t j = 0; j < 4; ++j) y[m * ldy + o + p + j * k] = alpha * r[j];
             }
-    for (; o + 4 <= o1; o += 4)
-        for (std::size_t m = 0; m < M; ++m) {
-            Ops::dot4(x + m * ldx, W + o * in, in, in, r);
-            for (int j = 0; j < 4; ++j) y[m * ldy + o + j] = alpha * r[j];
-        }
+    if (const std::size_t k2 = (o1 - o) / 4; k2 > 0) {  // the rest in one pass of groups of k2 < k rows
+        for (std::size_t p = 0; p < k2; ++p)
+            for (std::size_t m = 0; m < M; ++m) {
+                Ops::dot4(x + m * ldx, W + (o + p) * in, in, k2 * in, r);
+                for (std::size_t j = 0; j < 4; ++j) y[m * ldy + o + p + j * k2] = alpha * r[j];
+            }
+        o += 4 * k2;
+    }
     for (; o < o1; ++o)
         for (std::size_t m = 0; m < M; ++m) y[m * ldy + o] = alpha * Ops::dot(x + m * ldx, W + o * in, in);
 }
