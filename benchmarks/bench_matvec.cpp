@@ -157,7 +157,7 @@ void BM_sgemm_m1(benchmark::State& state) {  // the f32 decode path before kerne
 BENCHMARK(BM_matvec<float>)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_matvec<bf16>)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_rowgroup<float>)->Arg(1)->Arg(2)->Arg(8)->Arg(16)->Arg(0)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_rowgroup<bf16>)->Arg(1)->Arg(2)->Arg(16)->Arg(32)->Arg(0)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_rowgroup<bf16>)->Arg(1)->Arg(2)->Arg(16)->Arg(32)->Arg(0)->Arg(128)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_call_rows<float>)->Arg(64)->Arg(256)->Arg(1024)->Arg(3584)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_call_rows<bf16>)->Arg(64)->Arg(256)->Arg(1024)->Arg(3584)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_group<float>)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
