@@ -54,7 +54,7 @@ CHAT = {
 TASKS = ["dictionary", "list", "language", "persona", "mixed", "drm", "conjunction"]
 MIX = {"dictionary": 2.0, "list": 1.5, "mixed": 2.0, "drill": 1.5, "language": 0.7, "persona": 0.7, "drm": 1.0,
        "conjunction": 1.0, "repeat": 0.0, "pair": 0.0, "lookup": 0.0, "recite": 0.0, "dialog_dictionary": 0.0,
-       "dialog_inline": 0.0, "dialog_list": 0.0, "dialog_mixed": 0.0, "dialog_drm": 0.0, "dialog_conjunction": 0.0}
+       "dialog_inline": 0.0, "dialog_bridge": 0.0, "dialog_list": 0.0, "dialog_mixed": 0.0, "dialog_drm": 0.0, "dialog_conjunction": 0.0}
 # Auxiliary tasks of the second phase (weight 0 in the first), both built from dictionary items:
 # "repeat" asks for the whole dictionary back ("k1=v1, k2=v2, ..."): every value is predicted by
 # matching the key just written against the context (the induction-style copy that lookup needs);
@@ -185,6 +185,14 @@ def make_dialog_inline(pool, rng, level):
     return dict(it, task="dialog_inline", inline=True)
 
 
+def make_dialog_bridge(pool, rng, level):
+    """The inline dictionary dialog with the first k tokens of the chat suffix between each question
+    and its answer, k drawn per turn from 0 to all of them: every gap from inline to the full chat
+    form in one task, so the carry can be learned over short gaps first."""
+    it = make_dialog_inline(pool, rng, level)
+    return dict(it, task="dialog_bridge", gaps=[rng.random() for _ in it["turns"]])
+
+
 def make_dialog_list(pool, rng, level):
     it = pool.draw("list", rng, level)
     entries = _LIST_ENTRY.findall(it["context"])
@@ -225,7 +233,8 @@ def make_dialog_recognition(task):
 
 
 AUX = {"drill": make_drill, "repeat": make_repeat, "pair": make_pair, "lookup": make_lookup, "recite": make_recite,
-       "dialog_dictionary": make_dialog_dictionary, "dialog_inline": make_dialog_inline, "dialog_list": make_dialog_list, "dialog_mixed": make_dialog_mixed,
+       "dialog_dictionary": make_dialog_dictionary, "dialog_inline": make_dialog_inline,
+       "dialog_bridge": make_dialog_bridge, "dialog_list": make_dialog_list, "dialog_mixed": make_dialog_mixed,
        "dialog_drm": make_dialog_recognition("drm"), "dialog_conjunction": make_dialog_recognition("conjunction")}
 
 
@@ -338,7 +347,10 @@ def encode_segments(tok, family, item):
     is_answer = [False] * len(ids)
     for i, (query, answer) in enumerate(item["turns"]):
         if item.get("inline"):
-            q = tok.encode((" " if i else "") + query + " ")
+            q = tok.encode((" " if i else "") + query + ("" if "gaps" in item else " "))
+            if "gaps" in item:
+                suffix = tok.encode(c["suffix"])
+                q += suffix[:int(item["gaps"][i] * (len(suffix) + 1))]
             a = tok.encode(answer + ".") + ([end] if i + 1 == len(item["turns"]) else [])
         else:
             q = tok.encode((c["turn"] if i else "") + query + c["suffix"])
