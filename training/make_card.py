@@ -198,6 +198,8 @@ AUX_TEXT = {
     "repeat": "the whole dictionary back",
     "lookup": "the circuit studies' prompts with the assistant prefill `The value of q is **`",
     "dialog_dictionary": "six questions about one dictionary, each in a chat turn of its own",
+    "dialog_inline": "the dictionary dialog inside the user message, `What is the value of k? v. ...`",
+    "dialog_bridge": "the inline dialog with the first k tokens of the chat suffix between question and answer, k drawn per turn",
     "dialog_list": "six questions about one list", "dialog_mixed": "six questions about one mixed item",
     "dialog_drm": "six probes of one DRM list (after the item's own: half studied words, half another list's)",
     "dialog_conjunction": "six probes of one compound-word list, as dialog_drm",
