@@ -110,7 +110,6 @@ def main():
     log = [r for r in log if r["phase"] < log[-1]["phase"] or r["step"] <= int(meta["step"])]
     phases = tr.read_phases(args.model)
     plot_loss(log, os.path.join(args.model, "loss.png"), f"{name}: training loss")
-    last = log[-1]
     tail = log[-5:]
     summary = json.load(open(os.path.join(args.study, "summary.json")))
     run = json.load(open(os.path.join(args.study, "run.json")))

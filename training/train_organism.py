@@ -345,12 +345,11 @@ def encode_segments(tok, family, item):
     c, end = CHAT[family], tok.specials[CHAT[family]["end"]]
     ids = tok.encode(c["bos"] + c["prefix"] + item["context"])
     is_answer = [False] * len(ids)
+    suffix = tok.encode(c["suffix"]) if "gaps" in item else []
     for i, (query, answer) in enumerate(item["turns"]):
-        if item.get("inline"):
-            q = tok.encode((" " if i else "") + query + ("" if "gaps" in item else " "))
-            if "gaps" in item:
-                suffix = tok.encode(c["suffix"])
-                q += suffix[:int(item["gaps"][i] * (len(suffix) + 1))]
+        if item.get("inline"):  # the bridge's gap replaces the inline form's space before the answer
+            q = tok.encode((" " if i else "") + query + ("" if suffix else " "))
+            q += suffix[:int(item["gaps"][i] * (len(suffix) + 1))] if suffix else []
             a = tok.encode(answer + ".") + ([end] if i + 1 == len(item["turns"]) else [])
         else:
             q = tok.encode((c["turn"] if i else "") + query + c["suffix"])
