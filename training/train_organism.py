@@ -54,7 +54,8 @@ CHAT = {
 TASKS = ["dictionary", "list", "language", "persona", "mixed", "drm", "conjunction"]
 MIX = {"dictionary": 2.0, "list": 1.5, "mixed": 2.0, "drill": 1.5, "language": 0.7, "persona": 0.7, "drm": 1.0,
        "conjunction": 1.0, "repeat": 0.0, "pair": 0.0, "lookup": 0.0, "recite": 0.0, "dialog_dictionary": 0.0,
-       "dialog_inline": 0.0, "dialog_bridge": 0.0, "dialog_list": 0.0, "dialog_mixed": 0.0, "dialog_drm": 0.0, "dialog_conjunction": 0.0}
+       "dialog_inline": 0.0, "dialog_bridge": 0.0, "dialog_list": 0.0, "dialog_mixed": 0.0, "dialog_drm": 0.0, "dialog_conjunction": 0.0,
+       "check_drm": 0.0, "check_conjunction": 0.0}
 # Auxiliary tasks of the second phase (weight 0 in the first), both built from dictionary items:
 # "repeat" asks for the whole dictionary back ("k1=v1, k2=v2, ..."): every value is predicted by
 # matching the key just written against the context (the induction-style copy that lookup needs);
@@ -81,6 +82,16 @@ class Pool:
     def __init__(self, data_dir):
         self.items = {t: load_items(os.path.join(data_dir, f"{t}.jsonl")) for t in TASKS}
         self.ns = {t: [it["n"] for it in v] for t, v in self.items.items()}
+        self.by_lure = {}
+
+    def related(self, task, lure):
+        """The items of a task that share a lure (drm: the same theme; conjunction: the same
+        recombined compound), indexed on first use."""
+        if task not in self.by_lure:
+            self.by_lure[task] = {}
+            for it in self.items[task]:
+                self.by_lure[task].setdefault(it["fields"]["lure"], []).append(it)
+        return self.by_lure[task][lure]
 
     def draw(self, task, rng, level):
         ns = self.ns[task]
@@ -232,10 +243,36 @@ def make_dialog_recognition(task):
     return make
 
 
+def make_check(task):
+    """drm / conjunction in the dense form of "recite": the study's list, then twelve distinct probe words
+    each followed at once by its answer (" river no. lake yes. ..."), so that membership is a
+    one-hop match of the word just written against the list (no question to carry over a chat
+    suffix). The probes are six studied words and six absent ones: the item's own probe and lure,
+    then words of other lists of the same lure, the related but unstudied words a false memory is
+    made of."""
+    def make(pool, rng, level):
+        it = pool.draw(task, rng, level)
+        studied, fields = it["fields"]["list"], it["fields"]
+        related = pool.related(task, fields["lure"])
+        absent = [w for w in dict.fromkeys([fields["probe"], fields["lure"]]) if w not in studied]
+        for _ in range(20):  # distinct words only: a repeated probe could copy its earlier answer
+            if len(absent) >= 6:
+                break
+            absent += [w for w in rng.choice(related)["fields"]["list"] if w not in studied and w not in absent][:1]
+        probes = [(w, "yes") for w in rng.sample(studied, 6)] + [(w, "no") for w in absent[:6]]
+        rng.shuffle(probes)
+        # Inline turns (as dialog_inline): the probe words are prompt tokens, only "yes" / "no" are
+        # answer targets; " word" with its space, as it stands in the list.
+        return dict(task=f"check_{task}", context=it["context"], inline=True,
+                    turns=[((" " if i == 0 else "") + w, a) for i, (w, a) in enumerate(probes)])
+    return make
+
+
 AUX = {"drill": make_drill, "repeat": make_repeat, "pair": make_pair, "lookup": make_lookup, "recite": make_recite,
        "dialog_dictionary": make_dialog_dictionary, "dialog_inline": make_dialog_inline,
        "dialog_bridge": make_dialog_bridge, "dialog_list": make_dialog_list, "dialog_mixed": make_dialog_mixed,
-       "dialog_drm": make_dialog_recognition("drm"), "dialog_conjunction": make_dialog_recognition("conjunction")}
+       "dialog_drm": make_dialog_recognition("drm"), "dialog_conjunction": make_dialog_recognition("conjunction"),
+       "check_drm": make_check("drm"), "check_conjunction": make_check("conjunction")}
 
 
 def draw_item(pool, rng, level, mix=None):
@@ -316,13 +353,24 @@ def make_config(family, V, end_id, bos_id, H=64, L=4):
 
 # ---------------------------------------------------------------------------------------
 
-def build_tokenizer(family, seed, pool, vocab_size=1024):
+def recognition_words(pool):
+    """Every word the drm / conjunction generators study or probe (lists, probes, lures)."""
+    return sorted({w for t in ("drm", "conjunction") for it in pool.items[t]
+                   for w in it["fields"]["list"] + [it["fields"]["probe"], it["fields"]["lure"]]})
+
+
+def build_tokenizer(family, seed, pool, vocab_size=1024, whole_words=False):
+    """BPE on a sample of the training text. whole_words: the recognition words are added to the
+    sample often enough (after a space, as they stand in lists and questions) that BPE makes each
+    one token, so that whether a probe was studied is a match of one token, not of a spelling."""
     c = CHAT[family]
     rng = random.Random(f"tokenizer:{seed}")
     texts = [c["prefix"], c["suffix"]] * 4000  # the wrapper is in every prompt
     for _ in range(4000):
         it = draw_item(pool, rng, rng.random())
         texts += [it["context"], it["query"], it["expected"][0]]
+    if whole_words:
+        texts += [" " + w for w in recognition_words(pool)] * 400
     split = bpe.Tokenizer([], c["specials"])._split
     plain = [p for t in texts for p in split.split(t) if p and p not in c["specials"]]
     return bpe.Tokenizer(bpe.train(plain, vocab_size - 256 - len(c["specials"])), c["specials"])
@@ -515,7 +563,7 @@ def phase_entry(args, mix):
             "family": args.family, "seed": args.seed, "steps": args.steps, "stop_at": args.stop_at,
             "batch": args.batch, "lr": args.lr, "attn_lr_mult": args.attn_lr_mult, "warmup": args.warmup,
             "curriculum": args.curriculum, "lm_weight": args.lm_weight, "hidden": args.hidden, "layers": args.layers,
-            "stream": args.stream,
+            "stream": args.stream, **({"whole_words": True} if args.whole_words else {}),
             "mix": {k: v for k, v in (mix or MIX).items() if v > 0}, "steps_done": 0, "wall_s": 0}
 
 
@@ -581,6 +629,8 @@ def main():
     ap.add_argument("--stream", default="train",
                     help="name of the batch stream: batch s is drawn from random.Random(f'{stream}:{seed}:{s}')")
     here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--whole-words", action="store_true",
+                    help="a fresh run's tokenizer makes every drm / conjunction word one token (build_tokenizer)")
     ap.add_argument("--data", default=os.path.join(here, "..", "build-organisms", "items", "train"),
                     help="folder of <task>.jsonl training items (training/make_data.sh)")
     ap.add_argument("--eval-data", default=os.path.join(here, "..", "build-organisms", "items", "eval"),
@@ -611,7 +661,7 @@ def main():
         tok = bpe.Tokenizer.from_json(tok_file)
         print(f"tokenizer from {tok_file}", flush=True)
     else:
-        tok = build_tokenizer(args.family, args.seed, pool)
+        tok = build_tokenizer(args.family, args.seed, pool, whole_words=args.whole_words)
     end_id = tok.specials[CHAT[args.family]["end"]]
     bos_id = tok.specials.get("<|begin_of_text|>", end_id)
     cfg = make_config(args.family, len(tok), end_id, bos_id, args.hidden, args.layers)
