@@ -360,17 +360,19 @@ def recognition_words(pool):
 
 
 def build_tokenizer(family, seed, pool, vocab_size=1024, whole_words=False):
-    """BPE on a sample of the training text. whole_words: the recognition words are added to the
-    sample often enough (after a space, as they stand in lists and questions) that BPE makes each
-    one token, so that whether a probe was studied is a match of one token, not of a spelling."""
+    """BPE on a sample of the training text. whole_words: the recognition words and the circuit
+    study's lookup words are added to the sample often enough that BPE makes each one token, so
+    that whether a probe was studied, or which value a key maps to, is a match of one token, not
+    of a spelling."""
     c = CHAT[family]
     rng = random.Random(f"tokenizer:{seed}")
     texts = [c["prefix"], c["suffix"]] * 4000  # the wrapper is in every prompt
     for _ in range(4000):
         it = draw_item(pool, rng, rng.random())
         texts += [it["context"], it["query"], it["expected"][0]]
-    if whole_words:
-        texts += [" " + w for w in recognition_words(pool)] * 400
+    if whole_words:  # the circuit study's lookup words too (" red", "=red": both forms occur)
+        words = recognition_words(pool) + LOOKUP_KEYS + LOOKUP_VALUES
+        texts += ([" " + w for w in words] + LOOKUP_KEYS + LOOKUP_VALUES) * 400
     split = bpe.Tokenizer([], c["specials"])._split
     plain = [p for t in texts for p in split.split(t) if p and p not in c["specials"]]
     return bpe.Tokenizer(bpe.train(plain, vocab_size - 256 - len(c["specials"])), c["specials"])
@@ -630,7 +632,8 @@ def main():
                     help="name of the batch stream: batch s is drawn from random.Random(f'{stream}:{seed}:{s}')")
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--whole-words", action="store_true",
-                    help="a fresh run's tokenizer makes every drm / conjunction word one token (build_tokenizer)")
+                    help="a fresh run's tokenizer (1,536 entries instead of 1,024) makes every drm / "
+                         "conjunction word and every lookup key and value one token (build_tokenizer)")
     ap.add_argument("--data", default=os.path.join(here, "..", "build-organisms", "items", "train"),
                     help="folder of <task>.jsonl training items (training/make_data.sh)")
     ap.add_argument("--eval-data", default=os.path.join(here, "..", "build-organisms", "items", "eval"),
@@ -661,7 +664,7 @@ def main():
         tok = bpe.Tokenizer.from_json(tok_file)
         print(f"tokenizer from {tok_file}", flush=True)
     else:
-        tok = build_tokenizer(args.family, args.seed, pool, whole_words=args.whole_words)
+        tok = build_tokenizer(args.family, args.seed, pool, 1536 if args.whole_words else 1024, args.whole_words)
     end_id = tok.specials[CHAT[args.family]["end"]]
     bos_id = tok.specials.get("<|begin_of_text|>", end_id)
     cfg = make_config(args.family, len(tok), end_id, bos_id, args.hidden, args.layers)
