@@ -223,7 +223,8 @@ def phases_section(phases, log):
         if p.get("unrecorded"):
             L.append(f"| {i} | | {done} | | | | | | (not recorded) |")
             continue
-        cur = "pairs held at 3" if p["curriculum"] >= 10 else f"3 to 8 pairs over {p['curriculum']:.0%} of the steps"
+        cur = ("pairs held at 3" if p["curriculum"] >= 10 else "3 to 8 pairs from the first step" if p["curriculum"] < 0.005
+               else f"3 to 8 pairs over {p['curriculum']:.0%} of the steps")
         L.append(f"| {i} {p['out']} | {p['init_from'] or 'seed ' + str(p['seed'])} | {done} ({p['steps']}) | "
                  f"{p['wall_s'] / 60:.1f} | {p['batch']} | {p['lr']:g} ({p['attn_lr_mult']:g}) | {p['warmup']} | {cur} | "
                  + ", ".join(f"{k} {v:g}" for k, v in p["mix"].items()) + " |")
