@@ -133,7 +133,10 @@ def main():
     L.append("## Model\n")
     L.append(f"- Architecture: {fam_desc.format(types=', '.join(types), n=c['num_hidden_layers'])}.")
     L.append(f"- Hidden size {c['hidden_size']}, {c['num_hidden_layers']} layers, vocabulary {c['vocab_size']} "
-             f"(byte-level BPE trained on the training text, with the family's chat special tokens as added tokens), "
+             f"(byte-level BPE trained on the training text, "
+             + ("every drm / conjunction word and every lookup key and value one token (`--whole-words`), "
+                if any(p.get("whole_words") for p in phases) else "")
+             + f"with the family's chat special tokens as added tokens), "
              f"{n_params:,} parameters, float32 ({os.path.getsize(os.path.join(args.model, 'model.safetensors')) / 1e6:.2f} MB).")
     L.append(f"- Chat format: the family's (include/hylens/text/chat.hpp); an answer ends with `{tr.CHAT[family]['end']}`.")
     L.append("- Equality: hylens' logits on this checkpoint equal the float64 torch forward used for training "
@@ -197,6 +200,8 @@ AUX_TEXT = {
     "repeat": "the whole dictionary back",
     "lookup": "the circuit studies' prompts with the assistant prefill `The value of q is **`",
     "dialog_dictionary": "six questions about one dictionary, each in a chat turn of its own",
+    "check_drm": "a DRM list, then twelve distinct probe words each answered at once (` lake yes. river no. ...`)",
+    "check_conjunction": "as check_drm, on a compound-word list",
     "dialog_inline": "the dictionary dialog inside the user message, `What is the value of k? v. ...`",
     "dialog_bridge": "the inline dialog with the first k tokens of the chat suffix between question and answer, k drawn per turn",
     "dialog_list": "six questions about one list", "dialog_mixed": "six questions about one mixed item",
