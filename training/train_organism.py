@@ -247,23 +247,31 @@ def make_check(task):
     """drm / conjunction in the dense form of "recite": the study's list, then twelve distinct probe words
     each followed at once by its answer (" river no. lake yes. ..."), so that membership is a
     one-hop match of the word just written against the list (no question to carry over a chat
-    suffix). The probes are six studied words and six absent ones: the item's own probe and lure,
-    then words of other lists of the same lure, the related but unstudied words a false memory is
-    made of."""
+    suffix). The curriculum shortens the list: at level 0 three of its words are studied (the
+    rest become absent words of the same theme), at level 1 all. The probes are up to six studied
+    words and as many absent ones: the list's unstudied words, the item's own probe and lure, then
+    words of other lists of the same lure, the related but unstudied words a false memory is made
+    of."""
     def make(pool, rng, level):
         it = pool.draw(task, rng, level)
-        studied, fields = it["fields"]["list"], it["fields"]
+        full, fields = it["fields"]["list"], it["fields"]
+        # The curriculum: CURRICULUM_MIN studied words at level 0, the whole list at level 1; the
+        # list's other words are then absent words of the same theme.
+        k = CURRICULUM_MIN + round(level * (len(full) - CURRICULUM_MIN))
+        studied = rng.sample(full, k) if k < len(full) else full
         related = pool.related(task, fields["lure"])
-        absent = [w for w in dict.fromkeys([fields["probe"], fields["lure"]]) if w not in studied]
+        absent = [w for w in dict.fromkeys([fields["probe"], fields["lure"]] + full) if w not in studied]
         for _ in range(20):  # distinct words only: a repeated probe could copy its earlier answer
             if len(absent) >= 6:
                 break
             absent += [w for w in rng.choice(related)["fields"]["list"] if w not in studied and w not in absent][:1]
-        probes = [(w, "yes") for w in rng.sample(studied, 6)] + [(w, "no") for w in absent[:6]]
+        n = min(6, len(studied))
+        probes = [(w, "yes") for w in rng.sample(studied, n)] + [(w, "no") for w in rng.sample(absent, min(n, len(absent)))]
         rng.shuffle(probes)
+        context = it["context"] if studied is full else "Study these words: " + ", ".join(studied) + "."
         # Inline turns (as dialog_inline): the probe words are prompt tokens, only "yes" / "no" are
         # answer targets; " word" with its space, as it stands in the list.
-        return dict(task=f"check_{task}", context=it["context"], inline=True,
+        return dict(task=f"check_{task}", context=context, inline=True,
                     turns=[((" " if i == 0 else "") + w, a) for i, (w, a) in enumerate(probes)])
     return make
 
