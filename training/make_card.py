@@ -200,7 +200,7 @@ AUX_TEXT = {
     "repeat": "the whole dictionary back",
     "lookup": "the circuit studies' prompts with the assistant prefill `The value of q is **`",
     "dialog_dictionary": "six questions about one dictionary, each in a chat turn of its own",
-    "check_drm": "a DRM list, then twelve distinct probe words each answered at once (` lake yes. river no. ...`)",
+    "check_drm": "a DRM list (three of its words at first), then up to twelve distinct probe words each answered at once (` lake yes. river no. ...`)",
     "check_conjunction": "as check_drm, on a compound-word list",
     "dialog_inline": "the dictionary dialog inside the user message, `What is the value of k? v. ...`",
     "dialog_bridge": "the inline dialog with the first k tokens of the chat suffix between question and answer, k drawn per turn",

@@ -244,7 +244,7 @@ def make_dialog_recognition(task):
 
 
 def make_check(task):
-    """drm / conjunction in the dense form of "recite": the study's list, then twelve distinct probe words
+    """drm / conjunction in the dense form of "recite": the study's list, then up to twelve distinct probe words
     each followed at once by its answer (" river no. lake yes. ..."), so that membership is a
     one-hop match of the word just written against the list (no question to carry over a chat
     suffix). The curriculum shortens the list: at level 0 three of its words are studied (the
