@@ -207,6 +207,10 @@ AUX_TEXT = {
     "dialog_list": "six questions about one list", "dialog_mixed": "six questions about one mixed item",
     "dialog_drm": "six probes of one DRM list (after the item's own: half studied words, half another list's)",
     "dialog_conjunction": "six probes of one compound-word list, as dialog_drm",
+    "ask_drm": "six questions `Was the word w in the list?` on check_drm's probes (three studied, two absent of the same theme, one of another list), each in a chat turn",
+    "ask_conjunction": "as ask_drm, on a compound-word list",
+    "ask_bridge_drm": "ask_drm inline, with the first k tokens of the chat suffix between question and answer",
+    "ask_bridge_conjunction": "as ask_bridge_drm, on a compound-word list",
 }
 
 

@@ -1,25 +1,37 @@
 #!/bin/sh
-# Trains one organism from its seed in five phases, each an --init-from run of train_organism.py
-# on the previous phase's weights (docs/organisms.md, "From the seed"):
+# Trains one organism from its seed in phases, each an --init-from run of train_organism.py on the
+# previous phase's weights (docs/organisms.md, "From the seed"). The shipped organisms are the
+# first five (the default); the last three teach drm / conjunction membership (an experiment):
 #   recite   the key-value lookup in its dense form (k=v recited, pairs held at 3)
 #   full     every study task, with recite / pair / drill beside them (3 to 8 pairs)
 #   inline   dictionary questions answered inside the user message (key two tokens from the value)
 #   bridge   the first k tokens of the chat suffix between question and answer, k drawn per turn
 #   dialogs  six study questions per context in chat turns, beside every study task
+#   check    drm / conjunction membership in its dense form (" word yes. word no. ..."), lists
+#            held at 3 studied words, the rest absent words of the same theme
+#   ask      membership carried to the study's question form on the same hard probes: inline,
+#            the question's head and tail grown around the probe word, and in chat turns
+#   final    every task's dialogs with the membership questions, the lists at their full length
 # The tokenizer has every recognition word and every lookup key and value as one token
 # (--whole-words), and the circuit study's lookup prompts are in the mix from the full phase on.
-#   training/train_from_seed.sh FAMILY WORK_DIR     (FAMILY: qwen35, falcon_h1 or granite_h)
-# WORK_DIR/<phase>/ holds each phase's folder; WORK_DIR/dialogs is the organism (phases.json and
-# training_log.csv carry the whole history). Each phase resumes if its folder has a checkpoint.
+#   training/train_from_seed.sh FAMILY WORK_DIR [LAST]   (FAMILY: qwen35, falcon_h1 or granite_h)
+# WORK_DIR/<phase>/ holds each phase's folder, the organism is WORK_DIR/LAST (phases.json and
+# training_log.csv carry the whole history). Each phase resumes if its folder has a checkpoint;
+# a finished phase is skipped. The run stops after phase LAST (default dialogs; final runs all).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 family=$1
 work=$2
+last=${3:-dialogs}
+case "$last" in recite|full|inline|bridge|dialogs|check|ask|final) ;; *) echo "unknown phase '$last'" >&2; exit 2 ;; esac
 py=${PYTHON:-/usr/bin/python3}
 mkdir -p "$work"
 full="recite=2,pair=1.5,dictionary=2.5,drill=1,list=1,mixed=1.5,language=0.7,persona=0.7,drm=1,conjunction=1,lookup=1"
 dialogs="dialog_bridge=1,dialog_dictionary=3,dialog_list=2,dialog_mixed=1.5,dialog_drm=1.5,dialog_conjunction=1.5,\
 recite=0.5,dictionary=0.7,list=0.5,mixed=0.7,drm=0.5,conjunction=0.5,language=0.7,persona=0.7,lookup=1"
+ask="ask_bridge_drm=2.5,ask_bridge_conjunction=2.5,ask_drm=0.7,ask_conjunction=0.7,check_drm=0.5,check_conjunction=0.5,\
+dialog_dictionary=0.5,dialog_list=0.3,dialog_mixed=0.3,language=0.2,persona=0.2,recite=0.2"
+final="$dialogs,ask_drm=1.5,ask_conjunction=1.5,ask_bridge_drm=0.5,ask_bridge_conjunction=0.5,check_drm=0.3,check_conjunction=0.3"
 
 # phase NAME PARENT STEPS STOP_AT ARGS...: one phase, skipped if it has already ended.
 phase() {
@@ -39,13 +51,29 @@ phase() {
     nice "$py" "$here/train_organism.py" "$@"
     touch "$out/done"
 }
+# after NAME: the run ends here if NAME is its LAST phase.
+after() { if [ "$1" = "$last" ]; then exit 0; fi; }
 
 # Granite 4.0 H's Mamba-2 layers learn the recited lookup later (recited values at 3 pairs 0.56
 # after 1,000 steps from the seed, where Qwen3.5 and Falcon-H1 are at 0.97-0.99): twice the steps.
 recite_steps=1000
 if [ "$family" = granite_h ]; then recite_steps=2000; fi
 phase recite "" 3000 "$recite_steps" --mix recite=3,dictionary=1,language=0.3,persona=0.3 --curriculum 1000 --warmup 100
+after recite
 phase full recite 2000 2000 --mix "$full" --warmup 50
+after full
 phase inline full 1500 1000 --mix dialog_inline=3,recite=1 --batch 16 --curriculum 1000 --warmup 50
+after inline
 phase bridge inline 1500 250 --mix dialog_bridge=3,dialog_dictionary=1,dialog_inline=0.5 --batch 16 --curriculum 1000 --warmup 50
+after bridge
 phase dialogs bridge 1000 1000 --mix "$dialogs" --batch 16 --curriculum 0.3 --warmup 50
+after dialogs
+# Membership (drm / conjunction): the dense form first, with the lists held at 3 studied words
+# (Qwen3.5 from the dialogs phase: yes / no learned after about 3,000 steps, a sudden rise), then
+# the question form on the same hard probes, beside every task's dialogs.
+phase check dialogs 3500 3500 --mix check_drm=1,check_conjunction=1 --batch 16 --curriculum 1000 --warmup 50
+after check
+phase ask check 1500 1500 --mix "$ask" --batch 16 --curriculum 1000 --warmup 50
+after ask
+phase final ask 1000 1000 --mix "$final" --batch 16 --curriculum 0.3 --warmup 50
+after final

@@ -55,7 +55,8 @@ TASKS = ["dictionary", "list", "language", "persona", "mixed", "drm", "conjuncti
 MIX = {"dictionary": 2.0, "list": 1.5, "mixed": 2.0, "drill": 1.5, "language": 0.7, "persona": 0.7, "drm": 1.0,
        "conjunction": 1.0, "repeat": 0.0, "pair": 0.0, "lookup": 0.0, "recite": 0.0, "dialog_dictionary": 0.0,
        "dialog_inline": 0.0, "dialog_bridge": 0.0, "dialog_list": 0.0, "dialog_mixed": 0.0, "dialog_drm": 0.0, "dialog_conjunction": 0.0,
-       "check_drm": 0.0, "check_conjunction": 0.0}
+       "check_drm": 0.0, "check_conjunction": 0.0, "ask_drm": 0.0, "ask_conjunction": 0.0, "ask_bridge_drm": 0.0,
+       "ask_bridge_conjunction": 0.0}
 # Auxiliary tasks of the second phase (weight 0 in the first), both built from dictionary items:
 # "repeat" asks for the whole dictionary back ("k1=v1, k2=v2, ..."): every value is predicted by
 # matching the key just written against the context (the induction-style copy that lookup needs);
@@ -243,32 +244,37 @@ def make_dialog_recognition(task):
     return make
 
 
+def recognition_probes(pool, rng, level, task):
+    """A drm / conjunction item's studied list and probe words with their answers, as the membership
+    drills use them. The curriculum shortens the list: at level 0 three of its words are studied
+    (the rest become absent words of the same theme), at level 1 all. The probes are up to six
+    studied words and as many absent ones: the list's unstudied words, the item's own probe and
+    lure, then words of other lists of the same lure, the related but unstudied words a false
+    memory is made of. Returns (context, [(word, "yes" / "no")]) in a shuffled order."""
+    it = pool.draw(task, rng, level)
+    full, fields = it["fields"]["list"], it["fields"]
+    k = CURRICULUM_MIN + round(level * (len(full) - CURRICULUM_MIN))
+    studied = rng.sample(full, k) if k < len(full) else full
+    related = pool.related(task, fields["lure"])
+    absent = [w for w in dict.fromkeys([fields["probe"], fields["lure"]] + full) if w not in studied]
+    for _ in range(20):  # distinct words only: a repeated probe could copy its earlier answer
+        if len(absent) >= 6:
+            break
+        absent += [w for w in rng.choice(related)["fields"]["list"] if w not in studied and w not in absent][:1]
+    n = min(6, len(studied))
+    probes = [(w, "yes") for w in rng.sample(studied, n)] + [(w, "no") for w in rng.sample(absent, min(n, len(absent)))]
+    rng.shuffle(probes)
+    context = it["context"] if studied is full else "Study these words: " + ", ".join(studied) + "."
+    return context, probes
+
+
 def make_check(task):
-    """drm / conjunction in the dense form of "recite": the study's list, then up to twelve distinct probe words
-    each followed at once by its answer (" river no. lake yes. ..."), so that membership is a
-    one-hop match of the word just written against the list (no question to carry over a chat
-    suffix). The curriculum shortens the list: at level 0 three of its words are studied (the
-    rest become absent words of the same theme), at level 1 all. The probes are up to six studied
-    words and as many absent ones: the list's unstudied words, the item's own probe and lure, then
-    words of other lists of the same lure, the related but unstudied words a false memory is made
-    of."""
+    """drm / conjunction in the dense form of "recite": the study's list (recognition_probes), then
+    up to twelve distinct probe words each followed at once by its answer (" river no. lake yes.
+    ..."), so that membership is a one-hop match of the word just written against the list (no
+    question to carry over a chat suffix)."""
     def make(pool, rng, level):
-        it = pool.draw(task, rng, level)
-        full, fields = it["fields"]["list"], it["fields"]
-        # The curriculum: CURRICULUM_MIN studied words at level 0, the whole list at level 1; the
-        # list's other words are then absent words of the same theme.
-        k = CURRICULUM_MIN + round(level * (len(full) - CURRICULUM_MIN))
-        studied = rng.sample(full, k) if k < len(full) else full
-        related = pool.related(task, fields["lure"])
-        absent = [w for w in dict.fromkeys([fields["probe"], fields["lure"]] + full) if w not in studied]
-        for _ in range(20):  # distinct words only: a repeated probe could copy its earlier answer
-            if len(absent) >= 6:
-                break
-            absent += [w for w in rng.choice(related)["fields"]["list"] if w not in studied and w not in absent][:1]
-        n = min(6, len(studied))
-        probes = [(w, "yes") for w in rng.sample(studied, n)] + [(w, "no") for w in rng.sample(absent, min(n, len(absent)))]
-        rng.shuffle(probes)
-        context = it["context"] if studied is full else "Study these words: " + ", ".join(studied) + "."
+        context, probes = recognition_probes(pool, rng, level, task)
         # Inline turns (as dialog_inline): the probe words are prompt tokens, only "yes" / "no" are
         # answer targets; " word" with its space, as it stands in the list.
         return dict(task=f"check_{task}", context=context, inline=True,
@@ -276,11 +282,45 @@ def make_check(task):
     return make
 
 
+ASK_HEAD = ["Was", "the", "word"]  # the study's recognition question: head, word, tail
+ASK_TAIL = " in the list? Answer yes or no."
+
+
+def make_ask(task, bridge=False):
+    """drm / conjunction in the study's question form, "Was the word W in the list? Answer yes or
+    no.", asked of the membership drills' probes (recognition_probes: the curriculum's short lists,
+    absent words of the same theme) rather than of words from unrelated lists, so that a gist of
+    the list's theme cannot answer them: DIALOG_TURNS questions, half "yes", one "no" about a word
+    of an unrelated list. In chat turns, or (bridge) inline: the last j words of the question's head
+    "Was the word", the probe word, the first k tokens of the question's tail and the chat suffix,
+    j and k growing together with a fraction drawn per turn; at j = k = 0 the turn is check_drm's (" river no."), at their full
+    values the question as the study asks it, as dialog_bridge carries lookup from the dense form
+    to the chat."""
+    def make(pool, rng, level):
+        context, probes = recognition_probes(pool, rng, level, task)
+        half = DIALOG_TURNS // 2  # as many "yes" as "no"
+        other = [w for w in pool.draw(task, rng, level)["fields"]["list"] if f" {w}," not in f" {context[:-1]},"]
+        probes = ([p for p in probes if p[1] == "yes"][:half]
+                  + [p for p in probes if p[1] == "no"][:half - 1] + ([(rng.choice(other), "no")] if other else []))
+        rng.shuffle(probes)
+        if bridge:  # the question's head is cut to its last j words; the gap runs over its tail and the chat suffix
+            gaps = [rng.random() for _ in probes]
+            heads = [round(g * len(ASK_HEAD)) for g in gaps]
+            turns = [(" ".join(ASK_HEAD[len(ASK_HEAD) - j:] + [w]), a) for (w, a), j in zip(probes, heads)]
+            if heads[0] == 0:  # the probe word with its space, as check_drm writes it
+                turns[0] = (" " + turns[0][0], turns[0][1])
+            return dict(task=f"ask_bridge_{task}", context=context, inline=True, tail=ASK_TAIL, turns=turns, gaps=gaps)
+        return dict(task=f"ask_{task}", context=context, turns=[(f"Was the word {w}{ASK_TAIL}", a) for w, a in probes])
+    return make
+
+
 AUX = {"drill": make_drill, "repeat": make_repeat, "pair": make_pair, "lookup": make_lookup, "recite": make_recite,
        "dialog_dictionary": make_dialog_dictionary, "dialog_inline": make_dialog_inline,
        "dialog_bridge": make_dialog_bridge, "dialog_list": make_dialog_list, "dialog_mixed": make_dialog_mixed,
        "dialog_drm": make_dialog_recognition("drm"), "dialog_conjunction": make_dialog_recognition("conjunction"),
-       "check_drm": make_check("drm"), "check_conjunction": make_check("conjunction")}
+       "check_drm": make_check("drm"), "check_conjunction": make_check("conjunction"),
+       "ask_drm": make_ask("drm"), "ask_conjunction": make_ask("conjunction"),
+       "ask_bridge_drm": make_ask("drm", bridge=True), "ask_bridge_conjunction": make_ask("conjunction", bridge=True)}
 
 
 def draw_item(pool, rng, level, mix=None):
@@ -403,11 +443,14 @@ def encode_segments(tok, family, item):
     c, end = CHAT[family], tok.specials[CHAT[family]["end"]]
     ids = tok.encode(c["bos"] + c["prefix"] + item["context"])
     is_answer = [False] * len(ids)
-    suffix = tok.encode(c["suffix"]) if "gaps" in item else []
+    # The bridges' gap: the first k tokens of the question's tail (ask_bridge) and the chat suffix.
+    suffix = tok.encode(item.get("tail", "")) + tok.encode(c["suffix"]) if "gaps" in item else []
     for i, (query, answer) in enumerate(item["turns"]):
         if item.get("inline"):  # the bridge's gap replaces the inline form's space before the answer
             q = tok.encode((" " if i else "") + query + ("" if suffix else " "))
-            q += suffix[:int(item["gaps"][i] * (len(suffix) + 1))] if suffix else []
+            k = int(item["gaps"][i] * (len(suffix) + 1)) if suffix else 0
+            # ask_bridge at k = 0 is check_drm's turn, the answer after a space
+            q += suffix[:k] if k or "tail" not in item else tok.encode(" ")
             a = tok.encode(answer + ".") + ([end] if i + 1 == len(item["turns"]) else [])
         else:
             q = tok.encode((c["turn"] if i else "") + query + c["suffix"])
