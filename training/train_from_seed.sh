@@ -1,12 +1,13 @@
 #!/bin/sh
 # Trains one organism from its seed in phases, each an --init-from run of train_organism.py on the
 # previous phase's weights (docs/organisms.md, "From the seed"). The shipped organisms are the
-# first five (the default); the last three teach drm / conjunction membership (an experiment):
+# first five (the default; Granite 4.0 H six); the last three teach drm / conjunction membership:
 #   recite   the key-value lookup in its dense form (k=v recited, pairs held at 3)
 #   full     every study task, with recite / pair / drill beside them (3 to 8 pairs)
 #   inline   dictionary questions answered inside the user message (key two tokens from the value)
 #   bridge   the first k tokens of the chat suffix between question and answer, k drawn per turn
 #   dialogs  six study questions per context in chat turns, beside every study task
+#   listmix  (Granite 4.0 H only) the list and mixed dialogs weighted up
 #   check    drm / conjunction membership in its dense form (" word yes. word no. ..."), lists
 #            held at 3 studied words, the rest absent words of the same theme
 #   ask      membership carried to the study's question form on the same hard probes: inline,
@@ -17,13 +18,16 @@
 #   training/train_from_seed.sh FAMILY WORK_DIR [LAST]   (FAMILY: qwen35, falcon_h1 or granite_h)
 # WORK_DIR/<phase>/ holds each phase's folder, the organism is WORK_DIR/LAST (phases.json and
 # training_log.csv carry the whole history). Each phase resumes if its folder has a checkpoint;
-# a finished phase is skipped. The run stops after phase LAST (default dialogs; final runs all).
+# a finished phase is skipped. The run stops after phase LAST (default dialogs, Granite 4.0 H
+# listmix: the shipped organisms; final runs all).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 family=$1
 work=$2
-last=${3:-dialogs}
-case "$last" in recite|full|inline|bridge|dialogs|check|ask|final) ;; *) echo "unknown phase '$last'" >&2; exit 2 ;; esac
+base=dialogs
+if [ "$family" = granite_h ]; then base=listmix; fi
+last=${3:-$base}
+case "$last" in recite|full|inline|bridge|dialogs|listmix|check|ask|final) ;; *) echo "unknown phase '$last'" >&2; exit 2 ;; esac
 py=${PYTHON:-/usr/bin/python3}
 mkdir -p "$work"
 full="recite=2,pair=1.5,dictionary=2.5,drill=1,list=1,mixed=1.5,language=0.7,persona=0.7,drm=1,conjunction=1,lookup=1"
@@ -31,6 +35,8 @@ dialogs="dialog_bridge=1,dialog_dictionary=3,dialog_list=2,dialog_mixed=1.5,dial
 recite=0.5,dictionary=0.7,list=0.5,mixed=0.7,drm=0.5,conjunction=0.5,language=0.7,persona=0.7,lookup=1"
 ask="ask_bridge_drm=2.5,ask_bridge_conjunction=2.5,ask_drm=0.7,ask_conjunction=0.7,check_drm=0.5,check_conjunction=0.5,\
 dialog_dictionary=0.5,dialog_list=0.3,dialog_mixed=0.3,language=0.2,persona=0.2,recite=0.2"
+listmix="dialog_list=3,dialog_mixed=3,list=1,mixed=1.5,dialog_dictionary=1,dictionary=0.5,language=0.3,persona=0.3,\
+drm=0.3,conjunction=0.3,dialog_drm=0.3,dialog_conjunction=0.3,recite=0.3,lookup=0.3"
 final="$dialogs,ask_drm=1.5,ask_conjunction=1.5,ask_bridge_drm=0.5,ask_bridge_conjunction=0.5,check_drm=0.3,check_conjunction=0.3"
 
 # phase NAME PARENT STEPS STOP_AT ARGS...: one phase, skipped if it has already ended.
@@ -68,12 +74,18 @@ phase bridge inline 1500 250 --mix dialog_bridge=3,dialog_dictionary=1,dialog_in
 after bridge
 phase dialogs bridge 1000 1000 --mix "$dialogs" --batch 16 --curriculum 0.3 --warmup 50
 after dialogs
+# Granite 4.0 H leaves the dialogs phase with list 0.02 and mixed 0.03 (dictionary, language and
+# persona 0.97-1.00); weighted up, both are learned within 750 steps.
+if [ "$base" = listmix ]; then
+    phase listmix dialogs 1500 1000 --mix "$listmix" --batch 16 --curriculum 0.3 --warmup 50
+    after listmix
+fi
 # Membership (drm / conjunction): the dense form first, with the lists held at 3 studied words
 # (Qwen3.5 from the dialogs phase: yes / no learned after about 3,000 steps, a sudden rise), then
 # the question form on the same hard probes, beside every task's dialogs.
-phase check dialogs 3500 3500 --mix check_drm=1,check_conjunction=1 --batch 16 --curriculum 1000 --warmup 50
+phase check "$base" 3500 3500 --mix check_drm=1,check_conjunction=1 --batch 16 --curriculum 1000 --warmup 50
 after check
-phase ask check 1500 1500 --mix "$ask" --batch 16 --curriculum 1000 --warmup 50
+phase ask check 1500 500 --mix "$ask" --batch 16 --curriculum 1000 --warmup 50
 after ask
 phase final ask 1000 1000 --mix "$final" --batch 16 --curriculum 0.3 --warmup 50
 after final
