@@ -22,13 +22,17 @@ import re
 import sys
 import time
 
-import torch
-import torch.nn.functional as F
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bpe  # noqa: E402
-import families  # noqa: E402
-import st_io  # noqa: E402
+
+try:
+    import torch
+    import torch.nn.functional as F
+
+    import families  # noqa: E402
+    import st_io  # noqa: E402
+except ImportError:  # the tasks and their rendering need no torch (tests/python/test_training_tasks.py)
+    torch = F = families = st_io = None
 
 # ---------------------------------------------------------------------------------------
 # Chat formats: the strings of include/hylens/text/chat.hpp (bos, prefix, suffix), the token
@@ -291,7 +295,7 @@ def make_ask(task, bridge=False):
     no.", asked of the membership drills' probes (recognition_probes: the curriculum's short lists,
     absent words of the same theme) rather than of words from unrelated lists, so that a gist of
     the list's theme cannot answer them: DIALOG_TURNS questions, half "yes", one "no" about a word
-    of an unrelated list. In chat turns, or (bridge) inline: the last j words of the question's head
+    of another list drawn at random (none, so one question fewer, when that draw is this list). In chat turns, or (bridge) inline: the last j words of the question's head
     "Was the word", the probe word, the first k tokens of the question's tail and the chat suffix,
     j and k growing together with a fraction drawn per turn; at j = k = 0 the turn is check_drm's (" river no."), at their full
     values the question as the study asks it, as dialog_bridge carries lookup from the dense form
@@ -525,17 +529,17 @@ def param_groups(model, lr, attn_lr_mult):
             {"params": other_nodecay, "lr": lr, "base": lr, "weight_decay": 0.0}]
 
 
-@torch.no_grad()
 def greedy(model, tok, family, item, max_new=24):
     ctx, qry = segments(family, item)
     ids = tok.encode(ctx) + tok.encode(qry)
     stops = {tok.specials[s] for s in CHAT[family]["specials"] if s in ("<|im_end|>", "<|end_of_text|>", "<|endoftext|>")}
     out = []
-    for _ in range(max_new):
-        nxt = int(model(torch.tensor([ids + out]))[0, -1].argmax())
-        if nxt in stops:
-            break
-        out.append(nxt)
+    with torch.no_grad():
+        for _ in range(max_new):
+            nxt = int(model(torch.tensor([ids + out]))[0, -1].argmax())
+            if nxt in stops:
+                break
+            out.append(nxt)
     return tok.decode(out)
 
 
