@@ -209,7 +209,7 @@ AUX_TEXT = {
     "dialog_conjunction": "six probes of one compound-word list, as dialog_drm",
     "ask_drm": "six questions `Was the word w in the list?` on check_drm's probes (three studied, two absent of the same theme, one of another list), each in a chat turn",
     "ask_conjunction": "as ask_drm, on a compound-word list",
-    "ask_bridge_drm": "ask_drm inline, with the first k tokens of the chat suffix between question and answer",
+    "ask_bridge_drm": "ask_drm inline, the question grown around the probe word by a fraction drawn per turn (the last words of `Was the word`, the first tokens of its tail and the chat suffix), from check_drm's turn to the whole question",
     "ask_bridge_conjunction": "as ask_bridge_drm, on a compound-word list",
 }
 
@@ -234,6 +234,8 @@ def phases_section(phases, log):
             continue
         cur = ("pairs held at 3" if p["curriculum"] >= 10 else "3 to 8 pairs from the first step" if p["curriculum"] < 0.005
                else f"3 to 8 pairs over {p['curriculum']:.0%} of the steps")
+        if any(k.startswith(("check_", "ask_")) for k, v in p["mix"].items() if v):  # the membership drills' lists
+            cur += " (membership lists: 3 studied words" + (")" if p["curriculum"] >= 10 else " to all)")
         L.append(f"| {i} {p['out']} | {p['init_from'] or 'seed ' + str(p['seed'])} | {done} ({p['steps']}) | "
                  f"{p['wall_s'] / 60:.1f} | {p['batch']} | {p['lr']:g} ({p['attn_lr_mult']:g}) | {p['warmup']} | {cur} | "
                  + ", ".join(f"{k} {v:g}" for k, v in p["mix"].items()) + " |")

@@ -27,7 +27,7 @@ work=$2
 base=dialogs
 if [ "$family" = granite_h ]; then base=listmix; fi
 last=${3:-$base}
-case "$last" in recite|full|inline|bridge|dialogs|listmix|check|ask|final) ;; *) echo "unknown phase '$last'" >&2; exit 2 ;; esac
+case "$last" in recite|full|inline|bridge|dialogs|$base|check|ask|final) ;; *) echo "unknown phase '$last' for $family" >&2; exit 2 ;; esac
 py=${PYTHON:-/usr/bin/python3}
 mkdir -p "$work"
 full="recite=2,pair=1.5,dictionary=2.5,drill=1,list=1,mixed=1.5,language=0.7,persona=0.7,drm=1,conjunction=1,lookup=1"

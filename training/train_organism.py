@@ -254,7 +254,7 @@ def recognition_probes(pool, rng, level, task):
     (the rest become absent words of the same theme), at level 1 all. The probes are up to six
     studied words and as many absent ones: the list's unstudied words, the item's own probe and
     lure, then words of other lists of the same lure, the related but unstudied words a false
-    memory is made of. Returns (context, [(word, "yes" / "no")]) in a shuffled order."""
+    memory is made of. Returns (context, studied words, [(word, "yes" / "no")] in a shuffled order)."""
     it = pool.draw(task, rng, level)
     full, fields = it["fields"]["list"], it["fields"]
     k = CURRICULUM_MIN + round(level * (len(full) - CURRICULUM_MIN))
@@ -269,7 +269,7 @@ def recognition_probes(pool, rng, level, task):
     probes = [(w, "yes") for w in rng.sample(studied, n)] + [(w, "no") for w in rng.sample(absent, min(n, len(absent)))]
     rng.shuffle(probes)
     context = it["context"] if studied is full else "Study these words: " + ", ".join(studied) + "."
-    return context, probes
+    return context, studied, probes
 
 
 def make_check(task):
@@ -278,7 +278,7 @@ def make_check(task):
     ..."), so that membership is a one-hop match of the word just written against the list (no
     question to carry over a chat suffix)."""
     def make(pool, rng, level):
-        context, probes = recognition_probes(pool, rng, level, task)
+        context, _, probes = recognition_probes(pool, rng, level, task)
         # Inline turns (as dialog_inline): the probe words are prompt tokens, only "yes" / "no" are
         # answer targets; " word" with its space, as it stands in the list.
         return dict(task=f"check_{task}", context=context, inline=True,
@@ -295,15 +295,16 @@ def make_ask(task, bridge=False):
     no.", asked of the membership drills' probes (recognition_probes: the curriculum's short lists,
     absent words of the same theme) rather than of words from unrelated lists, so that a gist of
     the list's theme cannot answer them: DIALOG_TURNS questions, half "yes", one "no" about a word
-    of another list drawn at random (none, so one question fewer, when that draw is this list). In chat turns, or (bridge) inline: the last j words of the question's head
-    "Was the word", the probe word, the first k tokens of the question's tail and the chat suffix,
-    j and k growing together with a fraction drawn per turn; at j = k = 0 the turn is check_drm's (" river no."), at their full
-    values the question as the study asks it, as dialog_bridge carries lookup from the dense form
-    to the chat."""
+    of another list drawn at random (none, so one question fewer, when that draw is this list).
+    In chat turns, or (bridge) inline: the last j words of the question's head "Was the word",
+    the probe word, the first k tokens of the question's tail and the chat suffix, j and k growing
+    together with a fraction drawn per turn; at j = k = 0 the turn is check_drm's (" river no."),
+    at their full values the question as the study asks it, as dialog_bridge carries lookup from
+    the dense form to the chat."""
     def make(pool, rng, level):
-        context, probes = recognition_probes(pool, rng, level, task)
+        context, studied, probes = recognition_probes(pool, rng, level, task)
         half = DIALOG_TURNS // 2  # as many "yes" as "no"
-        other = [w for w in pool.draw(task, rng, level)["fields"]["list"] if f" {w}," not in f" {context[:-1]},"]
+        other = [w for w in pool.draw(task, rng, level)["fields"]["list"] if w not in studied]
         probes = ([p for p in probes if p[1] == "yes"][:half]
                   + [p for p in probes if p[1] == "no"][:half - 1] + ([(rng.choice(other), "no")] if other else []))
         rng.shuffle(probes)
@@ -453,7 +454,8 @@ def encode_segments(tok, family, item):
         if item.get("inline"):  # the bridge's gap replaces the inline form's space before the answer
             q = tok.encode((" " if i else "") + query + ("" if suffix else " "))
             k = int(item["gaps"][i] * (len(suffix) + 1)) if suffix else 0
-            # ask_bridge at k = 0 is check_drm's turn, the answer after a space
+            # ask_bridge at k = 0 is check_drm's turn, the answer after a space; dialog_bridge at
+            # k = 0 keeps no space (as the shipped organisms' recorded batches were drawn)
             q += suffix[:k] if k or "tail" not in item else tok.encode(" ")
             a = tok.encode(answer + ".") + ([end] if i + 1 == len(item["turns"]) else [])
         else:

@@ -98,6 +98,10 @@ def test_ask_bridge_spans_the_drill_and_the_question(pool, tok, task):
     for _ in range(50):
         item = T.AUX[f"ask_bridge_{task}"](pool, rng, 0.0)
         assert item["inline"] and len(item["gaps"]) == len(item["turns"])
+        for (query, _), gap in zip(item["turns"], item["gaps"]):  # the head grows with the gap
+            head = query.split()[:-1]
+            assert head == T.ASK_HEAD[len(T.ASK_HEAD) - len(head):]
+            assert len(head) == round(gap * len(T.ASK_HEAD))
         words = [q.split()[-1] for q, _ in item["turns"]]
         # At the shortest gap every turn is the drill's: " word yes." after the previous answer.
         short = dict(item, gaps=[0.0] * len(words),
