@@ -65,7 +65,7 @@ void BM_matvec(benchmark::State& state) {
 template <class T>
 void rows_at_level(std::size_t k, const float* x, const T* W, float* y) {
     using namespace kernels::detail;
-    switch (simd::detected()) {
+    switch (simd::f32_level(simd::detected())) {
 #if HYLENS_SIMD_X86
         case simd::Level::avx512: return matvec_rows_at<Avx512Ops>(x, kIn, 1, W, kIn, 0, kOut, y, kOut, 1.0f, k);
         case simd::Level::avx2: return matvec_rows_at<Avx2Ops>(x, kIn, 1, W, kIn, 0, kOut, y, kOut, 1.0f, k);

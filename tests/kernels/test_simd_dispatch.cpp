@@ -46,7 +46,9 @@ TEST_CASE("simd: every supported level is listed, the detected one last, and can
     CHECK(simd::parse_level("avx2") == simd::Level::avx2);
     CHECK(simd::parse_level("native") == simd::detected());
     CHECK_THROWS_AS(simd::parse_level("sse9"), UnsupportedError);
-    if (simd::detected() != simd::Level::avx512) CHECK_THROWS_AS(simd::force(simd::Level::avx512), UnsupportedError);
+    CHECK(simd::parse_level("avx512bf16") == simd::Level::avx512bf16);
+    for (auto l : {simd::Level::avx2, simd::Level::avx512, simd::Level::avx512bf16})
+        if (static_cast<int>(simd::detected()) < static_cast<int>(l)) CHECK_THROWS_AS(simd::force(l), UnsupportedError);
 }
 
 TEST_CASE("simd: dot, sum_squares, widen and linear (M <= 4) at every level against the reference") {

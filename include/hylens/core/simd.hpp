@@ -14,7 +14,11 @@
 //   baseline  SSE2 on x86-64, NEON on aarch64 (GCC vector extensions), plain C++ elsewhere
 //   avx2      AVX2 + FMA (x86-64-v3)
 //   avx512    AVX-512 F/BW/VL/DQ (x86-64-v4)
-// Forcing (tests, benchmarks): the environment variable HYLENS_SIMD=baseline|avx2|avx512|native
+//   avx512bf16  avx512 plus AVX512_BF16 (Cooper Lake, Sapphire Rapids, Zen 4): the same kernels
+//             as avx512, and the bf16 dot-product instructions for products whose activations
+//             are rounded to bf16 (core/precision.hpp); every kernel without such a product
+//             runs its avx512 code
+// Forcing (tests, benchmarks): the environment variable HYLENS_SIMD=baseline|avx2|avx512|avx512bf16|native
 // read at first use, or simd::force(level) / simd::unforce() at any time. Forcing a level the
 // CPU does not have is an UnsupportedError.
 
@@ -29,6 +33,7 @@
 #define HYLENS_SIMD_X86 1
 #define HYLENS_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define HYLENS_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
+#define HYLENS_TARGET_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma")))
 #else
 #define HYLENS_SIMD_X86 0
 #endif
@@ -41,12 +46,13 @@
 
 namespace hylens::simd {
 
-enum class Level : int { baseline = 0, avx2 = 1, avx512 = 2 };
+enum class Level : int { baseline = 0, avx2 = 1, avx512 = 2, avx512bf16 = 3 };
 
 inline const char* level_name(Level l) noexcept {
     switch (l) {
         case Level::avx2: return "avx2";
         case Level::avx512: return "avx512";
+        case Level::avx512bf16: return "avx512bf16";
         default: return "baseline";
     }
 }
@@ -59,7 +65,7 @@ inline Level detected() noexcept {
         __builtin_cpu_init();
         if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-            return Level::avx512;
+            return __builtin_cpu_supports("avx512bf16") ? Level::avx512bf16 : Level::avx512;
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Level::avx2;
 #endif
         return Level::baseline;
@@ -74,14 +80,15 @@ inline std::vector<Level> supported_levels() {
     return v;
 }
 
-/// Parses a level name ("baseline", "avx2", "avx512"; "native" = detected()).
+/// Parses a level name ("baseline", "avx2", "avx512", "avx512bf16"; "native" = detected()).
 inline Level parse_level(const std::string& s) {
     if (s == "native") return detected();
     if (s == "baseline") return Level::baseline;
     if (s == "avx2") return Level::avx2;
     if (s == "avx512") return Level::avx512;
+    if (s == "avx512bf16") return Level::avx512bf16;
     fail<UnsupportedError>("[simd] unknown instruction-set level '", s,
-                           "' (expected baseline, avx2, avx512 or native)");
+                           "' (expected baseline, avx2, avx512, avx512bf16 or native)");
 }
 
 namespace detail {
@@ -113,6 +120,11 @@ inline void force(Level l) {
 
 /// Back to the environment's choice (HYLENS_SIMD) or the detected level.
 inline void unforce() noexcept { detail::forced().store(-1, std::memory_order_relaxed); }
+
+/// The level of the float32 kernels for a level: avx512bf16 runs the avx512 code everywhere but
+/// in the products of bf16-rounded activations (the switch of every kernel without such a
+/// product is over this).
+inline constexpr Level f32_level(Level l) noexcept { return l == Level::avx512bf16 ? Level::avx512 : l; }
 
 /// The level the kernels run at now. Throws UnsupportedError for a bad HYLENS_SIMD.
 inline Level active() {

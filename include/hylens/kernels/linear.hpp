@@ -13,14 +13,20 @@
 //    equal size and their number a multiple of the pool's threads (bf16_row_blocks), so every
 //    thread gets the same work: with fixed 512-row blocks a [3584 x 1024] weight made 7 blocks
 //    (4 + 3 on 2 threads) and a [512 x 1024] one a single block, the second thread idle.
+//  * bfloat16 with precision::round_activations() (opt-in, core/precision.hpp): x rounded to
+//    bf16 first. At simd level avx512bf16 the products run on VDPBF16PS: matvec with bf16 x, or
+//    isa::avx512bf16::gemm_rows over panels of 32 rows of W split over the pool; at the other
+//    levels the rounded values take the float32 paths above.
 
 #include <algorithm>         // std::min, std::max
 #include <cstddef>           // std::size_t
+#include <cstdint>           // std::uint32_t
 #include <initializer_list>  // std::initializer_list
 #include <vector>            // std::vector
 
 #include "../core/blas.hpp"
 #include "../core/error.hpp"
+#include "../core/precision.hpp"
 #include "../core/thread_pool.hpp"
 #include "../core/weight.hpp"
 #include "matvec.hpp"
@@ -63,15 +69,11 @@ inline void check_linear_shape(const Weight& W, std::size_t ldx, std::size_t ldy
 inline MatvecUnits units_of(const Weight& W, std::size_t M) {
     return MatvecUnits(M, W.cols() * (W.is_bf16() ? sizeof(bf16) : sizeof(float)));
 }
-}  // namespace detail
 
-/// y[m, o] = alpha * sum_i x[m, i] * W[o, i] (+ bias[o]) for m < M. Row strides ldx, ldy.
-/// y must not alias x.
-inline void linear(const float* x, std::size_t ldx, std::size_t M, const Weight& W, const float* bias, float* y,
-                   std::size_t ldy, float alpha = 1.0f) {
+// y = alpha x W^T without the bias, x as given (linear() without rounding).
+inline void products(const float* x, std::size_t ldx, std::size_t M, const Weight& W, float* y, std::size_t ldy,
+                     float alpha) {
     const std::size_t out = W.rows(), in = W.cols();
-    detail::check_linear_shape(W, ldx, ldy);
-    if (M == 0) return;
     if (M <= kMatvecMaxRows) {
         if (W.is_bf16())
             matvec(x, ldx, M, W.bf16_data(), out, in, y, ldy, alpha);
@@ -92,6 +94,79 @@ inline void linear(const float* x, std::size_t ldx, std::size_t M, const Weight&
             }
         });
     }
+}
+
+// The M rows of x (the first `in` values of each) rounded to bf16 as precision::round_activation
+// does, in the calling thread's scratch (grown, never shrunk: no allocation once warm). At level
+// avx512bf16 as bf16 (xb: rows of ld = in rounded up to even, the pad a zero: whole pairs for
+// VDPBF16PS); at the others as the rounded values in float32 (xf, ld = in) for the float32
+// kernels, which then multiply exactly as VDPBF16PS does (a product of two bf16 values is exact
+// in float32).
+struct RoundedInput {
+    const float* xf = nullptr;
+    const bf16* xb = nullptr;
+    std::size_t ld = 0;
+};
+inline RoundedInput round_input(const float* x, std::size_t ldx, std::size_t M, std::size_t in, simd::Level level) {
+#if HYLENS_SIMD_X86
+    if (level == simd::Level::avx512bf16) {
+        thread_local std::vector<bf16> xb;
+        const std::size_t ld = in + (in & 1);
+        if (xb.size() < M * ld) xb.resize(M * ld);
+        for (std::size_t m = 0; m < M; ++m) {
+            isa::avx512bf16::round(x + m * ldx, xb.data() + m * ld, in);
+            if (ld > in) xb[m * ld + in] = bf16{};
+        }
+        return {nullptr, xb.data(), ld};
+    }
+#endif
+    (void)level;
+    thread_local std::vector<float> xf;
+    if (xf.size() < M * in) xf.resize(M * in);
+    for (std::size_t m = 0; m < M; ++m)
+        for (std::size_t i = 0; i < in; ++i) xf[m * in + i] = to_f32(precision::round_activation(x[m * ldx + i]));
+    return {xf.data(), nullptr, in};
+}
+
+// y = alpha round(x) W^T for a bf16 W, without the bias (linear() with precision::round_activations()).
+inline void products_rounded(const float* x, std::size_t ldx, std::size_t M, const Weight& W, float* y,
+                             std::size_t ldy, float alpha) {
+    const std::size_t out = W.rows(), in = W.cols();
+    const RoundedInput r = round_input(x, ldx, M, in, simd::active());
+    if (r.xf) return products(r.xf, r.ld, M, W, y, ldy, alpha);
+#if HYLENS_SIMD_X86
+    if (M <= kMatvecMaxRows) {
+        const MatvecUnits u = units_of(W, M);
+        parallel_for(
+            u.count(out),
+            [&](std::size_t u0, std::size_t u1) {
+                matvec_rows(r.xb, r.ld, M, W.bf16_data(), in, u.row(u0, out), u.row(u1, out), y, ldy, alpha);
+            },
+            u.grain, kMatvecPartsPerThread);
+        return;
+    }
+    namespace bf = isa::avx512bf16;
+    parallel_for((out + bf::kPanel - 1) / bf::kPanel, [&](std::size_t p0, std::size_t p1) {
+        thread_local std::vector<std::uint32_t> pack;
+        if (pack.size() < bf::pack_words(in)) pack.resize(bf::pack_words(in));
+        bf::gemm_rows(r.xb, r.ld, M, W.bf16_data(), in, p0 * bf::kPanel, std::min(out, p1 * bf::kPanel), y, ldy,
+                      alpha, pack.data());
+    });
+#endif
+}
+}  // namespace detail
+
+/// y[m, o] = alpha * sum_i x[m, i] * W[o, i] (+ bias[o]) for m < M. Row strides ldx, ldy.
+/// y must not alias x. For a bf16 W with precision::round_activations(), x[m, i] rounded to bf16.
+inline void linear(const float* x, std::size_t ldx, std::size_t M, const Weight& W, const float* bias, float* y,
+                   std::size_t ldy, float alpha = 1.0f) {
+    const std::size_t out = W.rows();
+    detail::check_linear_shape(W, ldx, ldy);
+    if (M == 0) return;
+    if (W.is_bf16() && precision::round_activations())
+        detail::products_rounded(x, ldx, M, W, y, ldy, alpha);
+    else
+        detail::products(x, ldx, M, W, y, ldy, alpha);
     if (bias) {
         for (std::size_t m = 0; m < M; ++m)
             for (std::size_t o = 0; o < out; ++o) y[m * ldy + o] += bias[o];
@@ -128,6 +203,14 @@ inline void linear_group(const float* x, std::size_t ldx, std::size_t M, std::in
     }
     if (M == 0) return;
     const simd::Level level = simd::active();
+    // With precision::round_activations(), x rounded once for every bf16 member of the group.
+    detail::RoundedInput rx;
+    if (precision::round_activations()) {
+        std::size_t in = 0;
+        for (const Projection& p : group)
+            if (p.W.is_bf16()) in = std::max(in, p.W.cols());
+        if (in > 0) rx = detail::round_input(x, ldx, M, in, level);
+    }
     parallel_for(
         total,
         [&](std::size_t u0, std::size_t u1) {
@@ -139,8 +222,11 @@ inline void linear_group(const float* x, std::size_t ldx, std::size_t M, std::in
                 const std::size_t b = std::max(u0, first) - first, e = std::min(u1, first + n);
                 if (first + b < e) {
                     const std::size_t r0 = u.row(b, rows), r1 = u.row(e - first, rows);
-                    if (p.W.is_bf16())
-                        detail::matvec_rows(level, x, ldx, M, p.W.bf16_data(), in, r0, r1, p.y, p.ldy, alpha);
+                    if (p.W.is_bf16() && rx.xb)
+                        detail::matvec_rows(rx.xb, rx.ld, M, p.W.bf16_data(), in, r0, r1, p.y, p.ldy, alpha);
+                    else if (p.W.is_bf16())
+                        detail::matvec_rows(level, rx.xf ? rx.xf : x, rx.xf ? rx.ld : ldx, M, p.W.bf16_data(), in, r0,
+                                            r1, p.y, p.ldy, alpha);
                     else
                         detail::matvec_rows(level, x, ldx, M, p.W.f32(), in, r0, r1, p.y, p.ldy, alpha);
                 }

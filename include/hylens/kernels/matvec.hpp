@@ -15,6 +15,7 @@
 #include "../core/thread_pool.hpp"
 #include "isa/avx2.hpp"
 #include "isa/avx512.hpp"
+#include "isa/avx512bf16.hpp"
 #include "isa/baseline.hpp"
 
 namespace hylens::kernels {
@@ -39,6 +40,15 @@ HYLENS_ISA_OPS(Avx2Ops, avx2)
 HYLENS_ISA_OPS(Avx512Ops, avx512)
 #endif
 #undef HYLENS_ISA_OPS
+#if HYLENS_SIMD_X86
+// The avx512bf16 level's products of bf16 activations with bf16 weights (core/precision.hpp).
+struct Avx512Bf16Ops {
+    static float dot(const bf16* x, const bf16* w, std::size_t n) noexcept { return isa::avx512bf16::dot(x, w, n); }
+    static void dot4(const bf16* x, const bf16* w, std::size_t n, std::size_t rs, float* out) noexcept {
+        isa::avx512bf16::dot4(x, w, n, rs, out);
+    }
+};
+#endif
 
 // How many consecutive weight rows one pass of dot4 strides over (rows o, o+k, o+2k, o+3k; then
 // o+1, ...): k rows of a group lie end to end, so each of the four memory streams walks k rows
@@ -58,9 +68,10 @@ inline std::size_t matvec_row_group(std::size_t row_bytes) noexcept {
 // rows; with M > 1 the four rows stay in L1 while the M inputs pass over them. Rows left over
 // after the whole groups (fewer than 4k) are one pass of groups of (rows left) / 4, the last
 // 0-3 rows one at a time.
-// (k is a parameter for benchmarks/bench_matvec.cpp, which compares row groups.)
-template <class Ops, class T>
-inline void matvec_rows_at(const float* x, std::size_t ldx, std::size_t M, const T* W, std::size_t in,
+// (k is a parameter for benchmarks/bench_matvec.cpp, which compares row groups.) x is float32,
+// or bf16 with Avx512Bf16Ops.
+template <class Ops, class TX, class T>
+inline void matvec_rows_at(const TX* x, std::size_t ldx, std::size_t M, const T* W, std::size_t in,
                            std::size_t o0, std::size_t o1, float* y, std::size_t ldy, float alpha,
                            std::size_t k) noexcept {
     std::size_t o = o0;
@@ -87,7 +98,7 @@ template <class T>
 inline void matvec_rows(simd::Level level, const float* x, std::size_t ldx, std::size_t M, const T* W,
                         std::size_t in, std::size_t o0, std::size_t o1, float* y, std::size_t ldy, float alpha) {
     const std::size_t k = matvec_row_group(in * sizeof(T));
-    switch (level) {
+    switch (simd::f32_level(level)) {
 #if HYLENS_SIMD_X86
         case simd::Level::avx512: return matvec_rows_at<Avx512Ops>(x, ldx, M, W, in, o0, o1, y, ldy, alpha, k);
         case simd::Level::avx2: return matvec_rows_at<Avx2Ops>(x, ldx, M, W, in, o0, o1, y, ldy, alpha, k);
@@ -95,6 +106,14 @@ inline void matvec_rows(simd::Level level, const float* x, std::size_t ldx, std:
         default: return matvec_rows_at<BaselineOps>(x, ldx, M, W, in, o0, o1, y, ldy, alpha, k);
     }
 }
+
+#if HYLENS_SIMD_X86
+// Rows [o0, o1) of bf16 W times the M rows of bf16 x on VDPBF16PS (level avx512bf16 only).
+inline void matvec_rows(const bf16* x, std::size_t ldx, std::size_t M, const bf16* W, std::size_t in, std::size_t o0,
+                        std::size_t o1, float* y, std::size_t ldy, float alpha) {
+    matvec_rows_at<Avx512Bf16Ops>(x, ldx, M, W, in, o0, o1, y, ldy, alpha, matvec_row_group(in * sizeof(bf16)));
+}
+#endif
 
 // The pool splits matvec's rows in units of one full pass of the four-row kernel (4 row groups),
 // so every range but the last runs strided passes only, and at least ~128 KiB of weights a range
@@ -110,7 +129,7 @@ struct MatvecUnits {
 
 template <class T>
 inline float dot_any(const float* x, const T* w, std::size_t n) {
-    switch (simd::active()) {
+    switch (simd::f32_level(simd::active())) {
 #if HYLENS_SIMD_X86
         case simd::Level::avx512: return isa::avx512::dot(x, w, n);
         case simd::Level::avx2: return isa::avx2::dot(x, w, n);
@@ -130,7 +149,7 @@ inline float sum_squares(const float* x, std::size_t n) { return detail::dot_any
 
 /// dst[i] = float(src[i]) for n bf16 values.
 inline void widen_bf16(const bf16* src, float* dst, std::size_t n) {
-    switch (simd::active()) {
+    switch (simd::f32_level(simd::active())) {
 #if HYLENS_SIMD_X86
         case simd::Level::avx512: return isa::avx512::widen(src, dst, n);
         case simd::Level::avx2: return isa::avx2::widen(src, dst, n);

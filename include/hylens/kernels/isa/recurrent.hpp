@@ -45,10 +45,11 @@ struct Tag {};
 }  // namespace avx512
 #endif
 
-/// f(tag) with the tag of `level` (isa::baseline::Tag, isa::avx2::Tag, isa::avx512::Tag).
+/// f(tag) with the tag of `level` (isa::baseline::Tag, isa::avx2::Tag, isa::avx512::Tag; avx512bf16
+/// runs the avx512 loops: the recurrences multiply no bf16 values).
 template <class F>
 decltype(auto) with_isa(simd::Level level, F&& f) {
-    switch (level) {
+    switch (simd::f32_level(level)) {
 #if HYLENS_SIMD_X86
         case simd::Level::avx512: return std::forward<F>(f)(avx512::Tag{});
         case simd::Level::avx2: return std::forward<F>(f)(avx2::Tag{});

@@ -1,0 +1,190 @@
+#pragma once
+// The avx512bf16 level's own kernels (core/simd.hpp): products of bf16-rounded activations with
+// bf16 weights on VDPBF16PS, for the opt-in arithmetic of core/precision.hpp. VDPBF16PS adds
+// to each float32 lane the two products of a pair of adjacent bf16 elements (exact in float32),
+// treating bf16 denormals as zero. Everything else at this level runs the avx512 code.
+//   round     float32 -> bf16 (VCVTNEPS2BF16: to nearest even, denormals to zero)
+//   dot/dot4  the decode step's dot products (kernels/matvec.hpp), bf16 x against bf16 rows
+//   gemm_rows the prefill product, C = alpha A W^T over a range of W's rows: W packed 32 rows at
+//             a time into pairs, an 8 x 32 register tile of float32 sums per step
+// Same rule as isa/avx512.hpp: only the masked or zero-masked forms of intrinsics whose plain
+// forms fill with _mm*_undefined_*() (GCC bug 105593 under -Werror).
+
+#include <algorithm>  // std::min
+#include <cstddef>    // std::size_t
+#include <cstdint>    // std::uint32_t
+#include <cstring>    // std::memcpy
+
+#include "../../core/bf16.hpp"
+#include "../../core/simd.hpp"
+#include "avx512.hpp"
+
+#if HYLENS_SIMD_X86
+#include <immintrin.h>
+
+namespace hylens::kernels::isa::avx512bf16 {
+
+// (GCC's bf16 vector types convert to and from the integer vectors of their size by a cast.)
+HYLENS_TARGET_AVX512BF16 inline __m512bh as_bh(__m512i v) noexcept { return (__m512bh)v; }
+HYLENS_TARGET_AVX512BF16 inline __m256i as_si(__m256bh v) noexcept { return (__m256i)v; }
+HYLENS_TARGET_AVX512BF16 inline __m512i load32(const bf16* p) noexcept { return _mm512_loadu_si512(p); }
+HYLENS_TARGET_AVX512BF16 inline __m512i load32_masked(const bf16* p, __mmask32 k) noexcept {
+    return _mm512_maskz_loadu_epi16(k, p);
+}
+inline __mmask32 tail_mask32(std::size_t r) noexcept {
+    return r >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((std::uint32_t{1} << r) - 1u);
+}
+
+/// dst[i] = bf16(src[i]) for n values.
+HYLENS_TARGET_AVX512BF16 inline void round(const float* src, bf16* dst, std::size_t n) noexcept {
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), as_si(_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i))));
+    if (i < n) {
+        const __mmask16 k = avx512::tail_mask(n - i);
+        _mm256_mask_storeu_epi16(dst + i, k, as_si(_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(k, src + i))));
+    }
+}
+
+HYLENS_TARGET_AVX512BF16 inline __m512 dp(__m512 acc, __m512i a, __m512i b) noexcept {
+    return _mm512_dpbf16_ps(acc, as_bh(a), as_bh(b));
+}
+
+/// sum_i x[i] * w[i], both bf16.
+HYLENS_TARGET_AVX512BF16 inline float dot(const bf16* x, const bf16* w, std::size_t n) noexcept {
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    std::size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        a0 = dp(a0, load32(x + i), load32(w + i));
+        a1 = dp(a1, load32(x + i + 32), load32(w + i + 32));
+    }
+    for (; i + 32 <= n; i += 32) a0 = dp(a0, load32(x + i), load32(w + i));
+    if (i < n) {
+        const __mmask32 k = tail_mask32(n - i);
+        a1 = dp(a1, load32_masked(x + i, k), load32_masked(w + i, k));
+    }
+    return avx512::hsum(a0, a1);
+}
+
+/// out[j] = sum_i x[i] * w[j * rs + i] for the four rows j < 4, x and w bf16.
+HYLENS_TARGET_AVX512BF16 inline void dot4(const bf16* x, const bf16* w, std::size_t n, std::size_t rs,
+                                          float* out) noexcept {
+    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+    const bf16 *w0 = w, *w1 = w + rs, *w2 = w + 2 * rs, *w3 = w + 3 * rs;
+    std::size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const __m512i x0 = load32(x + i), x1 = load32(x + i + 32);
+        a00 = dp(a00, x0, load32(w0 + i));
+        a01 = dp(a01, x1, load32(w0 + i + 32));
+        a10 = dp(a10, x0, load32(w1 + i));
+        a11 = dp(a11, x1, load32(w1 + i + 32));
+        a20 = dp(a20, x0, load32(w2 + i));
+        a21 = dp(a21, x1, load32(w2 + i + 32));
+        a30 = dp(a30, x0, load32(w3 + i));
+        a31 = dp(a31, x1, load32(w3 + i + 32));
+    }
+    for (; i + 32 <= n; i += 32) {
+        const __m512i x0 = load32(x + i);
+        a00 = dp(a00, x0, load32(w0 + i));
+        a10 = dp(a10, x0, load32(w1 + i));
+        a20 = dp(a20, x0, load32(w2 + i));
+        a30 = dp(a30, x0, load32(w3 + i));
+    }
+    if (i < n) {
+        const __mmask32 k = tail_mask32(n - i);
+        const __m512i x0 = load32_masked(x + i, k);
+        a01 = dp(a01, x0, load32_masked(w0 + i, k));
+        a11 = dp(a11, x0, load32_masked(w1 + i, k));
+        a21 = dp(a21, x0, load32_masked(w2 + i, k));
+        a31 = dp(a31, x0, load32_masked(w3 + i, k));
+    }
+    out[0] = avx512::hsum(a00, a01);
+    out[1] = avx512::hsum(a10, a11);
+    out[2] = avx512::hsum(a20, a21);
+    out[3] = avx512::hsum(a30, a31);
+}
+
+// ---- prefill: C = alpha A W^T ----------------------------------------------------------------
+
+/// Columns of C (rows of W) per packed panel and rows of A per register tile.
+inline constexpr std::size_t kPanel = 32, kTileRows = 8;
+
+/// Words of the packing scratch gemm_rows needs for an inner dimension K.
+inline constexpr std::size_t pack_words(std::size_t K) noexcept { return kPanel * ((K + 1) / 2); }
+
+/// W rows [n, n + nc) (nc <= 32) as bf16 pairs: pack[p * 32 + c] holds elements 2p and 2p + 1
+/// of row n + c (the second zero when K is odd), rows past nc zero.
+inline void pack_panel(const bf16* W, std::size_t K, std::size_t n, std::size_t nc, std::uint32_t* pack) noexcept {
+    const std::size_t pairs = (K + 1) / 2, full = K / 2;
+    for (std::size_t c = 0; c < kPanel; ++c) {
+        if (c >= nc) {
+            for (std::size_t p = 0; p < pairs; ++p) pack[p * kPanel + c] = 0;
+            continue;
+        }
+        const bf16* row = W + (n + c) * K;
+        for (std::size_t p = 0; p < full; ++p) std::memcpy(&pack[p * kPanel + c], row + 2 * p, sizeof(std::uint32_t));
+        if (full < pairs) pack[full * kPanel + c] = row[K - 1].bits;
+    }
+}
+
+/// R rows of A (bf16 pairs, row stride lda elements, even) times the packed panel: C[r, c] =
+/// alpha * sum_p pair_p(A_r) . pair_p(W_c) for c < nc (masked stores).
+template <std::size_t R>
+HYLENS_TARGET_AVX512BF16 inline void tile(const bf16* A, std::size_t lda, const std::uint32_t* pack,
+                                          std::size_t pairs, float* C, std::size_t ldc, std::size_t nc,
+                                          float alpha) noexcept {
+    __m512 acc[R][2];
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (std::size_t p = 0; p < pairs; ++p) {
+        const __m512i w0 = _mm512_loadu_si512(pack + p * kPanel), w1 = _mm512_loadu_si512(pack + p * kPanel + 16);
+#pragma GCC unroll 8
+        for (std::size_t r = 0; r < R; ++r) {
+            std::uint32_t a;
+            std::memcpy(&a, A + r * lda + 2 * p, sizeof a);
+            const __m512i b = _mm512_set1_epi32(static_cast<int>(a));
+            acc[r][0] = dp(acc[r][0], b, w0);
+            acc[r][1] = dp(acc[r][1], b, w1);
+        }
+    }
+    const __mmask16 k0 = avx512::tail_mask(std::min<std::size_t>(nc, 16));  // (tail_mask(16) is all 16)
+    const __mmask16 k1 = nc > 16 ? avx512::tail_mask(nc - 16) : __mmask16{0};
+    const __m512 s = _mm512_set1_ps(alpha);
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < R; ++r) {
+        _mm512_mask_storeu_ps(C + r * ldc, k0, _mm512_mul_ps(acc[r][0], s));
+        _mm512_mask_storeu_ps(C + r * ldc + 16, k1, _mm512_mul_ps(acc[r][1], s));
+    }
+}
+
+/// C[m, n] = alpha * sum_k A[m, k] * W[n, k] for m < M and n in [n0, n1): A is bf16 with row
+/// stride lda (even, rows padded with a zero when K is odd), W bf16 [*, K] row-major, pack a
+/// scratch of pack_words(K) words. Each element is one register lane summed over all of K in
+/// the same order whatever the range and the row tile, so a split of W's rows over threads
+/// gives the same bits.
+HYLENS_TARGET_AVX512BF16 inline void gemm_rows(const bf16* A, std::size_t lda, std::size_t M, const bf16* W,
+                                               std::size_t K, std::size_t n0, std::size_t n1, float* C,
+                                               std::size_t ldc, float alpha, std::uint32_t* pack) noexcept {
+    const std::size_t pairs = (K + 1) / 2;
+    for (std::size_t n = n0; n < n1; n += kPanel) {
+        const std::size_t nc = std::min(kPanel, n1 - n);
+        pack_panel(W, K, n, nc, pack);
+        std::size_t m = 0;
+        for (; m + kTileRows <= M; m += kTileRows) tile<kTileRows>(A + m * lda, lda, pack, pairs, C + m * ldc + n, ldc, nc, alpha);
+        const bf16* a = A + m * lda;
+        float* c = C + m * ldc + n;
+        switch (M - m) {
+            case 7: tile<7>(a, lda, pack, pairs, c, ldc, nc, alpha); break;
+            case 6: tile<6>(a, lda, pack, pairs, c, ldc, nc, alpha); break;
+            case 5: tile<5>(a, lda, pack, pairs, c, ldc, nc, alpha); break;
+            case 4: tile<4>(a, lda, pack, pairs, c, ldc, nc, alpha); break;
+            case 3: tile<3>(a, lda, pack, pairs, c, ldc, nc, alpha); break;
+            case 2: tile<2>(a, lda, pack, pairs, c, ldc, nc, alpha); break;
+            case 1: tile<1>(a, lda, pack, pairs, c, ldc, nc, alpha); break;
+            default: break;
+        }
+    }
+}
+
+}  // namespace hylens::kernels::isa::avx512bf16
+#endif
