@@ -4,7 +4,9 @@
 // the achieved fraction of it:
 //  * prefill: the pool's sgemm rate (best of 5, GFLOP/s, [512 x 1024] x [1024 x 2048] f32), turned into
 //    tokens/s with 2 x (matrix weight elements) FLOPs per token (attention and recurrence
-//    FLOPs are not counted, so the fraction is a slight underestimate);
+//    FLOPs are not counted, so the fraction is a slight underestimate); with
+//    --bf16-activations on a checkpoint of bf16 matrices, the rate of the same product with a
+//    bf16 weight and rounded activations (kernels::linear: VDPBF16PS at level avx512bf16);
 //  * decode: the pool's read bandwidth (best of 5, GB/s, dispatched dot products over a 256 MiB buffer),
 //    turned into tokens/s with the bytes a decode step must read: every tensor of the
 //    checkpoint except an untied embedding table (of which one row is read).
@@ -15,9 +17,11 @@
 #include <nlohmann/json.hpp>
 
 #include <hylens/core/blas.hpp>
+#include <hylens/core/precision.hpp>
 #include <hylens/core/simd.hpp>
 #include <hylens/core/thread_pool.hpp>
 #include <hylens/io/checkpoint.hpp>
+#include <hylens/kernels/linear.hpp>
 #include <hylens/kernels/matvec.hpp>
 #include <hylens/models/load.hpp>
 
@@ -48,10 +52,12 @@ inline double median(std::vector<double> v) {
     return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// Weight traffic of one model: bytes a decode step reads, and matrix elements (FLOPs / 2 per token).
+/// Weight traffic of one model: bytes a decode step reads, and matrix elements (FLOPs / 2 per
+/// token), of which bf16_matrix_elements are bf16.
 struct ModelTraffic {
     double decode_bytes = 0;
     double matrix_elements = 0;
+    double bf16_matrix_elements = 0;
 };
 
 inline ModelTraffic model_traffic(const std::filesystem::path& dir, bool tied) {
@@ -68,7 +74,10 @@ inline ModelTraffic model_traffic(const std::filesystem::path& dir, bool tied) {
             continue;
         }
         t.decode_bytes += static_cast<double>(info.nbytes);
-        if (info.shape.size() == 2 && info.shape[0] > 1 && info.shape[1] > 1) t.matrix_elements += elems;
+        if (info.shape.size() == 2 && info.shape[0] > 1 && info.shape[1] > 1) {
+            t.matrix_elements += elems;
+            if (info.dtype == DType::BF16) t.bf16_matrix_elements += elems;
+        }
     }
     return t;
 }
@@ -83,6 +92,23 @@ inline double sgemm_gflops(int reps) {
     for (int i = 0; i < reps; ++i) {
         const auto t0 = Clock::now();
         blas::gemm(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C.data(), N);
+        r.push_back(2.0 * M * N * K / seconds_since(t0) * 1e-9);
+    }
+    return *std::max_element(r.begin(), r.end());
+}
+
+/// The same rate for a bf16 weight with rounded activations (precision::round_activations()
+/// must be on): kernels::linear, [512 x 1024] x [2048 x 1024]^T.
+inline double bf16_gemm_gflops(int reps) {
+    const std::size_t M = 512, N = 2048, K = 1024;
+    const std::vector<float> A(M * K, 0.5f);
+    const Weight B = Weight::from_floats_bf16(std::vector<float>(N * K, 0.25f), {N, K}, "floor");
+    std::vector<float> C(M * N);
+    std::vector<double> r;
+    kernels::linear(A.data(), K, M, B, nullptr, C.data(), N);  // warm-up
+    for (int i = 0; i < reps; ++i) {
+        const auto t0 = Clock::now();
+        kernels::linear(A.data(), K, M, B, nullptr, C.data(), N);
         r.push_back(2.0 * M * N * K / seconds_since(t0) * 1e-9);
     }
     return *std::max_element(r.begin(), r.end());
@@ -131,6 +157,7 @@ inline void print_json(const Result& r, const std::string& model, const std::str
     j["n_prompt"] = r.n_prompt;
     j["n_gen"] = r.n_gen;
     j["simd"] = level;
+    j["bf16_activations"] = precision::round_activations();
     j["samples_ts"] = r.samples;
     j["min_ts"] = *std::min_element(r.samples.begin(), r.samples.end());
     j["median_ts"] = median(r.samples);
@@ -161,7 +188,7 @@ inline int run_bench(int argc, char** argv) {
     std::size_t n_prompt = 512, n_gen = 64;
     std::vector<std::size_t> threads{ThreadPool::instance().size()};
     int reps = 3;
-    bool json = false;
+    bool json = false, bf16_activations = false;
     std::string simd_level = "native";
     CLI::App app{"Measures prefill (pp<N>) and decode (tg<N>) tokens/s of the model folder DIR, with min / median / "
                  "max over repetitions, and beside each the floor measured in the same run (sgemm GFLOP/s for "
@@ -176,21 +203,29 @@ inline int run_bench(int argc, char** argv) {
         ->delimiter(',')
         ->check(CLI::Range(std::size_t{1}, std::size_t{1024}));
     app.add_option("-r,--repetitions", reps, "repetitions of each test (default 3)")->check(CLI::Range(1, 1000));
-    app.add_option("--simd", simd_level, "instruction-set level: baseline, avx2, avx512, native (default)")
-        ->check(CLI::IsMember({"baseline", "avx2", "avx512", "native"}));
+    app.add_option("--simd", simd_level, "instruction-set level: baseline, avx2, avx512, avx512bf16, native (default)")
+        ->check(CLI::IsMember({"baseline", "avx2", "avx512", "avx512bf16", "native"}));
+    app.add_flag("--bf16-activations", bf16_activations,
+                 "round the input of every product with a bf16 weight to bf16 (llama.cpp's BF16 arithmetic; "
+                 "docs/performance.md)");
     app.add_flag("--json", json, "one JSON object per line and per (test, threads) instead of the table");
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
     simd::force(simd::parse_level(simd_level));
+    precision::RoundActivations rounding(bf16_activations);
     const std::string level = simd::level_name(simd::active());
     const AnyModel model = load(dir);
     const std::size_t vocab = model.config().vocab;
     bool tied = false;
     model.visit([&](const auto& m) { tied = m.tied_embeddings(); });
     const ModelTraffic traffic = model_traffic(dir, tied);
+    // The prefill floor of the arithmetic the matrices run in: bf16 products when most of them
+    // are bf16 and their activations are rounded.
+    const bool bf16_floor = bf16_activations && traffic.bf16_matrix_elements * 2 > traffic.matrix_elements;
     const std::string model_name = std::filesystem::path(dir).filename().string();
     if (!json)
-        std::cout << "model " << dir << "  simd " << level << "  decode reads " << std::setprecision(4)
+        std::cout << "model " << dir << "  simd " << level << (bf16_activations ? "  bf16 activations" : "")
+                  << "  decode reads " << std::setprecision(4)
                   << traffic.decode_bytes / 1e9 << " GB/token, prefill " << 2 * traffic.matrix_elements / 1e9
                   << " GFLOP/token\n"
                   << "test    thr    min t/s  med t/s   max t/s   floor             rate    floor t/s  frac\n";
@@ -206,7 +241,8 @@ inline int run_bench(int argc, char** argv) {
                 (void)m.forward(TokenBatch(std::vector<std::int64_t>(prompt.begin(), prompt.begin() + std::min<std::size_t>(prompt.size(), 16))), cache, last);
             }
             if (n_prompt > 0) {
-                Result r{"pp" + std::to_string(n_prompt), t, n_prompt, 0, {}, "sgemm_gflops", sgemm_gflops(5), 0};
+                Result r{"pp" + std::to_string(n_prompt), t, n_prompt, 0, {},
+                         bf16_floor ? "bf16_gemm_gflops" : "sgemm_gflops", bf16_floor ? bf16_gemm_gflops(5) : sgemm_gflops(5), 0};
                 r.floor_ts = r.floor_rate * 1e9 / (2 * traffic.matrix_elements);
                 for (int i = 0; i < reps; ++i) {
                     auto cache = m.new_cache();

@@ -112,19 +112,65 @@ inline constexpr std::size_t kPanel = 32, kTileRows = 8;
 /// Words of the packing scratch gemm_rows needs for an inner dimension K.
 inline constexpr std::size_t pack_words(std::size_t K) noexcept { return kPanel * ((K + 1) / 2); }
 
-/// W rows [n, n + nc) (nc <= 32) as bf16 pairs: pack[p * 32 + c] holds elements 2p and 2p + 1
-/// of row n + c (the second zero when K is odd), rows past nc zero.
-inline void pack_panel(const bf16* W, std::size_t K, std::size_t n, std::size_t nc, std::uint32_t* pack) noexcept {
-    const std::size_t pairs = (K + 1) / 2, full = K / 2;
+// Pairs [p0, p1) of the panel, one word at a time (the tails; rows past nc zero).
+inline void pack_pairs_scalar(const bf16* W, std::size_t K, std::size_t n, std::size_t nc, std::size_t p0,
+                              std::size_t p1, std::uint32_t* pack) noexcept {
+    const std::size_t full = K / 2;
     for (std::size_t c = 0; c < kPanel; ++c) {
-        if (c >= nc) {
-            for (std::size_t p = 0; p < pairs; ++p) pack[p * kPanel + c] = 0;
-            continue;
-        }
         const bf16* row = W + (n + c) * K;
-        for (std::size_t p = 0; p < full; ++p) std::memcpy(&pack[p * kPanel + c], row + 2 * p, sizeof(std::uint32_t));
-        if (full < pairs) pack[full * kPanel + c] = row[K - 1].bits;
+        for (std::size_t p = p0; p < p1; ++p) {
+            std::uint32_t v = 0;
+            if (c < nc && p < full)
+                std::memcpy(&v, row + 2 * p, sizeof v);
+            else if (c < nc)
+                v = row[K - 1].bits;  // the last pair of an odd K: its second element zero
+            pack[p * kPanel + c] = v;
+        }
     }
+}
+
+// A 16 x 16 transpose of 32-bit words: r[i] holds row i's words 0-15; afterwards r[j] holds
+// word j of rows 0-15 (the zero-masked forms: see above). Per 128-bit lane, 32-bit then 64-bit interleaves make each lane hold
+// four rows of one word; two rounds of 128-bit lane shuffles then gather the four row groups.
+HYLENS_TARGET_AVX512BF16 inline void transpose16(__m512i* r) noexcept {
+    __m512i t[16];
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_maskz_unpacklo_epi32(0xFFFF, r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_maskz_unpackhi_epi32(0xFFFF, r[2 * i], r[2 * i + 1]);
+    }
+    __m512i s[4][4];  // s[g][j]: in lane L, word 4L + j of rows 4g .. 4g + 3
+    for (int g = 0; g < 4; ++g) {
+        s[g][0] = _mm512_maskz_unpacklo_epi64(0xFF, t[4 * g], t[4 * g + 2]);
+        s[g][1] = _mm512_maskz_unpackhi_epi64(0xFF, t[4 * g], t[4 * g + 2]);
+        s[g][2] = _mm512_maskz_unpacklo_epi64(0xFF, t[4 * g + 1], t[4 * g + 3]);
+        s[g][3] = _mm512_maskz_unpackhi_epi64(0xFF, t[4 * g + 1], t[4 * g + 3]);
+    }
+    for (int j = 0; j < 4; ++j) {
+        const __m512i v0 = _mm512_maskz_shuffle_i32x4(0xFFFF, s[0][j], s[1][j], 0x44), v1 = _mm512_maskz_shuffle_i32x4(0xFFFF, s[0][j], s[1][j], 0xEE);
+        const __m512i v2 = _mm512_maskz_shuffle_i32x4(0xFFFF, s[2][j], s[3][j], 0x44), v3 = _mm512_maskz_shuffle_i32x4(0xFFFF, s[2][j], s[3][j], 0xEE);
+        r[j] = _mm512_maskz_shuffle_i32x4(0xFFFF, v0, v2, 0x88);       // word j      (lane 0 of every group)
+        r[4 + j] = _mm512_maskz_shuffle_i32x4(0xFFFF, v0, v2, 0xDD);   // word 4 + j
+        r[8 + j] = _mm512_maskz_shuffle_i32x4(0xFFFF, v1, v3, 0x88);   // word 8 + j
+        r[12 + j] = _mm512_maskz_shuffle_i32x4(0xFFFF, v1, v3, 0xDD);  // word 12 + j
+    }
+}
+
+/// W rows [n, n + nc) (nc <= 32) as bf16 pairs: pack[p * 32 + c] holds elements 2p and 2p + 1
+/// of row n + c (the second zero when K is odd), rows past nc zero. A full panel goes 16 rows x
+/// 16 pairs at a time through transpose16; the pairs left and a partial panel word by word.
+HYLENS_TARGET_AVX512BF16 inline void pack_panel(const bf16* W, std::size_t K, std::size_t n, std::size_t nc,
+                                                std::uint32_t* pack) noexcept {
+    const std::size_t pairs = (K + 1) / 2, full = K / 2;
+    std::size_t p0 = 0;
+    if (nc == kPanel)
+        for (; p0 + 16 <= full; p0 += 16)
+            for (std::size_t c0 = 0; c0 < kPanel; c0 += 16) {
+                __m512i r[16];
+                for (std::size_t i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(W + (n + c0 + i) * K + 2 * p0);
+                transpose16(r);
+                for (std::size_t j = 0; j < 16; ++j) _mm512_storeu_si512(pack + (p0 + j) * kPanel + c0, r[j]);
+            }
+    pack_pairs_scalar(W, K, n, nc, p0, pairs, pack);
 }
 
 /// R rows of A (bf16 pairs, row stride lda elements, even) times the packed panel: C[r, c] =
