@@ -18,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <sys/wait.h>  // WEXITSTATUS
@@ -144,6 +145,43 @@ TEST_SUITE("cli") {
         CHECK(s1 != lib);
         CHECK(sampled("--seed 1 --top-k 1") == std::vector<std::int64_t>(sampled("--seed 9 --top-k 1")));
         fs::remove(j);
+    }
+
+    TEST_CASE("bench: one JSON object per (test, threads) with the documented fields; usage errors exit 2") {
+        // (model, rounding, prefill floor): the bf16 product's floor only for bf16 matrices with
+        // rounded activations.
+        const std::string bf16_model = kQwen + "/model-bf16";
+        for (const auto& [model, rounding, floor] : {std::tuple<std::string, bool, std::string>{kQwen, false, "sgemm_gflops"},
+                                                     {kQwen, true, "sgemm_gflops"},
+                                                     {bf16_model, false, "sgemm_gflops"},
+                                                     {bf16_model, true, "bf16_gemm_gflops"}}) {
+            INFO(model << " rounding " << rounding);
+            const Run r = run_cli("bench --model " + model + " -p 8 -n 2 -r 2 -t 1 --json" +
+                                  (rounding ? " --bf16-activations --simd baseline" : ""));
+            REQUIRE(r.rc == 0);
+            std::istringstream lines(r.out);
+            std::vector<nlohmann::json> rows;
+            for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
+            REQUIRE(rows.size() == 2);
+            CHECK(rows[0]["test"] == "pp8");
+            CHECK(rows[1]["test"] == "tg2");
+            for (const auto& j : rows) {
+                INFO(j.dump());
+                CHECK(j["threads"] == 1);
+                CHECK(j["samples_ts"].size() == 2);
+                CHECK(j["median_ts"].get<double>() > 0);
+                CHECK(j["floor_value"].get<double>() > 0);
+                CHECK(j["fraction_of_floor"].get<double>() ==
+                      doctest::Approx(j["median_ts"].get<double>() / j["floor_value"].get<double>()));
+                CHECK(j["bf16_activations"] == rounding);
+                if (rounding) CHECK(j["simd"] == "baseline");
+            }
+            CHECK(rows[0]["floor_name"] == floor);
+            CHECK(rows[1]["floor_name"] == "read_gbps");
+        }
+        CHECK(run_cli("bench --model " + kQwen + " --bogus").rc == 2);
+        CHECK(run_cli("bench --model " + kQwen + " --simd sse9").rc == 2);
+        CHECK(run_cli("bench --model " + kQwen + " -t 0").rc == 2);
     }
 
     TEST_CASE("top-k: the k most likely next tokens with softmax probabilities") {

@@ -33,7 +33,7 @@ def main(path):
         if "llama.cpp" not in e or "hylens" not in e:
             continue
         f, fname, frate = frac[key]
-        unit = "GFLOP/s" if fname.startswith("sgemm") else "GB/s"
+        unit = "GFLOP/s" if fname.endswith("gflops") else "GB/s"
         print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {e['llama.cpp']:.2f} | {e['hylens']:.2f} | "
               f"{e['hylens'] / e['llama.cpp']:.2f}x | {f:.2f} ({frate:.1f} {unit}) |")
 
