@@ -4,6 +4,8 @@
 // logits and captures come back as NumPy arrays owning the C++ buffers (no copy). Outputs keep
 // the rank of the input ids: 1-D ids give [T, V] logits, 2-D ids [B, T, V].
 
+#include <hylens/core/precision.hpp>
+#include <hylens/core/simd.hpp>
 #include <hylens/interp/lens.hpp>
 #include <hylens/interp/transplant.hpp>
 #include <hylens/stack/generate.hpp>
@@ -380,6 +382,14 @@ inline void bind_model(pyb::module_& m) {
         }();
         return std::make_shared<PyModel>(std::move(am), path);
     }, pyb::arg("path"), "Loads a model folder (config.json + safetensors, F32 or BF16) of any supported family.");
+
+    m.def("set_bf16_activations", [](bool on) { precision::set_round_activations(on); }, pyb::arg("on"),
+          "Rounds the input of every product with a bf16 weight to bf16 (True) or keeps it float32 (False, the "
+          "default), for every model of the process (core/precision.hpp, docs/performance.md).");
+    m.def("bf16_activations", [] { return precision::round_activations(); },
+          "Whether products with bf16 weights round their input to bf16 now.");
+    m.def("simd_level", [] { return std::string(simd::level_name(simd::active())); },
+          "The instruction-set level the dispatched kernels run at: baseline, avx2, avx512 or avx512bf16.");
 }
 
 }  // namespace hylens::python

@@ -286,3 +286,23 @@ def test_logit_lens_is_the_head_on_the_residual(qwen):
     assert_bitwise(qwen.head(resid[0][-1:]), lens[0], "head(resid_post.2) vs logit_lens")
     with pytest.raises(ValueError, match="residual rows"):
         qwen.head(np.zeros((3, 63), np.float32))
+
+
+def test_bf16_activations_switch_rounds_bf16_checkpoints_only(qwen):
+    """The process-wide switch: off by default; on, a bf16 checkpoint's logits move by the
+    rounding (tests/organisms checks the values against torch) and a float32 one's do not."""
+    bf16 = hylens.load(str(QWEN / "model-bf16"))
+    assert hylens.bf16_activations() is False
+    assert hylens.simd_level() in ("baseline", "avx2", "avx512", "avx512bf16")
+    base_bf16, base_f32 = bf16.forward(IDS), qwen.forward(IDS)
+    hylens.set_bf16_activations(True)
+    try:
+        assert hylens.bf16_activations() is True
+        rounded_bf16, rounded_f32 = bf16.forward(IDS), qwen.forward(IDS)
+    finally:
+        hylens.set_bf16_activations(False)
+    assert hylens.bf16_activations() is False
+    assert_bitwise(rounded_f32, base_f32, "float32 checkpoint with the switch on")
+    moved = np.abs(rounded_bf16 - base_bf16).max()
+    assert 0 < moved < 0.05 * np.abs(base_bf16).max()
+XX
