@@ -305,4 +305,4 @@ def test_bf16_activations_switch_rounds_bf16_checkpoints_only(qwen):
     assert_bitwise(rounded_f32, base_f32, "float32 checkpoint with the switch on")
     moved = np.abs(rounded_bf16 - base_bf16).max()
     assert 0 < moved < 0.05 * np.abs(base_bf16).max()
-XX
+    assert_bitwise(bf16.forward(IDS), base_bf16, "bf16 checkpoint with the switch off again")
