@@ -67,11 +67,15 @@ TEST_CASE("thread pool: back-to-back regions of varying sizes, at several pool s
     // them: every index must still be covered exactly once.
     auto& pool = ThreadPool::instance();
     const std::size_t before = pool.size();
+    const bool auto_before = pool.spin_is_auto();
     const int spin_before = pool.spin_micros();
     for (std::size_t threads : {1u, 2u, 3u, 4u})
-      for (int spin : {0, 100}) {
+      for (int spin : {0, 100, -1}) {  // -1: the automatic mode
         pool.resize(threads);
-        pool.set_spin_micros(spin);
+        if (spin < 0)
+            pool.set_spin_auto();
+        else
+            pool.set_spin_micros(spin);
         std::vector<std::atomic<int>> hits(64);
         for (int round = 0; round < 2000; ++round) {
             const std::size_t n = 1 + static_cast<std::size_t>(round * 7) % 64;
@@ -83,6 +87,38 @@ TEST_CASE("thread pool: back-to-back regions of varying sizes, at several pool s
         }
       }
     pool.resize(before);
-    pool.set_spin_micros(spin_before);
+    if (auto_before)
+        pool.set_spin_auto();
+    else
+        pool.set_spin_micros(spin_before);
     CHECK_THROWS_AS(pool.set_spin_micros(-1), Error);
+}
+
+TEST_CASE("thread pool: the automatic polling rule and its reading of /proc/loadavg") {
+    CHECK(ThreadPool::runnable_in_loadavg("0.52 0.58 0.59 3/245 4242") == 3);
+    CHECK(ThreadPool::runnable_in_loadavg("12.00 9.50 7.25 17/1024 99") == 17);
+    CHECK(ThreadPool::runnable_in_loadavg("") == -1);
+    CHECK(ThreadPool::runnable_in_loadavg("0.52 0.58") == -1);
+    CHECK(ThreadPool::runnable_in_loadavg("0.52 0.58 0.59 x/245 1") == -1);
+    CHECK(ThreadPool::runnable_in_loadavg("0.52 0.58 0.59 3 1") == -1);
+    // (runnable, ours, threads, cores)
+    CHECK(ThreadPool::cores_to_spare(2, 2, 2, 2));       // only our two threads run
+    CHECK(ThreadPool::cores_to_spare(1, 1, 2, 2));       // our worker asleep, nothing else
+    CHECK_FALSE(ThreadPool::cores_to_spare(3, 2, 2, 2));  // one other task wants a core
+    CHECK_FALSE(ThreadPool::cores_to_spare(2, 1, 2, 2));
+    CHECK(ThreadPool::cores_to_spare(6, 2, 4, 8));       // 4 others + 4 threads on 8 cores
+    CHECK_FALSE(ThreadPool::cores_to_spare(7, 2, 4, 8));
+    CHECK(ThreadPool::cores_to_spare(0, 1, 1, 1));       // a count read before ours were counted
+    // In the automatic mode the polling time is one of the two the rule chooses from.
+    auto& pool = ThreadPool::instance();
+    const bool auto_before = pool.spin_is_auto();
+    const int spin_before = pool.spin_micros();
+    pool.set_spin_micros(7);
+    CHECK_FALSE(pool.spin_is_auto());
+    CHECK(pool.spin_micros() == 7);
+    pool.set_spin_auto();
+    CHECK(pool.spin_is_auto());
+    pool.parallel_for(64, [](std::size_t, std::size_t) {});
+    CHECK((pool.spin_micros() == 0 || pool.spin_micros() == ThreadPool::kAutoSpinMicros));
+    if (!auto_before) pool.set_spin_micros(spin_before);
 }

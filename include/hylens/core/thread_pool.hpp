@@ -9,11 +9,15 @@
 // Waiting: a decode step opens ~100-200 short parallel regions a token (one per group of
 // projections, kernels/linear.hpp), a few microseconds apart, and waking a thread blocked on a
 // condition variable costs a futex wake and a reschedule. An idle worker can first poll for the
-// next region for spin_micros() (and the caller for the last part) before it blocks. The
-// default is 0, block at once: on the 2-core machine this was measured on, polling 100 us made
-// decode at 2 threads slower, 0.53-0.98x at load 7-10 and 0.89-0.93x at load 2, since the
-// polling thread takes time that other threads need. It may pay with more cores than pool
-// threads: set HYLENS_POOL_SPIN_US (e.g. 100) or set_spin_micros (docs/performance.md).
+// next region for spin_micros() (and the caller for the last part) before it blocks. Polling
+// pays when the pool has the cores to itself (50 us: 2-thread decode 1.02-1.33x on a quiet
+// 2-core machine) and loses when other processes want them (100 us: 0.53-0.98x at load 7-10),
+// since the polling thread takes time they need. So by default the pool decides (automatic
+// mode): at most every 100 ms the caller reads the number of runnable tasks in /proc/loadavg,
+// and the pool polls kAutoSpinMicros while the tasks that are not its own leave a core to each
+// of its threads, else blocks at once (and always where /proc/loadavg is missing).
+// HYLENS_POOL_SPIN_US=N (0 to 10000) or set_spin_micros(N) fixes the time instead
+// (docs/performance.md).
 //
 // Parts are claimed as tickets [base_, end_) of a counter that only grows, by compare-and-swap
 // below end_: a thread still finishing the previous region can neither take a part twice nor
@@ -26,6 +30,7 @@
 #include <cstddef>             // std::size_t
 #include <cstdint>             // std::uint64_t
 #include <cstdlib>             // std::getenv, std::strtol
+#include <fstream>             // std::ifstream
 #include <functional>          // std::function
 #include <mutex>               // std::mutex
 #include <string>              // std::string
@@ -42,18 +47,47 @@ namespace hylens {
 
 class ThreadPool {
 public:
-    /// How long an idle thread polls for the next parallel region before it blocks, by default
-    /// (see above); the environment variable HYLENS_POOL_SPIN_US (0 to 10000) overrides it when
-    /// the pool is created, set_spin_micros at any time.
-    static constexpr int kDefaultSpinMicros = 0;
+    /// How long an idle thread polls in the automatic mode (the default; see above) while the
+    /// machine leaves a core to each pool thread. The environment variable HYLENS_POOL_SPIN_US
+    /// (0 to 10000, or "auto") sets the mode when the pool is created, set_spin_micros /
+    /// set_spin_auto at any time.
+    static constexpr int kAutoSpinMicros = 50;
 
-    /// Microseconds an idle thread polls before blocking (0: block at once, as on a machine
-    /// whose cores are all busy with other work, where polling only takes time from them).
+    /// Fixes the microseconds an idle thread polls before blocking (0: block at once).
     void set_spin_micros(int us) {
         check(us >= 0 && us <= 10000, "[ThreadPool] the spin time must be 0 to 10000 microseconds");
         spin_us_.store(us, std::memory_order_relaxed);
     }
-    int spin_micros() const noexcept { return spin_us_.load(std::memory_order_relaxed); }
+    /// Back to the automatic mode.
+    void set_spin_auto() noexcept { spin_us_.store(kAutoSpin, std::memory_order_relaxed); }
+    bool spin_is_auto() const noexcept { return spin_us_.load(std::memory_order_relaxed) == kAutoSpin; }
+    /// Microseconds an idle thread polls now: the fixed time, or in the automatic mode
+    /// kAutoSpinMicros while the last check found a core for each pool thread, else 0.
+    int spin_micros() const noexcept {
+        const int us = spin_us_.load(std::memory_order_relaxed);
+        return us != kAutoSpin ? us : auto_poll_.load(std::memory_order_relaxed) ? kAutoSpinMicros : 0;
+    }
+
+    /// Whether the `runnable` tasks of the machine (of which `ours` are this pool's) leave a
+    /// core to each of the pool's `threads`, on `cores` cores: the automatic mode's rule.
+    static constexpr bool cores_to_spare(std::size_t runnable, std::size_t ours, std::size_t threads,
+                                         std::size_t cores) noexcept {
+        return (runnable > ours ? runnable - ours : 0) + threads <= cores;
+    }
+    /// The runnable-task count in the text of /proc/loadavg ("0.52 0.58 0.59 3/245 4242": 3), or
+    /// -1 if the text is not of that form.
+    static long runnable_in_loadavg(const std::string& text) {
+        std::size_t fields = 0, i = 0;
+        while (i < text.size() && fields < 3) {  // skip the three load averages
+            while (i < text.size() && text[i] != ' ') ++i;
+            while (i < text.size() && text[i] == ' ') ++i;
+            ++fields;
+        }
+        char* end = nullptr;
+        if (fields < 3 || i >= text.size()) return -1;
+        const long r = std::strtol(text.c_str() + i, &end, 10);
+        return end != text.c_str() + i && *end == '/' && r >= 0 ? r : -1;
+    }
 
     /// The process-wide pool, created on first use.
     static ThreadPool& instance() {
@@ -130,11 +164,12 @@ private:
 
     explicit ThreadPool(std::size_t n) {
         started() = true;
-        if (const char* env = std::getenv("HYLENS_POOL_SPIN_US")) {
+        if (const char* env = std::getenv("HYLENS_POOL_SPIN_US"); env && std::string(env) != "auto") {
             char* end = nullptr;
             const long us = std::strtol(env, &end, 10);
             check(end != env && *end == '\0' && us >= 0 && us <= 10000,
-                  "[ThreadPool] HYLENS_POOL_SPIN_US must be an integer from 0 to 10000, got '" + std::string(env) + "'");
+                  "[ThreadPool] HYLENS_POOL_SPIN_US must be an integer from 0 to 10000 or 'auto', got '" +
+                      std::string(env) + "'");
             spin_us_.store(static_cast<int>(us), std::memory_order_relaxed);
         }
         for (std::size_t i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
@@ -151,6 +186,22 @@ private:
     static bool& in_worker() {
         thread_local bool w = false;
         return w;
+    }
+
+    // The automatic mode's check, at most every 100 ms (the caller, under job_mutex_): our tasks
+    // are the caller and the workers not asleep.
+    void check_cores() {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_check_ < std::chrono::milliseconds(100)) return;
+        last_check_ = now;
+        std::ifstream f("/proc/loadavg");
+        std::string text;
+        const long runnable = std::getline(f, text) ? runnable_in_loadavg(text) : -1;
+        const std::size_t asleep = static_cast<std::size_t>(std::max(sleepers_.load(std::memory_order_relaxed), 0));
+        const std::size_t ours = size() - std::min(asleep, size() - 1);
+        static const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+        auto_poll_.store(runnable >= 0 && cores_to_spare(static_cast<std::size_t>(runnable), ours, size(), cores),
+                         std::memory_order_relaxed);
     }
 
     static void cpu_relax() noexcept {
@@ -178,6 +229,7 @@ private:
 
     // Publishes a job of `parts` parts as the tickets [base_, end_), works on it, waits for it.
     void run(std::size_t parts, std::function<void(std::size_t)>& part) {
+        if (spin_is_auto()) check_cores();
         job_.store(&part, std::memory_order_relaxed);
         pending_.store(parts, std::memory_order_relaxed);
         const std::size_t base = next_.load(std::memory_order_relaxed);  // == end_: all claimed
@@ -250,7 +302,10 @@ private:
     std::atomic<int> sleepers_{0};
     std::atomic<bool> caller_waiting_{false};
     std::atomic<bool> stop_{false};
-    std::atomic<int> spin_us_{kDefaultSpinMicros};
+    static constexpr int kAutoSpin = -1;     // spin_us_ in the automatic mode
+    std::atomic<int> spin_us_{kAutoSpin};
+    std::atomic<bool> auto_poll_{false};     // the automatic mode's last verdict
+    std::chrono::steady_clock::time_point last_check_{};
 };
 
 /// parallel_for on the process-wide pool.
