@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -193,9 +194,13 @@ void check_decode_allocations(const fs::path& golden_dir, const fs::path& weight
         REQUIRE(logits.shape() == returned.shape());
         CHECK(std::equal(logits.begin(), logits.end(), returned.begin()));
         CHECK(cache == twin);
-        // And again one position later, through the reused tensor.
+        // And again one position later, through the reused tensor, after a pause longer than the
+        // pool's 100 ms between load checks, so the automatic polling reads /proc/loadavg inside
+        // the step (core/thread_pool.hpp): that read must not allocate either.
         step.ids[0] = decode[3];
         REQUIRE(kv_has_room(twin));
+        ThreadPool::instance().set_spin_auto();
+        std::this_thread::sleep_for(std::chrono::milliseconds(120));
         const long next = allocations_during([&] { m.forward(step, twin, logits); });
         CHECK_MESSAGE(next == 0, label << ": the next decode step made " << next << " allocations (expected 0)");
         CHECK(Workspace::local().depth() == 0);

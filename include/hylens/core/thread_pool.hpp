@@ -30,10 +30,10 @@
 #include <cstddef>             // std::size_t
 #include <cstdint>             // std::uint64_t
 #include <cstdlib>             // std::getenv, std::strtol
-#include <fstream>             // std::ifstream
 #include <functional>          // std::function
 #include <mutex>               // std::mutex
 #include <string>              // std::string
+#include <string_view>         // std::string_view
 #include <thread>              // std::thread
 #include <vector>              // std::vector
 
@@ -41,6 +41,13 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>  // _mm_pause
+#endif
+#if __has_include(<unistd.h>)
+#include <fcntl.h>   // ::open (the automatic polling's /proc/loadavg)
+#include <unistd.h>  // ::read, ::close
+#define HYLENS_POOL_LOADAVG 1
+#else
+#define HYLENS_POOL_LOADAVG 0  // no /proc/loadavg to read: the automatic mode blocks
 #endif
 
 namespace hylens {
@@ -76,17 +83,18 @@ public:
     }
     /// The runnable-task count in the text of /proc/loadavg ("0.52 0.58 0.59 3/245 4242": 3), or
     /// -1 if the text is not of that form.
-    static long runnable_in_loadavg(const std::string& text) {
+    static long runnable_in_loadavg(std::string_view text) noexcept {
         std::size_t fields = 0, i = 0;
         while (i < text.size() && fields < 3) {  // skip the three load averages
             while (i < text.size() && text[i] != ' ') ++i;
             while (i < text.size() && text[i] == ' ') ++i;
             ++fields;
         }
-        char* end = nullptr;
-        if (fields < 3 || i >= text.size()) return -1;
-        const long r = std::strtol(text.c_str() + i, &end, 10);
-        return end != text.c_str() + i && *end == '/' && r >= 0 ? r : -1;
+        long r = 0;
+        std::size_t digits = 0;
+        for (; fields == 3 && i < text.size() && text[i] >= '0' && text[i] <= '9' && digits < 9; ++i, ++digits)
+            r = r * 10 + (text[i] - '0');
+        return digits > 0 && i < text.size() && text[i] == '/' ? r : -1;
     }
 
     /// The process-wide pool, created on first use.
@@ -194,9 +202,16 @@ private:
         const auto now = std::chrono::steady_clock::now();
         if (now - last_check_ < std::chrono::milliseconds(100)) return;
         last_check_ = now;
-        std::ifstream f("/proc/loadavg");
-        std::string text;
-        const long runnable = std::getline(f, text) ? runnable_in_loadavg(text) : -1;
+        // POSIX read into a stack buffer: no allocation inside a decode step (tests/alloc).
+        long runnable = -1;
+#if HYLENS_POOL_LOADAVG
+        char buf[128];
+        if (const int fd = ::open("/proc/loadavg", O_RDONLY | O_CLOEXEC); fd >= 0) {
+            const ssize_t got = ::read(fd, buf, sizeof buf);
+            ::close(fd);
+            if (got > 0) runnable = runnable_in_loadavg(std::string_view(buf, static_cast<std::size_t>(got)));
+        }
+#endif
         const std::size_t asleep = static_cast<std::size_t>(std::max(sleepers_.load(std::memory_order_relaxed), 0));
         const std::size_t ours = size() - std::min(asleep, size() - 1);
         static const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
