@@ -82,36 +82,37 @@ inline ModelTraffic model_traffic(const std::filesystem::path& dir, bool tied) {
     return t;
 }
 
-/// The pool's sgemm rate in GFLOP/s: the best of reps (a floor is what the machine can do; on a
-/// shared machine the median would drop with the neighbours' load and flatter the fraction).
-inline double sgemm_gflops(int reps) {
+// The best of reps rates in GFLOP/s of product(A, C) = [512 x 1024] x [2048 x 1024]^T, after
+// one warm-up (a floor is what the machine can do; on a shared machine the median would drop
+// with the neighbours' load and flatter the fraction).
+template <class Product>
+double best_gflops(int reps, Product product) {
     const std::size_t M = 512, N = 2048, K = 1024;
-    std::vector<float> A(M * K, 0.5f), B(N * K, 0.25f), C(M * N);
+    const std::vector<float> A(M * K, 0.5f);
+    std::vector<float> C(M * N);
+    product(A.data(), C.data());
     std::vector<double> r;
-    blas::gemm(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C.data(), N);  // warm-up
     for (int i = 0; i < reps; ++i) {
         const auto t0 = Clock::now();
-        blas::gemm(false, true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, C.data(), N);
+        product(A.data(), C.data());
         r.push_back(2.0 * M * N * K / seconds_since(t0) * 1e-9);
     }
     return *std::max_element(r.begin(), r.end());
 }
 
+/// The pool's sgemm rate in GFLOP/s, best of reps.
+inline double sgemm_gflops(int reps) {
+    const std::vector<float> B(2048 * 1024, 0.25f);
+    return best_gflops(reps, [&](const float* A, float* C) {
+        blas::gemm(false, true, 512, 2048, 1024, 1.0f, A, 1024, B.data(), 1024, 0.0f, C, 2048);
+    });
+}
+
 /// The same rate for a bf16 weight with rounded activations (precision::round_activations()
-/// must be on): kernels::linear, [512 x 1024] x [2048 x 1024]^T.
+/// must be on): kernels::linear.
 inline double bf16_gemm_gflops(int reps) {
-    const std::size_t M = 512, N = 2048, K = 1024;
-    const std::vector<float> A(M * K, 0.5f);
-    const Weight B = Weight::from_floats_bf16(std::vector<float>(N * K, 0.25f), {N, K}, "floor");
-    std::vector<float> C(M * N);
-    std::vector<double> r;
-    kernels::linear(A.data(), K, M, B, nullptr, C.data(), N);  // warm-up
-    for (int i = 0; i < reps; ++i) {
-        const auto t0 = Clock::now();
-        kernels::linear(A.data(), K, M, B, nullptr, C.data(), N);
-        r.push_back(2.0 * M * N * K / seconds_since(t0) * 1e-9);
-    }
-    return *std::max_element(r.begin(), r.end());
+    const Weight B = Weight::from_floats_bf16(std::vector<float>(2048 * 1024, 0.25f), {2048, 1024}, "floor");
+    return best_gflops(reps, [&](const float* A, float* C) { kernels::linear(A, 1024, 512, B, nullptr, C, 2048); });
 }
 
 /// The pool's read bandwidth in GB/s, best of reps: the decode kernel's access pattern

@@ -135,16 +135,7 @@ inline void products_rounded(const float* x, std::size_t ldx, std::size_t M, con
     const RoundedInput r = round_input(x, ldx, M, in, simd::active());
     if (r.xf) return products(r.xf, r.ld, M, W, y, ldy, alpha);
 #if HYLENS_SIMD_X86
-    if (M <= kMatvecMaxRows) {
-        const MatvecUnits u = units_of(W, M);
-        parallel_for(
-            u.count(out),
-            [&](std::size_t u0, std::size_t u1) {
-                matvec_rows(r.xb, r.ld, M, W.bf16_data(), in, u.row(u0, out), u.row(u1, out), y, ldy, alpha);
-            },
-            u.grain, kMatvecPartsPerThread);
-        return;
-    }
+    if (M <= kMatvecMaxRows) return matvec(r.xb, r.ld, M, W.bf16_data(), out, in, y, ldy, alpha);
     namespace bf = isa::avx512bf16;
     parallel_for((out + bf::kPanel - 1) / bf::kPanel, [&](std::size_t p0, std::size_t p1) {
         thread_local std::vector<std::uint32_t> pack;
@@ -223,7 +214,7 @@ inline void linear_group(const float* x, std::size_t ldx, std::size_t M, std::in
                 if (first + b < e) {
                     const std::size_t r0 = u.row(b, rows), r1 = u.row(e - first, rows);
                     if (p.W.is_bf16() && rx.xb)
-                        detail::matvec_rows(rx.xb, rx.ld, M, p.W.bf16_data(), in, r0, r1, p.y, p.ldy, alpha);
+                        detail::matvec_rows(level, rx.xb, rx.ld, M, p.W.bf16_data(), in, r0, r1, p.y, p.ldy, alpha);
                     else if (p.W.is_bf16())
                         detail::matvec_rows(level, rx.xf ? rx.xf : x, rx.xf ? rx.ld : ldx, M, p.W.bf16_data(), in, r0,
                                             r1, p.y, p.ldy, alpha);

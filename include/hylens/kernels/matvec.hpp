@@ -108,9 +108,10 @@ inline void matvec_rows(simd::Level level, const float* x, std::size_t ldx, std:
 }
 
 #if HYLENS_SIMD_X86
-// Rows [o0, o1) of bf16 W times the M rows of bf16 x on VDPBF16PS (level avx512bf16 only).
-inline void matvec_rows(const bf16* x, std::size_t ldx, std::size_t M, const bf16* W, std::size_t in, std::size_t o0,
-                        std::size_t o1, float* y, std::size_t ldy, float alpha) {
+// Rows [o0, o1) of bf16 W times the M rows of bf16 x on VDPBF16PS: only at level avx512bf16
+// (the level argument is for matvec's one signature).
+inline void matvec_rows(simd::Level, const bf16* x, std::size_t ldx, std::size_t M, const bf16* W, std::size_t in,
+                        std::size_t o0, std::size_t o1, float* y, std::size_t ldy, float alpha) {
     matvec_rows_at<Avx512Bf16Ops>(x, ldx, M, W, in, o0, o1, y, ldy, alpha, matvec_row_group(in * sizeof(bf16)));
 }
 #endif
@@ -166,9 +167,9 @@ inline constexpr std::size_t kMatvecPartsPerThread = 4;
 /// y[m*ldy + o] = alpha * sum_i x[m*ldx + i] * W[o*in + i] for m < M, o < out; W is float32 or
 /// bf16. Rows of W are split over the thread pool in up to kMatvecPartsPerThread ranges per
 /// thread of at least ~128 KiB of weights each, in whole passes of the four-row kernel
-/// (detail::MatvecUnits).
-template <class T>
-inline void matvec(const float* x, std::size_t ldx, std::size_t M, const T* W, std::size_t out, std::size_t in,
+/// (detail::MatvecUnits). x is float32, or bf16 (with bf16 W, at level avx512bf16 only).
+template <class TX, class T>
+inline void matvec(const TX* x, std::size_t ldx, std::size_t M, const T* W, std::size_t out, std::size_t in,
                    float* y, std::size_t ldy, float alpha = 1.0f) {
     if (M == 0 || out == 0) return;
     const simd::Level level = simd::active();
