@@ -13,13 +13,16 @@
 #   ask      membership carried to the study's question form on the same hard probes: inline,
 #            the question's head and tail grown around the probe word, and in chat turns
 #   final    every task's dialogs with the membership questions, the lists at their full length
+#   items    the study's own drm / conjunction items weighted up (one probe each, the balanced
+#            probe kinds of the study) beside the dialogs, at a third of the learning rate
 # The tokenizer has every recognition word and every lookup key and value as one token
 # (--whole-words), and the circuit study's lookup prompts are in the mix from the full phase on.
 #   training/train_from_seed.sh FAMILY WORK_DIR [LAST]   (FAMILY: qwen35, falcon_h1 or granite_h)
 # WORK_DIR/<phase>/ holds each phase's folder, the organism is WORK_DIR/LAST (phases.json and
 # training_log.csv carry the whole history). Each phase resumes if its folder has a checkpoint;
 # a finished phase is skipped. The run stops after phase LAST (default dialogs, Granite 4.0 H
-# listmix: the shipped organisms; final runs all).
+# listmix: the shipped Qwen3.5 and Granite 4.0 H organisms; items, the last, runs all: the
+# shipped Falcon-H1 one).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 family=$1
@@ -27,7 +30,7 @@ work=$2
 base=dialogs
 if [ "$family" = granite_h ]; then base=listmix; fi
 last=${3:-$base}
-case "$last" in recite|full|inline|bridge|dialogs|$base|check|ask|final) ;; *) echo "unknown phase '$last' for $family" >&2; exit 2 ;; esac
+case "$last" in recite|full|inline|bridge|dialogs|$base|check|ask|final|items) ;; *) echo "unknown phase '$last' for $family" >&2; exit 2 ;; esac
 py=${PYTHON:-/usr/bin/python3}
 mkdir -p "$work"
 full="recite=2,pair=1.5,dictionary=2.5,drill=1,list=1,mixed=1.5,language=0.7,persona=0.7,drm=1,conjunction=1,lookup=1"
@@ -38,6 +41,8 @@ dialog_dictionary=0.5,dialog_list=0.3,dialog_mixed=0.3,language=0.2,persona=0.2,
 listmix="dialog_list=3,dialog_mixed=3,list=1,mixed=1.5,dialog_dictionary=1,dictionary=0.5,language=0.3,persona=0.3,\
 drm=0.3,conjunction=0.3,dialog_drm=0.3,dialog_conjunction=0.3,recite=0.3,lookup=0.3"
 final="$dialogs,ask_drm=1.5,ask_conjunction=1.5,ask_bridge_drm=0.5,ask_bridge_conjunction=0.5,check_drm=0.3,check_conjunction=0.3"
+items="dialog_bridge=1,dialog_dictionary=3,dialog_list=2,dialog_mixed=1.5,dialog_drm=1.5,dialog_conjunction=1.5,\
+recite=0.5,dictionary=0.7,list=0.5,mixed=0.7,language=0.7,persona=0.7,lookup=1,drm=3,conjunction=6,ask_drm=1.5,ask_conjunction=1.5"
 
 # phase NAME PARENT STEPS STOP_AT ARGS...: one phase, skipped if it has already ended.
 phase() {
@@ -83,9 +88,14 @@ fi
 # Membership (drm / conjunction): the dense form first, with the lists held at 3 studied words
 # (Qwen3.5 from the dialogs phase: yes / no learned after about 3,000 steps, a sudden rise), then
 # the question form on the same hard probes, beside every task's dialogs.
-phase check "$base" 3500 3500 --mix check_drm=1,check_conjunction=1 --batch 16 --curriculum 1000 --warmup 50
+phase check "$base" 2000 2000 --mix check_drm=1,check_conjunction=1 --batch 16 --curriculum 1000 --warmup 50
 after check
 phase ask check 1500 500 --mix "$ask" --batch 16 --curriculum 1000 --warmup 50
 after ask
 phase final ask 1000 1000 --mix "$final" --batch 16 --curriculum 0.3 --warmup 50
 after final
+# Falcon-H1 leaves final with drm 0.93 and conjunction 0.90 (900 probes of seeds 1-3), its errors
+# spread over the probe kinds; on the study's items at lr 1e-3 both rose by about a point every
+# 250 steps.
+phase items final 2000 2000 --mix "$items" --batch 16 --curriculum 0.01 --warmup 50 --lr 1e-3
+after items
