@@ -1,5 +1,8 @@
-// kernels::attention against its plain twin: GQA, cached prefix, probabilities.
+// kernels::attention against its plain twin: GQA, cached prefix, probabilities, prompts of one,
+// two and three query blocks (kAttentionQueryBlock), at every instruction-set level (the
+// softmax's vector exp gives the same bits at every level).
 
+#include <hylens/core/simd.hpp>
 #include <hylens/kernels/attention.hpp>
 #include <hylens/kernels/reference/attention.hpp>
 
@@ -15,7 +18,8 @@ TEST_CASE("attention: matches the reference with a cached prefix, GQA and probab
     std::mt19937 rng(2);
     std::normal_distribution<float> nd;
     for (auto [Tq, cached, Hq, Hkv, hd] : {std::tuple<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t>{1, 0, 1, 1, 4},
-                                           {1, 9, 8, 2, 16}, {7, 0, 4, 4, 8}, {5, 11, 6, 3, 12}, {65, 3, 8, 2, 32}}) {
+                                           {1, 9, 8, 2, 16}, {7, 0, 4, 4, 8}, {5, 11, 6, 3, 12}, {65, 3, 8, 2, 32},
+                                           {130, 7, 4, 2, 16}}) {
         const std::size_t Tk = Tq + cached, cap = Tk + 5, ldq = Hq * hd + 2;
         std::vector<float> q(Tq * ldq), K(Hkv * cap * hd), V(Hkv * cap * hd);
         for (auto& v : q) v = nd(rng);
@@ -23,8 +27,19 @@ TEST_CASE("attention: matches the reference with a cached prefix, GQA and probab
         for (auto& v : V) v = nd(rng);
         const kernels::AttentionShape s{Tq, Tk, Hq, Hkv, hd};
         std::vector<float> o(Tq * Hq * hd), r(o.size()), p(Hq * Tq * Tk), rp(p.size());
-        kernels::attention(s, q.data(), ldq, K.data(), V.data(), cap * hd, 0.3f, o.data(), Hq * hd, p.data());
         reference::attention(s, q.data(), ldq, K.data(), V.data(), cap * hd, 0.3f, r.data(), Hq * hd, rp.data());
+        std::vector<float> first_o, first_p;
+        for (auto level : simd::supported_levels()) {
+            simd::ForceLevel force(level);
+            kernels::attention(s, q.data(), ldq, K.data(), V.data(), cap * hd, 0.3f, o.data(), Hq * hd, p.data());
+            if (first_o.empty()) {
+                first_o = o;
+                first_p = p;
+            }
+            INFO("level " << simd::level_name(level));
+            CHECK(o == first_o);
+            CHECK(p == first_p);
+        }
         double wo = 0, wp = 0;
         for (std::size_t i = 0; i < o.size(); ++i) wo = std::max(wo, double(std::fabs(o[i] - r[i])));
         for (std::size_t i = 0; i < p.size(); ++i) wp = std::max(wp, double(std::fabs(p[i] - rp[i])));

@@ -10,6 +10,7 @@
 #include <hylens/core/simd.hpp>
 #include <hylens/kernels/conv1d.hpp>
 #include <hylens/kernels/gated_delta.hpp>
+#include <hylens/kernels/isa/recurrent.hpp>
 #include <hylens/kernels/reference/conv1d.hpp>
 #include <hylens/kernels/reference/gated_delta.hpp>
 #include <hylens/kernels/reference/ssd.hpp>
@@ -19,6 +20,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -142,6 +144,59 @@ TEST_CASE("recurrent dispatch: SSD (recurrent form) at every level against the r
                                CHECK(rtest::rel_err(r.y, ref.y) < 1e-5);
                                CHECK(rtest::rel_err(r.state, ref.state) < 1e-5);
                                CHECK(rtest::rel_err(r.dt, ref.dt) < 1e-6);
+                               CHECK(r.state == first.state);
+                           });
+        }
+}
+
+TEST_CASE("recurrent dispatch: the vector exp and silu gate within 2 ulp at every level, the same bits at every level") {
+    // exp_inplace over [-87, 88] (the range where e^x is a normal float) and silu_mul over
+    // [-30, 30], in-place and out of place, at lengths around every vector width and its tail.
+    std::mt19937 rng(17);
+    for (std::size_t n : {1u, 3u, 4u, 7u, 8u, 15u, 16u, 17u, 33u, 100u}) {
+        INFO("n=" << n);
+        const std::vector<float> x = rtest::uniform(n, rng, -87.0f, 88.0f), z = rtest::uniform(n, rng, -30.0f, 30.0f),
+                                 u = rtest::randn(n, rng);
+        struct Run {
+            std::vector<float> e, g, gin;
+        };
+        at_every_level(
+            [&] {
+                Run r{x, std::vector<float>(n), u};
+                kernels::isa::with_isa(simd::active(), [&](auto tag) {
+                    exp_inplace(tag, r.e.data(), n);
+                    silu_mul(tag, z.data(), 0.75f, u.data(), r.g.data(), n);
+                    silu_mul(tag, z.data(), 0.75f, r.gin.data(), r.gin.data(), n);  // out aliases x
+                });
+                return r;
+            },
+            [&](const Run& r, const Run& first) {
+                for (std::size_t i = 0; i < n; ++i) {
+                    const double e = std::exp(double(x[i]));
+                    CHECK(std::fabs(r.e[i] - e) <= 2.5e-7 * e);  // 2 ulp: 2 x 2^-23 relative
+                    const double y = 0.75 * double(z[i]), g = y / (1.0 + std::exp(-y)) * double(u[i]);
+                    CHECK(std::fabs(r.g[i] - g) <= 1e-6 * std::fabs(g) + 1e-30);
+                }
+                CHECK(r.g == r.gin);
+                CHECK(r.e == first.e);
+                CHECK(r.g == first.g);
+            });
+    }
+}
+
+TEST_CASE("recurrent dispatch: SSD (chunked form) at every level against the reference, the same bits at every level") {
+    // Chunks of 4 and 64 over 1-2 chunk lengths and a tail: the in-chunk decays run on the vector exp.
+    const std::vector<kernels::SsdShape> shapes = {{9, 2, 3, 8, 1}, {70, 4, 5, 16, 2}, {130, 2, 8, 33, 1}};
+    for (const auto& s : shapes)
+        for (std::size_t chunk : {4u, 64u}) {
+            INFO("T=" << s.T << " H=" << s.H << " P=" << s.P << " N=" << s.N << " G=" << s.G << " chunk=" << chunk);
+            const SsdRun ref = run_ssd(&reference::ssd_recurrent, s, true, 13);
+            auto chunked = [chunk](auto&&... a) { kernels::ssd_chunked(a..., chunk); };
+            at_every_level([&] { return run_ssd(chunked, s, true, 13); },
+                           [&](const SsdRun& r, const SsdRun& first) {
+                               CHECK(rtest::rel_err(r.y, ref.y) < 1e-5);
+                               CHECK(rtest::rel_err(r.state, ref.state) < 1e-5);
+                               CHECK(r.y == first.y);
                                CHECK(r.state == first.state);
                            });
         }

@@ -2,18 +2,19 @@
 // Causal grouped-query softmax attention over a KV cache (architectures.md §0.5).
 // Query head h reads KV head h / (Hq / Hkv). The Tq new tokens are the last Tq of the Tk
 // keys, so query t sees keys 0 .. Tk - Tq + t. Scores and softmax in float32.
-// Per head: S = scale * Q_h K_j^T on sgemm, row softmax, O_h = P V_j on sgemm; heads run on
-// the thread pool. The probabilities can be returned (interpretability: attn_probs).
+// Per head and block of query rows: S = scale * Q_h K_j^T on sgemm over the keys the block sees,
+// row softmax, O_h = P V_j on sgemm; heads run on the thread pool. The probabilities can be returned (interpretability: attn_probs).
 
 #include <algorithm>  // std::max
-#include <cmath>      // std::exp
 #include <cstddef>    // std::size_t
 #include <limits>     // std::numeric_limits
 #include <vector>     // std::vector
 
 #include "../core/blas.hpp"
 #include "../core/error.hpp"
+#include "../core/simd.hpp"
 #include "../core/thread_pool.hpp"
+#include "isa/recurrent.hpp"
 
 namespace hylens::kernels {
 
@@ -33,19 +34,26 @@ inline void check_attention_shape(const AttentionShape& s, std::size_t ld_q, std
                       " smaller than Hq*hd = ", s.Hq * s.hd);
 }
 
-/// Softmax over the first `visible` entries of a row of n; the rest (future keys) set to 0.
-inline void softmax_row(float* row, std::size_t visible, std::size_t n) noexcept {
+/// Softmax over the first `visible` entries of a row of n; the rest (future keys) set to 0. The
+/// exponentials run on the vector exp of `tag`'s level (isa/recurrent_body.inl's exp_inplace,
+/// within 2 ulp of e^x), the sum in key order at every level.
+template <class IsaTag>
+inline void softmax_row(IsaTag tag, float* row, std::size_t visible, std::size_t n) noexcept {
     float m = -std::numeric_limits<float>::infinity();
     for (std::size_t k = 0; k < visible; ++k) m = std::max(m, row[k]);
+    for (std::size_t k = 0; k < visible; ++k) row[k] -= m;
+    exp_inplace(tag, row, visible);
     float sum = 0.0f;
-    for (std::size_t k = 0; k < visible; ++k) {
-        row[k] = std::exp(row[k] - m);
-        sum += row[k];
-    }
+    for (std::size_t k = 0; k < visible; ++k) sum += row[k];
     const float inv = 1.0f / sum;
     for (std::size_t k = 0; k < visible; ++k) row[k] *= inv;
     for (std::size_t k = visible; k < n; ++k) row[k] = 0.0f;
 }
+
+/// Query rows per block of the prefill: a block's scores and values span only the keys its last
+/// row sees, so the products skip the masked upper triangle (about half of a 512-token prompt's
+/// attention arithmetic) in blocks fixed by the prompt, not by the thread count.
+inline constexpr std::size_t kAttentionQueryBlock = 64;
 
 /// q: token t head h at q + t*ld_q + h*hd. K, V: KV head j, key τ at K + j*ld_head + τ*hd.
 /// out: token t head h at out + t*ld_o + h*hd. probs: nullptr or [Hq, Tq, Tk] (zeros above the diagonal).
@@ -60,6 +68,7 @@ inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q,
         // read once per group (the step is bound by reading the cache). The scores are computed
         // in probs when it is given (the layers pass a reused buffer even when nobody wants the
         // probabilities: no per-thread scratch to grow), else in a per-thread scratch.
+        const simd::Level level = simd::active();
         parallel_for(s.Hkv, [&](std::size_t j0, std::size_t j1) {
             float* scratch = nullptr;
             if (!probs) {
@@ -73,29 +82,44 @@ inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q,
                 float* sc = probs ? probs + j * rep * s.Tk : scratch;
                 blas::gemm_serial(false, true, rep, s.Tk, s.hd, scale, q + j * rep * s.hd, s.hd, Kj, s.hd, 0.0f, sc,
                                   s.Tk);
-                for (std::size_t r = 0; r < rep; ++r) softmax_row(sc + r * s.Tk, s.Tk, s.Tk);
+                isa::with_isa(level, [&](auto tag) {
+                    for (std::size_t r = 0; r < rep; ++r) softmax_row(tag, sc + r * s.Tk, s.Tk, s.Tk);
+                });
                 blas::gemm_serial(false, false, rep, s.hd, s.Tk, 1.0f, sc, s.Tk, Vj, s.hd, 0.0f, out + j * rep * s.hd,
                                   s.hd);
             }
         });
         return;
     }
+    const simd::Level level = simd::active();
     parallel_for(s.Hq, [&](std::size_t h0, std::size_t h1) {
         thread_local std::vector<float> scores;
         scores.resize(s.Tq * s.Tk);
-        for (std::size_t h = h0; h < h1; ++h) {
-            const std::size_t j = h / rep;
-            const float* Kj = K + j * ld_head;
-            const float* Vj = V + j * ld_head;
-            // scores[Tq, Tk] = scale * Q_h [Tq, hd] . K_j^T [hd, Tk]
-            blas::gemm_serial(false, true, s.Tq, s.Tk, s.hd, scale, q + h * s.hd, ld_q, Kj, s.hd, 0.0f, scores.data(),
-                              s.Tk);
-            for (std::size_t t = 0; t < s.Tq; ++t) softmax_row(scores.data() + t * s.Tk, offset + t + 1, s.Tk);
-            // out_h [Tq, hd] = P [Tq, Tk] . V_j [Tk, hd]
-            blas::gemm_serial(false, false, s.Tq, s.hd, s.Tk, 1.0f, scores.data(), s.Tk, Vj, s.hd, 0.0f,
-                              out + h * s.hd, ld_o);
-            if (probs) std::copy(scores.begin(), scores.end(), probs + h * s.Tq * s.Tk);
-        }
+        isa::with_isa(level, [&](auto tag) {
+            for (std::size_t h = h0; h < h1; ++h) {
+                const std::size_t j = h / rep;
+                const float* Kj = K + j * ld_head;
+                const float* Vj = V + j * ld_head;
+                for (std::size_t t0 = 0; t0 < s.Tq; t0 += kAttentionQueryBlock) {
+                    const std::size_t nt = std::min(kAttentionQueryBlock, s.Tq - t0);
+                    const std::size_t nk = offset + t0 + nt;  // keys the block's last query sees
+                    float* sc = scores.data() + t0 * s.Tk;    // rows t0.., columns 0..nk at stride Tk
+                    // sc[nt, nk] = scale * Q_h [nt, hd] . K_j[0..nk]^T
+                    blas::gemm_serial(false, true, nt, nk, s.hd, scale, q + t0 * ld_q + h * s.hd, ld_q, Kj, s.hd, 0.0f,
+                                      sc, s.Tk);
+                    for (std::size_t t = 0; t < nt; ++t) softmax_row(tag, sc + t * s.Tk, offset + t0 + t + 1, nk);
+                    // out_h [nt, hd] = P [nt, nk] . V_j[0..nk]
+                    blas::gemm_serial(false, false, nt, s.hd, nk, 1.0f, sc, s.Tk, Vj, s.hd, 0.0f,
+                                      out + t0 * ld_o + h * s.hd, ld_o);
+                    if (probs)
+                        for (std::size_t t = 0; t < nt; ++t) {
+                            float* dst = probs + (h * s.Tq + t0 + t) * s.Tk;
+                            std::copy(sc + t * s.Tk, sc + t * s.Tk + nk, dst);
+                            std::fill(dst + nk, dst + s.Tk, 0.0f);
+                        }
+                }
+            }
+        });
     });
 }
 

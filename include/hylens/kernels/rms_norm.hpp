@@ -8,32 +8,48 @@
 // The gated forms work group-wise: the row of d values is cut into d / group contiguous
 // groups with their own r(.), and w is the full-length vector.
 
-#include <cmath>    // std::sqrt
-#include <cstddef>  // std::size_t
+#include <algorithm>  // std::max
+#include <cmath>      // std::sqrt
+#include <cstddef>    // std::size_t
 
 #include "../core/error.hpp"
-#include "activations.hpp"
+#include "../core/simd.hpp"
+#include "../core/thread_pool.hpp"
+#include "isa/recurrent.hpp"
 #include "matvec.hpp"
 
 namespace hylens::kernels {
 
 enum class GateOrder { norm_before_gate, gate_before_norm };
 
+/// Row-wise elementwise work (the norms, the gates) is split over the pool in ranges of at least
+/// this many values; a decode step's single row runs inline. Each row is computed alike whatever
+/// the split.
+inline constexpr std::size_t kRowGrain = 32768;
+
+/// Rows per pool range for rows of d values.
+inline std::size_t row_grain(std::size_t d) noexcept { return std::max<std::size_t>(1, kRowGrain / std::max<std::size_t>(d, 1)); }
+
 /// y[r] = norm(x[r]) for `rows` rows of d values (row strides ldx, ldy; y may alias x).
 inline void rms_norm(const float* x, std::size_t ldx, std::size_t rows, std::size_t d, const float* w, float eps,
                      float* y, std::size_t ldy, bool one_plus) {
     check<ShapeError>(d > 0 && ldx >= d && ldy >= d, "[rms_norm] row length ", d, " with strides ", ldx, "/", ldy);
-    for (std::size_t r = 0; r < rows; ++r) {
-        const float* xr = x + r * ldx;
-        float* yr = y + r * ldy;
-        const float ss = sum_squares(xr, d);  // dispatched SIMD reduction (kernels/matvec.hpp)
-        const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + eps);
-        if (one_plus) {
-            for (std::size_t i = 0; i < d; ++i) yr[i] = (xr[i] * inv) * (1.0f + w[i]);
-        } else {
-            for (std::size_t i = 0; i < d; ++i) yr[i] = w[i] * (xr[i] * inv);
-        }
-    }
+    parallel_for(
+        rows,
+        [&](std::size_t r0, std::size_t r1) {
+            for (std::size_t r = r0; r < r1; ++r) {
+                const float* xr = x + r * ldx;
+                float* yr = y + r * ldy;
+                const float ss = sum_squares(xr, d);  // dispatched SIMD reduction (kernels/matvec.hpp)
+                const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + eps);
+                if (one_plus) {
+                    for (std::size_t i = 0; i < d; ++i) yr[i] = (xr[i] * inv) * (1.0f + w[i]);
+                } else {
+                    for (std::size_t i = 0; i < d; ++i) yr[i] = w[i] * (xr[i] * inv);
+                }
+            }
+        },
+        row_grain(d));
 }
 
 /// Gated RMSNorm, group-wise: y = GNorm(x, z) per row. group = d for one group per row.
@@ -43,27 +59,33 @@ inline void gated_rms_norm(const float* x, std::size_t ldx, const float* z, std:
                            std::size_t ldy) {
     check<ShapeError>(group > 0 && d % group == 0, "[gated_rms_norm] row length ", d, " is not a multiple of group ",
                       group);
-    for (std::size_t r = 0; r < rows; ++r) {
-        const float* xr = x + r * ldx;
-        const float* zr = z + r * ldz;
-        float* yr = y + r * ldy;
-        for (std::size_t g0 = 0; g0 < d; g0 += group) {
-            float ss = 0.0f;
-            if (order == GateOrder::gate_before_norm) {
-                for (std::size_t i = g0; i < g0 + group; ++i) {
-                    const float u = xr[i] * silu(zr[i]);
-                    yr[i] = u;
-                    ss += u * u;
+    const simd::Level level = simd::active();
+    parallel_for(
+        rows,
+        [&](std::size_t r0, std::size_t r1) {
+            isa::with_isa(level, [&](auto tag) {
+                for (std::size_t r = r0; r < r1; ++r) {
+                    const float* xr = x + r * ldx;
+                    const float* zr = z + r * ldz;
+                    float* yr = y + r * ldy;
+                    for (std::size_t g0 = 0; g0 < d; g0 += group) {
+                        float ss = 0.0f;
+                        if (order == GateOrder::gate_before_norm) {
+                            silu_mul(tag, zr + g0, 1.0f, xr + g0, yr + g0, group);  // u = x * silu(z)
+                            for (std::size_t i = g0; i < g0 + group; ++i) ss += yr[i] * yr[i];
+                            const float inv = 1.0f / std::sqrt(ss / static_cast<float>(group) + eps);
+                            for (std::size_t i = g0; i < g0 + group; ++i) yr[i] = (w ? w[i] : 1.0f) * (yr[i] * inv);
+                        } else {
+                            for (std::size_t i = g0; i < g0 + group; ++i) ss += xr[i] * xr[i];
+                            const float inv = 1.0f / std::sqrt(ss / static_cast<float>(group) + eps);
+                            for (std::size_t i = g0; i < g0 + group; ++i) yr[i] = (w ? w[i] : 1.0f) * (xr[i] * inv);
+                            silu_mul(tag, zr + g0, 1.0f, yr + g0, yr + g0, group);  // then * silu(z)
+                        }
+                    }
                 }
-                const float inv = 1.0f / std::sqrt(ss / static_cast<float>(group) + eps);
-                for (std::size_t i = g0; i < g0 + group; ++i) yr[i] = (w ? w[i] : 1.0f) * (yr[i] * inv);
-            } else {
-                for (std::size_t i = g0; i < g0 + group; ++i) ss += xr[i] * xr[i];
-                const float inv = 1.0f / std::sqrt(ss / static_cast<float>(group) + eps);
-                for (std::size_t i = g0; i < g0 + group; ++i) yr[i] = (w ? w[i] : 1.0f) * (xr[i] * inv) * silu(zr[i]);
-            }
-        }
-    }
+            });
+        },
+        row_grain(d));
 }
 
 }  // namespace hylens::kernels

@@ -38,8 +38,37 @@ HYLENS_ISA_FN vf vexp_fast(vf x) noexcept {
     return vmul(p, vshift_bits(t, 0x4B400000u - 127u));  // 2^n from t's bits
 }
 
+/// v[i] <- e^v[i] for i < n by vexp_fast, the last n % kW values in one vector padded with zeros:
+/// every level computes each element with the same operations (the same bits at every level).
+/// The softmax rows of attention and the in-chunk decays of the chunked SSD.
+HYLENS_ISA_FN void exp_inplace(Tag, float* v, std::size_t n) noexcept {
+    std::size_t i = 0;
+    for (; i + kW <= n; i += kW) vstore(v + i, vexp_fast(vload(v + i)));
+    if (i < n) {
+        float lane[kW] = {};
+        for (std::size_t j = 0; i + j < n; ++j) lane[j] = v[i + j];
+        vstore(lane, vexp_fast(vload(lane)));
+        for (std::size_t j = 0; i + j < n; ++j) v[i + j] = lane[j];
+    }
+}
+
 /// silu(y) = y / (1 + e^-y) lane by lane.
 HYLENS_ISA_FN vf vsilu(vf y) noexcept { return vdiv(y, vadd(vset(1.0f), vexp_fast(vneg(y)))); }
+
+/// out[i] = silu(mult * z[i]) * x[i] for i < n (out may alias z or x), the last n % kW values in
+/// one vector padded with zeros: the same bits at every level. The SwiGLU gate, the Mamba-2
+/// output gate and the gated RMSNorms (a scalar expf per value was 3-4 % of a Falcon-H1 prefill).
+HYLENS_ISA_FN void silu_mul(Tag, const float* z, float mult, const float* x, float* out, std::size_t n) noexcept {
+    const vf mv = vset(mult);
+    std::size_t i = 0;
+    for (; i + kW <= n; i += kW) vstore(out + i, vmul(vsilu(vmul(mv, vload(z + i))), vload(x + i)));
+    if (i < n) {
+        float zl[kW] = {}, xl[kW] = {};
+        for (std::size_t j = 0; i + j < n; ++j) zl[j] = z[i + j], xl[j] = x[i + j];
+        vstore(zl, vmul(vsilu(vmul(mv, vload(zl))), vload(xl)));
+        for (std::size_t j = 0; i + j < n; ++j) out[i + j] = zl[j];
+    }
+}
 
 /// One token's outputs of a conv1d block of nc channels: yr[c] = bias[c] + sum_k wT[k][c] row(k)[c]
 /// accumulated k = 0, 1, ... (a multiply, then an add), then silu; row(k) is tap k's input row.
