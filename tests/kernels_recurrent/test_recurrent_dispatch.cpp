@@ -149,7 +149,7 @@ TEST_CASE("recurrent dispatch: SSD (recurrent form) at every level against the r
         }
 }
 
-TEST_CASE("recurrent dispatch: the vector exp and silu gate within 2 ulp at every level, the same bits at every level") {
+TEST_CASE("recurrent dispatch: vector exp and silu gate within 2 ulp, the same bits at every level") {
     // exp_inplace over [-87, 88] (the range where e^x is a normal float) and silu_mul over
     // [-30, 30], in-place and out of place, at lengths around every vector width and its tail.
     std::mt19937 rng(17);

@@ -3,9 +3,10 @@
 // Query head h reads KV head h / (Hq / Hkv). The Tq new tokens are the last Tq of the Tk
 // keys, so query t sees keys 0 .. Tk - Tq + t. Scores and softmax in float32.
 // Per head and block of query rows: S = scale * Q_h K_j^T on sgemm over the keys the block sees,
-// row softmax, O_h = P V_j on sgemm; heads run on the thread pool. The probabilities can be returned (interpretability: attn_probs).
+// row softmax, O_h = P V_j on sgemm; heads run on the thread pool. The probabilities can be
+// returned (interpretability: attn_probs).
 
-#include <algorithm>  // std::max
+#include <algorithm>  // std::max, std::min, std::copy, std::fill
 #include <cstddef>    // std::size_t
 #include <limits>     // std::numeric_limits
 #include <vector>     // std::vector
@@ -93,8 +94,10 @@ inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q,
     }
     const simd::Level level = simd::active();
     parallel_for(s.Hq, [&](std::size_t h0, std::size_t h1) {
+        // One block's scores at a time: kAttentionQueryBlock x Tk floats a thread (1 MiB at 4,096
+        // keys), not Tq x Tk.
         thread_local std::vector<float> scores;
-        scores.resize(s.Tq * s.Tk);
+        scores.resize(std::min(kAttentionQueryBlock, s.Tq) * s.Tk);
         isa::with_isa(level, [&](auto tag) {
             for (std::size_t h = h0; h < h1; ++h) {
                 const std::size_t j = h / rep;
@@ -103,7 +106,7 @@ inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q,
                 for (std::size_t t0 = 0; t0 < s.Tq; t0 += kAttentionQueryBlock) {
                     const std::size_t nt = std::min(kAttentionQueryBlock, s.Tq - t0);
                     const std::size_t nk = offset + t0 + nt;  // keys the block's last query sees
-                    float* sc = scores.data() + t0 * s.Tk;    // rows t0.., columns 0..nk at stride Tk
+                    float* sc = scores.data();                // rows t0.., columns 0..nk at stride Tk
                     // sc[nt, nk] = scale * Q_h [nt, hd] . K_j[0..nk]^T
                     blas::gemm_serial(false, true, nt, nk, s.hd, scale, q + t0 * ld_q + h * s.hd, ld_q, Kj, s.hd, 0.0f,
                                       sc, s.Tk);

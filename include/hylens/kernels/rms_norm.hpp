@@ -28,7 +28,9 @@ enum class GateOrder { norm_before_gate, gate_before_norm };
 inline constexpr std::size_t kRowGrain = 32768;
 
 /// Rows per pool range for rows of d values.
-inline std::size_t row_grain(std::size_t d) noexcept { return std::max<std::size_t>(1, kRowGrain / std::max<std::size_t>(d, 1)); }
+inline std::size_t row_grain(std::size_t d) noexcept {
+    return std::max<std::size_t>(1, kRowGrain / std::max<std::size_t>(d, 1));
+}
 
 /// y[r] = norm(x[r]) for `rows` rows of d values (row strides ldx, ldy; y may alias x).
 inline void rms_norm(const float* x, std::size_t ldx, std::size_t rows, std::size_t d, const float* w, float eps,
