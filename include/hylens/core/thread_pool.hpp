@@ -323,6 +323,12 @@ private:
     std::chrono::steady_clock::time_point last_check_{};
 };
 
+/// Rows per parallel range for elementwise work over rows of `row_values` values (the norms, the
+/// gates): ranges of at least `min_values` values, so that a decode step's single row runs inline.
+inline std::size_t row_grain(std::size_t row_values, std::size_t min_values = 32768) noexcept {
+    return std::max<std::size_t>(1, min_values / std::max<std::size_t>(row_values, 1));
+}
+
 /// parallel_for on the process-wide pool.
 template <class F>
 void parallel_for(std::size_t n, F&& fn, std::size_t grain = 1, std::size_t parts_per_thread = 1) {

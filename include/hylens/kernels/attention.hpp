@@ -106,7 +106,7 @@ inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q,
                 for (std::size_t t0 = 0; t0 < s.Tq; t0 += kAttentionQueryBlock) {
                     const std::size_t nt = std::min(kAttentionQueryBlock, s.Tq - t0);
                     const std::size_t nk = offset + t0 + nt;  // keys the block's last query sees
-                    float* sc = scores.data();                // rows t0.., columns 0..nk at stride Tk
+                    float* sc = scores.data();                // the block's nt rows, nk columns, stride Tk
                     // sc[nt, nk] = scale * Q_h [nt, hd] . K_j[0..nk]^T
                     blas::gemm_serial(false, true, nt, nk, s.hd, scale, q + t0 * ld_q + h * s.hd, ld_q, Kj, s.hd, 0.0f,
                                       sc, s.Tk);

@@ -8,9 +8,8 @@
 // The gated forms work group-wise: the row of d values is cut into d / group contiguous
 // groups with their own r(.), and w is the full-length vector.
 
-#include <algorithm>  // std::max
-#include <cmath>      // std::sqrt
-#include <cstddef>    // std::size_t
+#include <cmath>    // std::sqrt
+#include <cstddef>  // std::size_t
 
 #include "../core/error.hpp"
 #include "../core/simd.hpp"
@@ -22,17 +21,8 @@ namespace hylens::kernels {
 
 enum class GateOrder { norm_before_gate, gate_before_norm };
 
-/// Row-wise elementwise work (the norms, the gates) is split over the pool in ranges of at least
-/// this many values; a decode step's single row runs inline. Each row is computed alike whatever
-/// the split.
-inline constexpr std::size_t kRowGrain = 32768;
-
-/// Rows per pool range for rows of d values.
-inline std::size_t row_grain(std::size_t d) noexcept {
-    return std::max<std::size_t>(1, kRowGrain / std::max<std::size_t>(d, 1));
-}
-
-/// y[r] = norm(x[r]) for `rows` rows of d values (row strides ldx, ldy; y may alias x).
+/// y[r] = norm(x[r]) for `rows` rows of d values (row strides ldx, ldy; y may alias x). Rows are
+/// split over the pool (row_grain); each row is computed alike whatever the split.
 inline void rms_norm(const float* x, std::size_t ldx, std::size_t rows, std::size_t d, const float* w, float eps,
                      float* y, std::size_t ldy, bool one_plus) {
     check<ShapeError>(d > 0 && ldx >= d && ldy >= d, "[rms_norm] row length ", d, " with strides ", ldx, "/", ldy);

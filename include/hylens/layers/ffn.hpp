@@ -23,8 +23,6 @@
 namespace hylens {
 
 struct SwiGLU {
-    /// Fewest gating values per parallel range (forward).
-    static constexpr std::size_t kGatingGrain = 32768;
     std::size_t hidden = 0, inter = 0;
     Weight gate, up;   ///< [I, H] each, or empty when fused
     Weight gate_up;    ///< [2I, H] fused, rows [gate | up]
@@ -57,8 +55,8 @@ struct SwiGLU {
                                   {{gate, gate_bias.empty() ? nullptr : gate_bias.data(), gu.data(), 2 * I},
                                    {up, up_bias.empty() ? nullptr : up_bias.data(), gu.data() + I, 2 * I}});
         }
-        // The gating, rows split over the pool in ranges of at least kGatingGrain values (M x I
-        // exps: on one thread ~3 % of a 2-thread prefill; a decode step's single row runs inline).
+        // The gating, rows split over the pool (row_grain: M x I exps, on one thread ~3 % of a
+        // 2-thread prefill; a decode step's single row runs inline).
         // Each value is computed alike whatever the split.
         const std::span<float> act = ws.zeros<float>(M * I);
         parallel_for(
@@ -67,7 +65,7 @@ struct SwiGLU {
                 for (std::size_t m = m0; m < m1; ++m)
                     kernels::swiglu(gu.data() + m * 2 * I, gu.data() + m * 2 * I + I, I, act.data() + m * I, gate_mult);
             },
-            std::max<std::size_t>(1, kGatingGrain / std::max<std::size_t>(I, 1)));
+            row_grain(I));
         kernels::linear(act.data(), I, M, down, down_bias.empty() ? nullptr : down_bias.data(), out, hidden);
         if (down_mult != 1.0f)
             for (std::size_t i = 0; i < M * hidden; ++i) out[i] *= down_mult;

@@ -18,15 +18,14 @@
 
 #include "../cache/recurrent_cache.hpp"
 #include "../core/error.hpp"
-#include "../core/simd.hpp"
 #include "../core/thread_pool.hpp"
 #include "../core/weight.hpp"
 #include "../kernels/activations.hpp"
 #include "../kernels/conv1d.hpp"
-#include "../kernels/isa/recurrent.hpp"
 #include "../kernels/linear.hpp"
 #include "../kernels/rms_norm.hpp"
 #include "../kernels/ssd.hpp"
+#include "../kernels/swiglu.hpp"
 #include "hooks.hpp"
 #include "../kernels/workspace.hpp"
 
@@ -107,7 +106,7 @@ public:
                         for (std::size_t s = 0; s < 5; ++s)
                             for (std::size_t i = bounds[s]; i < bounds[s + 1]; ++i) zeta[m * Z + i] *= c_.mup[s];
                 },
-                kernels::row_grain(Z));
+                row_grain(Z));
         }
         const std::span<float> act = ws.zeros<float>(T * Cm), y = ws.zeros<float>(M * Di),
                                dt = ws.zeros<float>(ctx.wants(Site::gate_dt) ? M * c_.H : 0);
@@ -123,16 +122,13 @@ public:
         }
         if (!dt.empty()) ctx.fire(Site::gate_dt, dt.data(), B, T, c_.H, c_.H);
         if (c_.norm == MambaNorm::gate_only) {
-            const simd::Level level = simd::active();
-            parallel_for(
+            parallel_for(  // y <- silu(z) * y: the SwiGLU gate's kernel
                 M,
                 [&](std::size_t m0, std::size_t m1) {
-                    kernels::isa::with_isa(level, [&](auto tag) {
-                        for (std::size_t m = m0; m < m1; ++m)
-                            silu_mul(tag, zeta.data() + m * Z, 1.0f, y.data() + m * Di, y.data() + m * Di, Di);
-                    });
+                    for (std::size_t m = m0; m < m1; ++m)
+                        kernels::swiglu(zeta.data() + m * Z, y.data() + m * Di, Di, y.data() + m * Di);
                 },
-                kernels::row_grain(Di));
+                row_grain(Di));
         } else {
             kernels::gated_rms_norm(y.data(), Di, zeta.data(), Z, M, Di, c_.norm_group, w_.norm.data(), c_.eps,
                                     c_.norm == MambaNorm::norm_before_gate ? kernels::GateOrder::norm_before_gate
