@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <hylens/core/error.hpp>
+#include <hylens/models/load.hpp>  // LoadOptions
 #include <hylens/stack/sampling.hpp>
 #include <hylens/text/chat.hpp>
 #include <hylens/text/tokenizer.hpp>
@@ -89,6 +90,10 @@ struct ModelInput {
     std::string tokenizer_path;  // default: DIR/tokenizer.json
     bool chat = false;
     bool no_finite_check = false;
+    bool no_mmap = false;
+
+    /// How to hold the weights (--no-mmap).
+    LoadOptions load_options() const { return LoadOptions{no_mmap ? io::Storage::in_memory : io::Storage::mapped}; }
 
     void add(CLI::App& app, bool with_chat = true) {
         app.add_option("--model", dir, "model folder (config.json + *.safetensors)")->required();
@@ -97,6 +102,9 @@ struct ModelInput {
         if (with_chat) app.add_flag("--chat", chat, "wrap text input in the family's chat format (one user turn)");
         app.add_flag("--no-finite-check", no_finite_check,
                      "do not stop at the first NaN / infinity in activations or logits");
+        app.add_flag("--no-mmap", no_mmap,
+                     "read the weights into private memory instead of mapping the files (llama.cpp's --no-mmap; the same "
+                 "values, a slower open; docs/performance.md, \"Weights in the page cache\")");
     }
 
     /// The tokenizer, loaded once; nullptr when there is none and `required` is false.

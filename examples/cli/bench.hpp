@@ -150,7 +150,7 @@ struct Result {
     double floor_rate = 0, floor_ts = 0;
 };
 
-inline void print_json(const Result& r, const std::string& model, const std::string& level) {
+inline void print_json(const Result& r, const std::string& model, const std::string& level, bool in_memory) {
     nlohmann::json j;
     j["model"] = model;
     j["test"] = r.test;
@@ -159,6 +159,7 @@ inline void print_json(const Result& r, const std::string& model, const std::str
     j["n_gen"] = r.n_gen;
     j["simd"] = level;
     j["bf16_activations"] = precision::round_activations();
+    j["weights"] = in_memory ? "in_memory" : "mapped";
     j["samples_ts"] = r.samples;
     j["min_ts"] = *std::min_element(r.samples.begin(), r.samples.end());
     j["median_ts"] = median(r.samples);
@@ -189,7 +190,7 @@ inline int run_bench(int argc, char** argv) {
     std::size_t n_prompt = 512, n_gen = 64;
     std::vector<std::size_t> threads{ThreadPool::instance().size()};
     int reps = 3;
-    bool json = false, bf16_activations = false;
+    bool json = false, bf16_activations = false, no_mmap = false;
     std::string simd_level = "native";
     CLI::App app{"Measures prefill (pp<N>) and decode (tg<N>) tokens/s of the model folder DIR, with min / median / "
                  "max over repetitions, and beside each the floor measured in the same run (sgemm GFLOP/s for "
@@ -209,13 +210,16 @@ inline int run_bench(int argc, char** argv) {
     app.add_flag("--bf16-activations", bf16_activations,
                  "round the input of every product with a bf16 weight to bf16 (llama.cpp's BF16 arithmetic; "
                  "docs/performance.md)");
+    app.add_flag("--no-mmap", no_mmap,
+                 "read the weights into private memory instead of mapping the files (llama.cpp's --no-mmap; the same "
+                 "values, a slower open; docs/performance.md, \"Weights in the page cache\")");
     app.add_flag("--json", json, "one JSON object per line and per (test, threads) instead of the table");
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
     simd::force(simd::parse_level(simd_level));
     precision::RoundActivations rounding(bf16_activations);
     const std::string level = simd::level_name(simd::active());
-    const AnyModel model = load(dir);
+    const AnyModel model = load(dir, LoadOptions{no_mmap ? io::Storage::in_memory : io::Storage::mapped});
     const std::size_t vocab = model.config().vocab;
     bool tied = false;
     model.visit([&](const auto& m) { tied = m.tied_embeddings(); });
@@ -225,7 +229,7 @@ inline int run_bench(int argc, char** argv) {
     const bool bf16_floor = bf16_activations && traffic.bf16_matrix_elements * 2 > traffic.matrix_elements;
     const std::string model_name = std::filesystem::path(dir).filename().string();
     if (!json)
-        std::cout << "model " << dir << "  simd " << level << (bf16_activations ? "  bf16 activations" : "")
+        std::cout << "model " << dir << "  simd " << level << (bf16_activations ? "  bf16 activations" : "") << (no_mmap ? "  weights in memory" : "")
                   << "  decode reads " << std::setprecision(4)
                   << traffic.decode_bytes / 1e9 << " GB/token, prefill " << 2 * traffic.matrix_elements / 1e9
                   << " GFLOP/token\n"
@@ -251,7 +255,7 @@ inline int run_bench(int argc, char** argv) {
                     (void)m.forward(TokenBatch(prompt), cache, last);
                     r.samples.push_back(static_cast<double>(n_prompt) / seconds_since(t0));
                 }
-                json ? print_json(r, model_name, level) : print_row(r);
+                json ? print_json(r, model_name, level, no_mmap) : print_row(r);
             }
             if (n_gen > 0) {
                 Result r{"tg" + std::to_string(n_gen), t, 0, n_gen, {}, "read_gbps", read_gbps(5), 0};
@@ -262,7 +266,7 @@ inline int run_bench(int argc, char** argv) {
                     for (std::size_t k = 0; k < n_gen; ++k) (void)m.forward(TokenBatch({gen[k]}), cache, last);
                     r.samples.push_back(static_cast<double>(n_gen) / seconds_since(t0));
                 }
-                json ? print_json(r, model_name, level) : print_row(r);
+                json ? print_json(r, model_name, level, no_mmap) : print_row(r);
             }
         });
     }

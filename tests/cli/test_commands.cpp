@@ -119,6 +119,11 @@ TEST_SUITE("cli") {
         g.max_new = 6;
         const auto lib = generate(model, cache, TokenBatch(prompt), g).ids[0];
         CHECK(json_of(j)["generated"]["ids"].get<std::vector<std::int64_t>>() == lib);
+        // --no-mmap reads the weights into memory: the same answer.
+        REQUIRE(run_cli("generate --model " + kQwen + " --ids " + join(prompt) + " --max-new 6 --no-stop --no-mmap --json " +
+                        j.string())
+                    .rc == 0);
+        CHECK(json_of(j)["generated"]["ids"].get<std::vector<std::int64_t>>() == lib);
 
         // Text in, text out: the prompt is the tokenizer's encoding, the output its decoding.
         const Tokenizer tok = Tokenizer::from_file(kBytes);
@@ -174,10 +179,19 @@ TEST_SUITE("cli") {
                 CHECK(j["fraction_of_floor"].get<double>() ==
                       doctest::Approx(j["median_ts"].get<double>() / j["floor_value"].get<double>()));
                 CHECK(j["bf16_activations"] == rounding);
+                CHECK(j["weights"] == "mapped");
                 if (rounding) CHECK(j["simd"] == "baseline");
             }
             CHECK(rows[0]["floor_name"] == floor);
             CHECK(rows[1]["floor_name"] == "read_gbps");
+        }
+        {  // --no-mmap: the weights read into memory, said in every row
+            const Run r = run_cli("bench --model " + kQwen + " -p 4 -n 2 -r 1 -t 1 --json --no-mmap");
+            REQUIRE(r.rc == 0);
+            std::istringstream lines(r.out);
+            int rows = 0;
+            for (std::string line; std::getline(lines, line); ++rows) CHECK(nlohmann::json::parse(line)["weights"] == "in_memory");
+            CHECK(rows == 2);
         }
         CHECK(run_cli("bench --model " + kQwen + " --bogus").rc == 2);
         CHECK(run_cli("bench --model " + kQwen + " --simd sse9").rc == 2);

@@ -5,6 +5,8 @@
 #include <hylens/io/checkpoint.hpp>
 #include <hylens/io/safetensors_writer.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -107,6 +109,45 @@ TEST_CASE("weights outlive the checkpoint that made them") {
         w = ck.weight("lm_head.weight");
     }
     CHECK(w.to_vector() == ramp(32, -16.0f));
+}
+
+TEST_CASE("Storage::in_memory: the same tensors, read into private memory instead of mapped") {
+    TempDir tmp;
+    write_sharded(tmp.path());
+    const auto mapped = Checkpoint::open(tmp.path());
+    const auto in_memory = Checkpoint::open(tmp.path(), Storage::in_memory);
+    REQUIRE(in_memory.names() == mapped.names());
+    for (const std::string& name : mapped.names()) {
+        CAPTURE(name);
+        const auto a = mapped.file_of(name).bytes(name);
+        const auto b = in_memory.file_of(name).bytes(name);
+        REQUIRE(a.size() == b.size());
+        CHECK(std::equal(a.begin(), a.end(), b.begin()));
+        CHECK(a.data() != b.data());  // a copy, not the file's pages
+        // Both start on a page boundary, so a tensor keeps its alignment within the file.
+        CHECK(reinterpret_cast<std::uintptr_t>(a.data()) % 4096 == reinterpret_cast<std::uintptr_t>(b.data()) % 4096);
+    }
+    // bf16 weights are still used in place, inside the in-memory copy.
+    const Weight emb = in_memory.weight("model.embed_tokens.weight", {8, 4});
+    CHECK(emb.is_bf16());
+    CHECK(emb.raw() == in_memory.file_of("model.embed_tokens.weight").bytes("model.embed_tokens.weight").data());
+    CHECK(in_memory.read_f32("lm_head.weight") == ramp(32, -16.0f));
+    SUBCASE("a copy outlives its checkpoint") {
+        Weight w;
+        {
+            const auto ck = Checkpoint::open(tmp.path(), Storage::in_memory);
+            w = ck.weight("lm_head.weight");
+        }
+        CHECK(w.to_vector() == ramp(32, -16.0f));
+    }
+    SUBCASE("an empty file and a folder are refused as when mapped") {
+        test::write_bytes(tmp / "empty.safetensors", "");
+        const auto m = message_of_throw<FormatError>([&] { (void)MappedFile::map(tmp / "empty.safetensors", Storage::in_memory); });
+        CHECK(has(m, "empty.safetensors"));
+        CHECK(has(m, "empty file"));
+        const auto d = message_of_throw<FormatError>([&] { (void)MappedFile::map(tmp.path(), Storage::in_memory); });
+        CHECK(has(d, "not a regular file"));
+    }
 }
 
 TEST_CASE("broken indexes") {

@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -65,6 +66,31 @@ TEST_CASE("golden models: a bf16 checkpoint keeps its weights in bf16 inside the
         CHECK(m.embedding().is_bf16());
         CHECK(m.lm_head().is_bf16());
     });
+}
+
+TEST_CASE("golden models: weights read into memory (--no-mmap) give the mapped run's results bit for bit") {
+    for (const auto& dir : golden_models()) {
+        for (const fs::path& weights : {dir, dir / "model-bf16"}) {
+            if (!fs::exists(weights / "model.safetensors")) continue;
+            CAPTURE(weights.string());
+            const io::SafetensorsFile golden = io::SafetensorsFile::open(dir / "golden.safetensors");
+            const std::vector<std::int64_t> prompt = golden.read_i64("input_ids");
+            const std::vector<std::int64_t> decode = golden.read_i64("decode.input_ids");
+            const auto run = [&](io::Storage storage) {
+                AnyModel model = load(weights, LoadOptions{storage});
+                return model.visit([&](const auto& m) { return test::dump_run(m, prompt, decode); });
+            };
+            const NamedTensors mapped = run(io::Storage::mapped), in_memory = run(io::Storage::in_memory);
+            REQUIRE(mapped.size() == in_memory.size());
+            for (const auto& [name, t] : mapped.all()) {
+                CAPTURE(name);
+                REQUIRE(in_memory.contains(name));
+                const NamedTensor& u = in_memory.at(name);
+                REQUIRE(shape_of(u) == shape_of(t));
+                CHECK(std::memcmp(t.data(), u.data(), t.size() * sizeof(float)) == 0);
+            }
+        }
+    }
 }
 
 #ifdef HYLENS_CLI

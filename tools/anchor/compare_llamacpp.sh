@@ -7,6 +7,8 @@
 # env: PRESETS="qwen35-0.8b granite-4.0-h-350m falcon-h1-0.5b"  DTYPES="f32 bf16"  THREADS="2 1"
 #      REPS=3  PP=512  TG=64   (PP=0: decode only)
 #      HYLENS_ARGS="--bf16-activations"   (extra options of hylens bench)
+#      LLAMA_ARGS="-mmp 0"                (extra options of llama-bench; with HYLENS_ARGS="--no-mmap"
+#                                          both engines read the weights into memory)
 #      On a loaded machine also export OMP_WAIT_POLICY=PASSIVE: llama.cpp's spinning OpenMP
 #      barrier collapses at 2 threads when no core is free (README.md).
 # For each (threads, preset, dtype) it runs llama-bench and then hylens bench back to back (the
@@ -20,9 +22,10 @@ dtypes=${DTYPES:-"f32 bf16"}
 threads=${THREADS:-"2 1"}
 reps=${REPS:-3}; pp=${PP:-512}; tg=${TG:-64}
 read -r -a hylens_args <<< "${HYLENS_ARGS:-}"
+read -r -a llama_args <<< "${LLAMA_ARGS:-}"
 log=${out%.jsonl}.log
 run_llama() {  # preset dtype threads
-  "$llama" -m "$models/$1-$2.gguf" -p "$pp" -n "$tg" -t "$3" -r "$reps" -o jsonl 2>>"$log" |
+  "$llama" -m "$models/$1-$2.gguf" -p "$pp" -n "$tg" -t "$3" -r "$reps" "${llama_args[@]}" -o jsonl 2>>"$log" |
     sed "s/^{/{\"engine\": \"llama.cpp\", \"preset\": \"$1\", \"dtype\": \"$2\", /" >> "$out"
 }
 run_hylens() {

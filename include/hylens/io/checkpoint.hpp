@@ -29,21 +29,21 @@ namespace hylens::io {
 
 class Checkpoint {
 public:
-    /// Opens a model folder, a .safetensors file or a *.safetensors.index.json file.
-    /// FormatError naming the folder if no weights are found or the choice is ambiguous, and
-    /// naming index, shard and tensor for a broken index.
-    static Checkpoint open(const std::filesystem::path& path) {
+    /// Opens a model folder, a .safetensors file or a *.safetensors.index.json file, every shard
+    /// in `storage` (mapped, or read into memory). FormatError naming the folder if no weights
+    /// are found or the choice is ambiguous, and naming index, shard and tensor for a broken index.
+    static Checkpoint open(const std::filesystem::path& path, Storage storage = Storage::mapped) {
         namespace fs = std::filesystem;
         std::error_code ec;
         if (fs::is_regular_file(path, ec)) {
             const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-            if (ends_with(path.filename().string(), ".index.json")) return open_index(dir, path);
-            return open_single(dir, path);
+            if (ends_with(path.filename().string(), ".index.json")) return open_index(dir, path, storage);
+            return open_single(dir, path, storage);
         }
         if (!fs::is_directory(path, ec)) fail<FormatError>("[checkpoint] ", path.string(), ": no such file or folder");
         if (fs::is_regular_file(path / "model.safetensors.index.json", ec))
-            return open_index(path, path / "model.safetensors.index.json");
-        if (fs::is_regular_file(path / "model.safetensors", ec)) return open_single(path, path / "model.safetensors");
+            return open_index(path, path / "model.safetensors.index.json", storage);
+        if (fs::is_regular_file(path / "model.safetensors", ec)) return open_single(path, path / "model.safetensors", storage);
         std::vector<fs::path> indexes, files;
         for (const auto& entry : fs::directory_iterator(path, ec)) {
             const std::string name = entry.path().filename().string();
@@ -52,8 +52,8 @@ public:
             if (ends_with(name, ".safetensors")) files.push_back(entry.path());
         }
         if (ec) fail<FormatError>("[checkpoint] ", path.string(), ": cannot list the folder: ", ec.message());
-        if (indexes.size() == 1) return open_index(path, indexes[0]);
-        if (indexes.empty() && files.size() == 1) return open_single(path, files[0]);
+        if (indexes.size() == 1) return open_index(path, indexes[0], storage);
+        if (indexes.empty() && files.size() == 1) return open_single(path, files[0], storage);
         if (indexes.empty() && files.empty())
             fail<FormatError>("[checkpoint] ", path.string(),
                               ": no weights found (expected model.safetensors, model.safetensors.index.json or one "
@@ -112,16 +112,16 @@ private:
         return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
     }
 
-    static Checkpoint open_single(const std::filesystem::path& dir, const std::filesystem::path& file) {
+    static Checkpoint open_single(const std::filesystem::path& dir, const std::filesystem::path& file, Storage storage) {
         auto s = std::make_shared<State>();
         s->dir = dir;
-        s->shards.push_back(SafetensorsFile::open(file));
+        s->shards.push_back(SafetensorsFile::open(file, storage));
         s->names = s->shards[0].names();
         for (const auto& n : s->names) s->where.emplace(n, 0);
         return Checkpoint(std::move(s));
     }
 
-    static Checkpoint open_index(const std::filesystem::path& dir, const std::filesystem::path& index) {
+    static Checkpoint open_index(const std::filesystem::path& dir, const std::filesystem::path& index, Storage storage) {
         namespace fs = std::filesystem;
         const std::string where = "[checkpoint] " + index.string() + ": ";
         const Config cfg = Config::from_file(index);
@@ -152,7 +152,7 @@ private:
             if (!fs::is_regular_file(file, ec))
                 fail<FormatError>(where, "shard '", shard, "' (listed for tensor '", names.front(), "' and ", names.size() - 1,
                                   " others) is missing: ", file.string());
-            SafetensorsFile f = SafetensorsFile::open(file);
+            SafetensorsFile f = SafetensorsFile::open(file, storage);
             for (const auto& n : names) {
                 if (!f.contains(n))
                     fail<FormatError>(where, "tensor '", n, "' is listed in shard '", shard, "', but ", file.string(),

@@ -1,17 +1,24 @@
 #pragma once
-// MappedFile: a whole file memory-mapped read-only (POSIX mmap, MAP_PRIVATE), owned through
-// std::shared_ptr so that weights borrowed from the mapping keep it alive.
-//
-// The file descriptor is closed right after mmap; the mapping stays valid on its own. Pages
-// are read from the page cache on first touch, so opening a 16 GB checkpoint costs nothing
-// until a tensor is used. Caveat (POSIX, not ours to fix): if another process truncates the
-// file while it is mapped, touching the lost pages raises SIGBUS.
+// MappedFile: a whole file as read-only memory, owned through std::shared_ptr so that weights
+// borrowed from it keep it alive. Two storages (Storage):
+//   - mapped (the default): the file itself memory-mapped (POSIX mmap, MAP_PRIVATE). Pages are
+//     read from the page cache on first touch, so opening a 16 GB checkpoint costs nothing until
+//     a tensor is used. Caveat (POSIX, not ours to fix): if another process truncates the file
+//     while it is mapped, touching the lost pages raises SIGBUS.
+//   - in_memory: the file read whole into anonymous memory (an anonymous mapping advised for
+//     transparent huge pages), llama.cpp's --no-mmap. Opening costs one read of the file and
+//     the model's size in private memory, but the weights no longer live in the page cache:
+//     a decode reads every weight once per token, and on some machines (measured on a
+//     virtual machine, docs/performance.md) page-cache pages read at a quarter of the rate of
+//     anonymous ones, intermittently. The bytes, and the addresses' alignment within the
+//     file, are the same in both.
 
 #include <fcntl.h>     // ::open, O_RDONLY, O_CLOEXEC, O_NONBLOCK
 #include <sys/mman.h>  // ::mmap, ::munmap, ::madvise
 #include <sys/stat.h>  // ::fstat, S_ISREG
-#include <unistd.h>    // ::close, ::sysconf
+#include <unistd.h>    // ::close, ::pread, ::sysconf
 
+#include <algorithm>    // std::min
 #include <cerrno>       // errno
 #include <cstddef>      // std::byte, std::size_t
 #include <cstdint>      // std::uintptr_t
@@ -34,19 +41,25 @@ enum class Advice {
     populate,    ///< read the range now and map it (MADV_POPULATE_READ, Linux >= 5.14): no page faults later
 };
 
+/// Where a file's bytes live once opened (see the header comment).
+enum class Storage {
+    mapped,     ///< the file memory-mapped: nothing read until touched, pages shared through the page cache
+    in_memory,  ///< the file read whole into private anonymous memory (huge pages where the kernel allows)
+};
+
 /// A read-only mapping of a whole regular file. Movable, not copyable; normally held through
 /// the std::shared_ptr that open() returns.
 class MappedFile {
 public:
-    /// Maps `path` with shared ownership (what SafetensorsFile and borrowed Weights hold).
-    static std::shared_ptr<const MappedFile> open(const std::filesystem::path& path) {
-        return std::make_shared<const MappedFile>(map(path));
+    /// Opens `path` with shared ownership (what SafetensorsFile and borrowed Weights hold).
+    static std::shared_ptr<const MappedFile> open(const std::filesystem::path& path, Storage storage = Storage::mapped) {
+        return std::make_shared<const MappedFile>(map(path, storage));
     }
 
-    /// Maps `path` as a plain value. Throws FormatError naming the path if it cannot be opened,
-    /// is not a regular file (directory, FIFO, device) or is empty (a zero-length mapping is
-    /// invalid).
-    static MappedFile map(const std::filesystem::path& path) {
+    /// Opens `path` as a plain value. Throws FormatError naming the path if it cannot be opened,
+    /// is not a regular file (directory, FIFO, device), is empty (a zero-length mapping is
+    /// invalid) or, for Storage::in_memory, cannot be read whole.
+    static MappedFile map(const std::filesystem::path& path, Storage storage = Storage::mapped) {
         // O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears.
         const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0) fail<FormatError>("[mmap] ", path.string(), ": cannot open: ", std::strerror(errno));
@@ -65,6 +78,7 @@ public:
             fail<FormatError>("[mmap] ", path.string(), ": empty file (0 bytes)");
         }
         const auto size = static_cast<std::size_t>(st.st_size);
+        if (storage == Storage::in_memory) return read_whole(path, fd, size);
         void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
         const int err = errno;
         ::close(fd);  // the mapping holds its own reference to the file
@@ -127,6 +141,42 @@ public:
     }
 
 private:
+    /// Storage::in_memory: an anonymous mapping of `size` bytes, advised for huge pages before
+    /// the first touch, filled by pread and then made read-only. Closes fd.
+    static MappedFile read_whole(const std::filesystem::path& path, int fd, std::size_t size) {
+        void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            const int err = errno;
+            ::close(fd);
+            fail<FormatError>("[mmap] ", path.string(), ": cannot allocate ", size, " bytes to read the file into: ",
+                              std::strerror(err));
+        }
+#ifdef MADV_HUGEPAGE
+        (void)::madvise(p, size, MADV_HUGEPAGE);  // a hint: fewer TLB misses on a stream of weights
+#endif
+        MappedFile out(path, static_cast<const std::byte*>(p), size);  // unmaps on a throw below
+        auto* dst = static_cast<char*>(p);
+        std::size_t done = 0;
+        while (done < size) {
+            const std::size_t want = std::min<std::size_t>(size - done, std::size_t{1} << 30);
+            const ::ssize_t got = ::pread(fd, dst + done, want, static_cast<::off_t>(done));
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) {
+                const int err = errno;
+                ::close(fd);
+                if (got == 0)
+                    fail<FormatError>("[mmap] ", path.string(), ": the file ended at byte ", done, " of ", size,
+                                      " while it was read (truncated by another process?)");
+                fail<FormatError>("[mmap] ", path.string(), ": read failed at byte ", done, " of ", size, ": ",
+                                  std::strerror(err));
+            }
+            done += static_cast<std::size_t>(got);
+        }
+        ::close(fd);
+        (void)::mprotect(p, size, PROT_READ);  // read-only like a file mapping: a stray write faults
+        return out;
+    }
+
     MappedFile(std::filesystem::path path, const std::byte* data, std::size_t size)
         : path_(std::move(path)), data_(data), size_(size) {}
 

@@ -292,10 +292,11 @@ inline bool is_float_dtype(DType t) noexcept {
 /// One memory-mapped .safetensors file, read-only. Cheap to copy (shared state).
 class SafetensorsFile {
 public:
-    /// Maps and validates `path`. Throws FormatError (naming the file and the tensor) on any
-    /// defect of the header or offsets; never reads data before the whole header checks out.
-    static SafetensorsFile open(const std::filesystem::path& path) {
-        auto map = MappedFile::open(path);
+    /// Maps (or, for Storage::in_memory, reads) and validates `path`. Throws FormatError
+    /// (naming the file and the tensor) on any defect of the header or offsets; when mapped,
+    /// never reads data before the whole header checks out.
+    static SafetensorsFile open(const std::filesystem::path& path, Storage storage = Storage::mapped) {
+        auto map = MappedFile::open(path, storage);
         const std::byte* base = map->data();
         const std::size_t size = map->size();
         std::shared_ptr<const void> owner(map, base);

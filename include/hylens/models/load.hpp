@@ -46,15 +46,24 @@ private:
     variant_type m_;
 };
 
+/// How load() holds a checkpoint's weights.
+struct LoadOptions {
+    /// io::Storage::mapped (the default): the files memory-mapped, weights used in place from
+    /// the page cache. io::Storage::in_memory: every shard read into private anonymous memory
+    /// first (llama.cpp's --no-mmap): the same values, a slower open, and on some machines a
+    /// faster decode (docs/performance.md, "Weights in the page cache").
+    io::Storage weights = io::Storage::mapped;
+};
+
 /// Loads a model folder (config.json + model.safetensors or shards). Unknown model types
 /// are an UnsupportedError that names them.
-inline AnyModel load(const std::filesystem::path& dir) {
+inline AnyModel load(const std::filesystem::path& dir, const LoadOptions& options = {}) {
     check<FormatError>(std::filesystem::exists(dir), "[load] ", dir.string(), ": no such model folder");
     const std::filesystem::path cfg_path = std::filesystem::is_directory(dir) ? dir / "config.json" : dir.parent_path() / "config.json";
     check<FormatError>(std::filesystem::exists(cfg_path), "[load] ", cfg_path.string(), ": no config.json");
     const io::Config cfg = io::Config::from_file(cfg_path);
     const std::string type = cfg.get_string("model_type");
-    const io::Checkpoint ckpt = io::Checkpoint::open(dir);
+    const io::Checkpoint ckpt = io::Checkpoint::open(dir, options.weights);
     if (models::is_qwen_type(type)) return AnyModel(models::load_qwen3_5(ckpt, cfg));
     if (type == "granitemoehybrid") return AnyModel(models::load_granite4h(ckpt, cfg));
     if (type == "falcon_h1") return AnyModel(models::load_falcon_h1(ckpt, cfg));
@@ -65,8 +74,8 @@ inline AnyModel load(const std::filesystem::path& dir) {
 
 /// Loads a model folder as a specific family type (UnsupportedError if it is another family).
 template <class Model>
-Model load_as(const std::filesystem::path& dir) {
-    AnyModel m = load(dir);
+Model load_as(const std::filesystem::path& dir, const LoadOptions& options = {}) {
+    AnyModel m = load(dir, options);
     Model* p = m.get_if<Model>();
     check<UnsupportedError>(p != nullptr, "[load] ", dir.string(), ": model_type '", m.config().model_type,
                             "' is not the requested family");
