@@ -375,13 +375,16 @@ inline void bind_model(pyb::module_& m) {
                    " layers, hidden " + std::to_string(s.config().hidden) + ", vocab " + std::to_string(s.config().vocab) + ">";
         });
 
-    m.def("load", [](const std::string& path) {
+    m.def("load", [](const std::string& path, bool mmap) {
         AnyModel am = [&] {
             const pyb::gil_scoped_release nogil;
-            return load(path);
+            return load(path, LoadOptions{mmap ? io::Storage::mapped : io::Storage::in_memory});
         }();
         return std::make_shared<PyModel>(std::move(am), path);
-    }, pyb::arg("path"), "Loads a model folder (config.json + safetensors, F32 or BF16) of any supported family.");
+    }, pyb::arg("path"), pyb::kw_only(), pyb::arg("mmap") = true,
+          "Loads a model folder (config.json + safetensors, F32 or BF16) of any supported family. mmap=False reads "
+          "the weights into private memory instead of mapping the files (the CLI's --no-mmap; the same values; "
+          "faster decode where page-cache pages read slowly, docs/io.md).");
 
     m.def("set_bf16_activations", [](bool on) { precision::set_round_activations(on); }, pyb::arg("on"),
           "Rounds the input of every product with a bf16 weight to bf16 (True) or keeps it float32 (False, the "

@@ -74,6 +74,13 @@ def test_errors_keep_the_cpp_message_and_class(qwen):
         qwen.forward(IDS, positions=[0, 1])
 
 
+def test_weights_read_into_memory_give_the_same_bits(qwen):
+    in_memory = hylens.load(str(QWEN), mmap=False)
+    assert_bitwise(in_memory.forward(IDS), qwen.forward(IDS), "logits in memory")
+    with pytest.raises(TypeError):
+        hylens.load(str(QWEN), False)  # keyword only: a bare bool says nothing at the call site
+
+
 def test_caches_are_tied_to_their_model_type(qwen, mamba):
     qc, mc = qwen.prefill(IDS), mamba.prefill(IDS)
     with pytest.raises(ValueError, match="belongs to a granitemoehybrid model"):
