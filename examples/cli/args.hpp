@@ -84,7 +84,18 @@ inline ChatFamily chat_family_of(const std::string& model_type) {
     return ChatFamily::falcon_h1;
 }
 
-/// The model folder and how text becomes tokens: --model, --tokenizer, --chat.
+/// --no-mmap, for every command that loads a model: the weights read into private memory
+/// instead of mapped (io::Storage::in_memory).
+inline void add_no_mmap(CLI::App& app, bool& no_mmap) {
+    app.add_flag("--no-mmap", no_mmap,
+                 "read the weights into private memory instead of mapping the files (llama.cpp's --no-mmap; the "
+                 "same values, a slower open; docs/performance.md, \"Weights in the page cache\")");
+}
+inline LoadOptions load_options(bool no_mmap) {
+    return LoadOptions{no_mmap ? io::Storage::in_memory : io::Storage::mapped};
+}
+
+/// The model folder and how text becomes tokens: --model, --tokenizer, --chat, --no-mmap.
 struct ModelInput {
     std::string dir;
     std::string tokenizer_path;  // default: DIR/tokenizer.json
@@ -93,7 +104,7 @@ struct ModelInput {
     bool no_mmap = false;
 
     /// How to hold the weights (--no-mmap).
-    LoadOptions load_options() const { return LoadOptions{no_mmap ? io::Storage::in_memory : io::Storage::mapped}; }
+    LoadOptions load_options() const { return cli::load_options(no_mmap); }
 
     void add(CLI::App& app, bool with_chat = true) {
         app.add_option("--model", dir, "model folder (config.json + *.safetensors)")->required();
@@ -102,9 +113,7 @@ struct ModelInput {
         if (with_chat) app.add_flag("--chat", chat, "wrap text input in the family's chat format (one user turn)");
         app.add_flag("--no-finite-check", no_finite_check,
                      "do not stop at the first NaN / infinity in activations or logits");
-        app.add_flag("--no-mmap", no_mmap,
-                     "read the weights into private memory instead of mapping the files (llama.cpp's --no-mmap; the same "
-                 "values, a slower open; docs/performance.md, \"Weights in the page cache\")");
+        add_no_mmap(app, no_mmap);
     }
 
     /// The tokenizer, loaded once; nullptr when there is none and `required` is false.

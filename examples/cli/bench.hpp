@@ -210,16 +210,14 @@ inline int run_bench(int argc, char** argv) {
     app.add_flag("--bf16-activations", bf16_activations,
                  "round the input of every product with a bf16 weight to bf16 (llama.cpp's BF16 arithmetic; "
                  "docs/performance.md)");
-    app.add_flag("--no-mmap", no_mmap,
-                 "read the weights into private memory instead of mapping the files (llama.cpp's --no-mmap; the same "
-                 "values, a slower open; docs/performance.md, \"Weights in the page cache\")");
+    add_no_mmap(app, no_mmap);
     app.add_flag("--json", json, "one JSON object per line and per (test, threads) instead of the table");
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
     simd::force(simd::parse_level(simd_level));
     precision::RoundActivations rounding(bf16_activations);
     const std::string level = simd::level_name(simd::active());
-    const AnyModel model = load(dir, LoadOptions{no_mmap ? io::Storage::in_memory : io::Storage::mapped});
+    const AnyModel model = load(dir, load_options(no_mmap));
     const std::size_t vocab = model.config().vocab;
     bool tied = false;
     model.visit([&](const auto& m) { tied = m.tied_embeddings(); });
@@ -229,7 +227,8 @@ inline int run_bench(int argc, char** argv) {
     const bool bf16_floor = bf16_activations && traffic.bf16_matrix_elements * 2 > traffic.matrix_elements;
     const std::string model_name = std::filesystem::path(dir).filename().string();
     if (!json)
-        std::cout << "model " << dir << "  simd " << level << (bf16_activations ? "  bf16 activations" : "") << (no_mmap ? "  weights in memory" : "")
+        std::cout << "model " << dir << "  simd " << level << (bf16_activations ? "  bf16 activations" : "")
+                  << (no_mmap ? "  weights in memory" : "")
                   << "  decode reads " << std::setprecision(4)
                   << traffic.decode_bytes / 1e9 << " GB/token, prefill " << 2 * traffic.matrix_elements / 1e9
                   << " GFLOP/token\n"

@@ -112,7 +112,7 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
                               {"model_type", judge_model->config().model_type},
                               {"tokenizer", std::filesystem::absolute(jt).string()}};
         }
-        const AnyModel model = load(a.model, LoadOptions{a.no_mmap ? io::Storage::in_memory : io::Storage::mapped});
+        const AnyModel model = load(a.model, load_options(a.no_mmap));
         const std::filesystem::path tok_path =
             a.tokenizer.empty() ? std::filesystem::path(a.model) / "tokenizer.json" : std::filesystem::path(a.tokenizer);
         check(std::filesystem::exists(tok_path), "[experiment] ", tok_path.string(),
@@ -197,9 +197,7 @@ inline int run_experiment(int argc, char** argv) {
     ch->add_option("--layers", a.layers,
                    "layer sweeps, comma-separated: single, cumulative, cumulative-top, or a layer set like 0-3+5");
     ch->add_option("--shard", a.shard, "run shard I of N (items numbered in study order, taken I mod N)");
-    ch->add_flag("--no-mmap", a.no_mmap,
-                 "read the weights into private memory instead of mapping the files (llama.cpp's --no-mmap; the same "
-                 "values, a slower open; docs/performance.md, \"Weights in the page cache\")");
+    add_no_mmap(*ch, a.no_mmap);
     ch->add_flag("--resume", a.resume, "continue a killed run in --out (records already there are kept)");
     CLI::Option* judge = ch->add_option(
         "--judge", a.judge, "persona judge: a model folder loaded with hylens answers a yes/no rubric (default: the rule rubric)");
