@@ -2,7 +2,9 @@
 // hylens bench: the llama-bench counterpart for any model folder. Prefill (pp<N>) and decode
 // (tg<N>) tokens/s over repetitions, and beside each the floor measured in the same run and
 // the achieved fraction of it:
-//  * prefill: the pool's sgemm rate (best of 5, GFLOP/s, [512 x 1024] x [1024 x 2048] f32), turned into
+//  * prefill: the rate of the pool's float32 many-row product (kernels::linear: our AVX-512 GEMM
+//    at levels avx512 / avx512bf16, OpenBLAS sgemm below; best of 5, GFLOP/s, [512 x 1024] x
+//    [2048 x 1024]^T), turned into
 //    tokens/s with 2 x (matrix weight elements) FLOPs per token (attention and recurrence
 //    FLOPs are not counted, so the fraction is a slight underestimate); with
 //    --bf16-activations on a checkpoint of bf16 matrices, the rate of the same product with a
@@ -16,7 +18,6 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include <hylens/core/blas.hpp>
 #include <hylens/core/precision.hpp>
 #include <hylens/core/simd.hpp>
 #include <hylens/core/thread_pool.hpp>
@@ -100,12 +101,11 @@ double best_gflops(int reps, Product product) {
     return *std::max_element(r.begin(), r.end());
 }
 
-/// The pool's sgemm rate in GFLOP/s, best of reps.
-inline double sgemm_gflops(int reps) {
-    const std::vector<float> B(2048 * 1024, 0.25f);
-    return best_gflops(reps, [&](const float* A, float* C) {
-        blas::gemm(false, true, 512, 2048, 1024, 1.0f, A, 1024, B.data(), 1024, 0.0f, C, 2048);
-    });
+/// The rate of kernels::linear with a float32 weight (the prefill projections' product at the
+/// active level) in GFLOP/s, best of reps.
+inline double f32_gemm_gflops(int reps) {
+    const Weight B = Weight::from_floats(std::vector<float>(2048 * 1024, 0.25f), {2048, 1024}, "floor");
+    return best_gflops(reps, [&](const float* A, float* C) { kernels::linear(A, 1024, 512, B, nullptr, C, 2048); });
 }
 
 /// The same rate for a bf16 weight with rounded activations (precision::round_activations()
@@ -193,8 +193,8 @@ inline int run_bench(int argc, char** argv) {
     bool json = false, bf16_activations = false, no_mmap = false;
     std::string simd_level = "native";
     CLI::App app{"Measures prefill (pp<N>) and decode (tg<N>) tokens/s of the model folder DIR, with min / median / "
-                 "max over repetitions, and beside each the floor measured in the same run (sgemm GFLOP/s for "
-                 "prefill, read bandwidth for decode) as tokens/s and the achieved fraction of it.",
+                 "max over repetitions, and beside each the floor measured in the same run (the float32 or bf16 GEMM "
+                 "GFLOP/s for prefill, read bandwidth for decode) as tokens/s and the achieved fraction of it.",
                  "hylens bench"};
     app.add_option("--model", dir, "model folder (config.json + *.safetensors)")->required();
     app.add_option("-p,--n-prompt", n_prompt, "prompt tokens of the prefill test, 0 to skip (default 512)")
@@ -246,7 +246,7 @@ inline int run_bench(int argc, char** argv) {
             }
             if (n_prompt > 0) {
                 Result r{"pp" + std::to_string(n_prompt), t, n_prompt, 0, {},
-                         bf16_floor ? "bf16_gemm_gflops" : "sgemm_gflops", bf16_floor ? bf16_gemm_gflops(5) : sgemm_gflops(5), 0};
+                         bf16_floor ? "bf16_gemm_gflops" : "f32_gemm_gflops", bf16_floor ? bf16_gemm_gflops(5) : f32_gemm_gflops(5), 0};
                 r.floor_ts = r.floor_rate * 1e9 / (2 * traffic.matrix_elements);
                 for (int i = 0; i < reps; ++i) {
                     auto cache = m.new_cache();

@@ -156,9 +156,9 @@ TEST_SUITE("cli") {
         // (model, rounding, prefill floor): the bf16 product's floor only for bf16 matrices with
         // rounded activations.
         const std::string bf16_model = kQwen + "/model-bf16";
-        for (const auto& [model, rounding, floor] : {std::tuple<std::string, bool, std::string>{kQwen, false, "sgemm_gflops"},
-                                                     {kQwen, true, "sgemm_gflops"},
-                                                     {bf16_model, false, "sgemm_gflops"},
+        for (const auto& [model, rounding, floor] : {std::tuple<std::string, bool, std::string>{kQwen, false, "f32_gemm_gflops"},
+                                                     {kQwen, true, "f32_gemm_gflops"},
+                                                     {bf16_model, false, "f32_gemm_gflops"},
                                                      {bf16_model, true, "bf16_gemm_gflops"}}) {
             INFO(model << " rounding " << rounding);
             const Run r = run_cli("bench --model " + model + " -p 8 -n 2 -r 2 -t 1 --json" +

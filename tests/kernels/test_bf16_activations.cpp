@@ -10,6 +10,8 @@
 #include <hylens/core/thread_pool.hpp>
 #include <hylens/kernels/linear.hpp>
 
+#include "../support/random_values.hpp"
+
 #include <doctest/doctest.h>
 
 #include <bit>
@@ -25,13 +27,6 @@
 using namespace hylens;
 
 namespace bf16_activations_test {
-
-std::vector<float> normal_values(std::size_t n, std::mt19937& rng) {
-    std::normal_distribution<float> nd;
-    std::vector<float> v(n);
-    for (auto& x : v) x = nd(rng);
-    return v;
-}
 
 float rounded(float x) { return to_f32(precision::round_activation(x)); }
 std::uint16_t bits_of(float x) { return precision::round_activation(x).bits; }
@@ -113,7 +108,7 @@ TEST_CASE("bf16 activations: VCVTNEPS2BF16 rounds bit for bit as the scalar defi
                                    std::numeric_limits<float>::max(), std::numeric_limits<float>::quiet_NaN(),
                                    std::bit_cast<float>(0x7F800001u), 3.0e38f, -6.1e-5f};
     for (std::size_t n : {1u, 15u, 16u, 17u, 31u, 33u, 100u}) {
-        auto x = normal_values(n, rng);
+        auto x = test::normal_floats(n, rng);
         for (std::size_t i = 0; i < n; ++i)
             if (i % 3 == 0) x[i] = specials[(i / 3) % specials.size()];
         std::vector<bf16> got(n + 1, bf16{0x1234});
@@ -141,7 +136,7 @@ TEST_CASE("bf16 activations: linear at every level against the twin that rounds 
                                   {37, 70, 1027}, {12, 1100, 40}}) {  // the product of many rows
             const std::size_t M = std::get<0>(shape), out = std::get<1>(shape), in = std::get<2>(shape);
             const std::size_t ldx = in + 3, ldy = out + 1;
-            const auto wv = normal_values(out * in, rng), x = normal_values(M * ldx, rng), bias = normal_values(out, rng);
+            const auto wv = test::normal_floats(out * in, rng), x = test::normal_floats(M * ldx, rng), bias = test::normal_floats(out, rng);
             const Weight W = Weight::from_floats_bf16(wv, {out, in}, "w");
             std::vector<float> y(M * ldy, 0.0f), yb(M * ldy, 0.0f);
             kernels::linear(x.data(), ldx, M, W, nullptr, y.data(), ldy, 0.5f);
@@ -162,7 +157,7 @@ TEST_CASE("bf16 activations: the twin test tells rounded activations from float3
     // tolerance is tight enough to see the rounding.
     std::mt19937 rng(29);
     const std::size_t M = 5, out = 64, in = 512;
-    const auto wv = normal_values(out * in, rng), x = normal_values(M * in, rng);
+    const auto wv = test::normal_floats(out * in, rng), x = test::normal_floats(M * in, rng);
     const Weight W = Weight::from_floats_bf16(wv, {out, in}, "w");
     std::vector<float> y(M * out);
     kernels::linear(x.data(), in, M, W, nullptr, y.data(), out);
@@ -176,7 +171,7 @@ TEST_CASE("bf16 activations: the emulated levels are bitwise the float32 path on
         simd::ForceLevel force(level);
         for (std::size_t M : {1u, 3u, 9u}) {
             const std::size_t out = 77, in = 129;
-            const auto wv = normal_values(out * in, rng), x = normal_values(M * in, rng);
+            const auto wv = test::normal_floats(out * in, rng), x = test::normal_floats(M * in, rng);
             std::vector<float> xr(x.size());
             for (std::size_t i = 0; i < x.size(); ++i) xr[i] = rounded(x[i]);
             const Weight W = Weight::from_floats_bf16(wv, {out, in}, "w");
@@ -196,7 +191,7 @@ TEST_CASE("bf16 activations: float32 weights are not rounded, and the mode off g
     std::mt19937 rng(37);
     const std::size_t out = 40, in = 96;
     for (std::size_t M : {2u, 11u}) {
-        const auto wv = normal_values(out * in, rng), x = normal_values(M * in, rng);
+        const auto wv = test::normal_floats(out * in, rng), x = test::normal_floats(M * in, rng);
         const Weight Wf = Weight::from_floats(wv, {out, in}, "wf"), Wb = Weight::from_floats_bf16(wv, {out, in}, "wb");
         std::vector<float> f_on(M * out), f_off(M * out), b_off(M * out), b_off2(M * out);
         kernels::linear(x.data(), in, M, Wf, nullptr, f_off.data(), out);
@@ -219,7 +214,7 @@ TEST_CASE("bf16 activations: the same bits with 1, 2 and 3 threads at every leve
         simd::ForceLevel force(level);
         for (std::size_t M : {1u, 4u, 13u}) {
             const std::size_t out = 301, in = 257;
-            const auto wv = normal_values(out * in, rng), x = normal_values(M * in, rng);
+            const auto wv = test::normal_floats(out * in, rng), x = test::normal_floats(M * in, rng);
             const Weight W = Weight::from_floats_bf16(wv, {out, in}, "w");
             std::vector<std::vector<float>> ys;
             for (std::size_t threads : {1u, 2u, 3u}) {
@@ -244,10 +239,10 @@ TEST_CASE("bf16 activations: linear_group is bitwise one linear() per projection
     std::mt19937 rng(43);
     const std::size_t in = 301, ldx = in + 5, M = 3;
     precision::RoundActivations on;
-    const auto x = normal_values(M * ldx, rng), bq = normal_values(96, rng);
-    const Weight Wq = Weight::from_floats_bf16(normal_values(96 * in, rng), {96, in}, "q");
-    const Weight Wk = Weight::from_floats(normal_values(40 * in, rng), {40, in}, "k");  // float32: not rounded
-    const Weight Wv = Weight::from_floats_bf16(normal_values(200 * in, rng), {200, in}, "v");
+    const auto x = test::normal_floats(M * ldx, rng), bq = test::normal_floats(96, rng);
+    const Weight Wq = Weight::from_floats_bf16(test::normal_floats(96 * in, rng), {96, in}, "q");
+    const Weight Wk = Weight::from_floats(test::normal_floats(40 * in, rng), {40, in}, "k");  // float32: not rounded
+    const Weight Wv = Weight::from_floats_bf16(test::normal_floats(200 * in, rng), {200, in}, "v");
     for (auto level : simd::supported_levels()) {
         simd::ForceLevel force(level);
         std::vector<float> q(M * 96), k(M * 40), v(M * 200), q1(M * 96), k1(M * 40), v1(M * 200);

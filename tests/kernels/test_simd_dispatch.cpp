@@ -9,6 +9,8 @@
 #include <hylens/kernels/reference/linear.hpp>
 #include <hylens/kernels/rms_norm.hpp>
 
+#include "../support/random_values.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -21,13 +23,6 @@
 using namespace hylens;
 
 namespace {
-
-std::vector<float> randn(std::size_t n, std::mt19937& rng) {
-    std::normal_distribution<float> nd;
-    std::vector<float> v(n);
-    for (auto& x : v) x = nd(rng);
-    return v;
-}
 
 double rel_err(float a, double b) { return std::fabs(double(a) - b) / (1.0 + std::fabs(b)); }
 
@@ -57,7 +52,7 @@ TEST_CASE("simd: dot, sum_squares, widen and linear (M <= 4) at every level agai
         simd::ForceLevel force(level);
         // Lengths around every vector width and unroll (4, 8, 16, 32) and their tails.
         for (std::size_t n : {1u, 3u, 4u, 7u, 8u, 15u, 16u, 17u, 31u, 32u, 33u, 63u, 100u, 1027u}) {
-            const auto x = randn(n, rng), w = randn(n, rng);
+            const auto x = test::normal_floats(n, rng), w = test::normal_floats(n, rng);
             std::vector<bf16> wb(n);
             for (std::size_t i = 0; i < n; ++i) wb[i] = to_bf16(w[i]);
             double ref = 0, refb = 0, ss = 0;
@@ -82,7 +77,7 @@ TEST_CASE("simd: dot, sum_squares, widen and linear (M <= 4) at every level agai
                                       {1, 70, 1024},    // (row groups: kernels/matvec.hpp)
                                       {9, 1100, 40}}) {  // bf16 sgemm path: several blocks
                 const std::size_t M = std::get<0>(shape), out = std::get<1>(shape), in = std::get<2>(shape);
-                const auto wv = randn(out * in, rng), x = randn(M * (in + 3), rng), bias = randn(out, rng);
+                const auto wv = test::normal_floats(out * in, rng), x = test::normal_floats(M * (in + 3), rng), bias = test::normal_floats(out, rng);
                 const Weight W = bf ? Weight::from_floats_bf16(wv, {out, in}, "w") : Weight::from_floats(wv, {out, in}, "w");
                 std::vector<float> y(M * (out + 1)), r(M * (out + 1));
                 kernels::linear(x.data(), in + 3, M, W, bias.data(), y.data(), out + 1, 0.5f);
@@ -111,7 +106,7 @@ TEST_CASE("simd: matvec rows give bitwise the same result for any split into thr
         REQUIRE(out >= 2 * pass);
         REQUIRE(out % pass >= 8);
     }
-    const auto wv = randn(out * in, rng), x = randn(M * in, rng);
+    const auto wv = test::normal_floats(out * in, rng), x = test::normal_floats(M * in, rng);
     std::vector<bf16> wb(out * in);
     for (std::size_t i = 0; i < wv.size(); ++i) wb[i] = to_bf16(wv[i]);
     for (auto level : simd::supported_levels())
@@ -148,7 +143,7 @@ TEST_CASE("simd: matvec rows give bitwise the same result for any split into thr
 TEST_CASE("simd: rms_norm at every level against a double-precision twin") {
     std::mt19937 rng(11);
     const std::size_t d = 1027, rows = 3;
-    const auto x = randn(rows * d, rng), w = randn(d, rng);
+    const auto x = test::normal_floats(rows * d, rng), w = test::normal_floats(d, rng);
     for (auto level : simd::supported_levels()) {
         simd::ForceLevel force(level);
         std::vector<float> y(rows * d);
@@ -165,43 +160,46 @@ TEST_CASE("simd: rms_norm at every level against a double-precision twin") {
     }
 }
 
-TEST_CASE("linear: the same result with 1, 2 and 3 threads (bitwise for M <= 4, within the float32 sum bound for sgemm)") {
+TEST_CASE("linear: the same result with 1, 2 and 3 threads at every level (bitwise for M <= 4 and our GEMM, within the float32 sum bound for sgemm)") {
     std::mt19937 rng(5);
     const std::size_t out = 301, in = 257;
     const std::size_t before = ThreadPool::instance().size();
-    for (bool bf : {false, true})
-        for (std::size_t M : {1u, 4u, 37u}) {
-            const auto wv = randn(out * in, rng), x = randn(M * in, rng);
-            const Weight W = bf ? Weight::from_floats_bf16(wv, {out, in}, "w") : Weight::from_floats(wv, {out, in}, "w");
-            std::vector<std::vector<float>> ys;
-            for (std::size_t threads : {1u, 2u, 3u}) {
-                ThreadPool::instance().resize(threads);
-                ys.emplace_back(M * out);
-                kernels::linear(x.data(), in, M, W, nullptr, ys.back().data(), out);
-            }
-            INFO("bf16 " << bf << " M " << M);
-            for (std::size_t k = 1; k < ys.size(); ++k) {
-                if (M <= kernels::kMatvecMaxRows) {
-                    CHECK(std::memcmp(ys[0].data(), ys[k].data(), ys[0].size() * sizeof(float)) == 0);
-                } else {
-                    // sgemm splits the output columns over the threads, and OpenBLAS may sum a
-                    // column at an edge of a range in another order: two float32 sums of the same
-                    // `in` products differ by at most 2 * in * 2^-24 * sum |x_k w_k| (the standard
-                    // bound of a float32 sum in any order; the bf16 weights are widened exactly).
-                    double worst = 0;
-                    for (std::size_t m = 0; m < M; ++m)
-                        for (std::size_t o = 0; o < out; ++o) {
-                            double abs_sum = 0;
-                            for (std::size_t i = 0; i < in; ++i)
-                                abs_sum += std::fabs(double(x[m * in + i]) * double(W.at(o * in + i)));
-                            const double bound = 2.0 * double(in) * 0x1p-24 * abs_sum;
-                            const double err = std::fabs(double(ys[k][m * out + o]) - double(ys[0][m * out + o]));
-                            worst = std::max(worst, err / bound);
-                        }
-                    CHECK(worst <= 1.0);
+    for (auto level : simd::supported_levels()) {
+        const simd::ForceLevel force(level);
+        for (bool bf : {false, true})
+            for (std::size_t M : {1u, 4u, 37u}) {
+                const auto wv = test::normal_floats(out * in, rng), x = test::normal_floats(M * in, rng);
+                const Weight W = bf ? Weight::from_floats_bf16(wv, {out, in}, "w") : Weight::from_floats(wv, {out, in}, "w");
+                std::vector<std::vector<float>> ys;
+                for (std::size_t threads : {1u, 2u, 3u}) {
+                    ThreadPool::instance().resize(threads);
+                    ys.emplace_back(M * out);
+                    kernels::linear(x.data(), in, M, W, nullptr, ys.back().data(), out);
+                }
+                INFO("level " << std::string(simd::level_name(level)) << " bf16 " << bf << " M " << M);
+                for (std::size_t k = 1; k < ys.size(); ++k) {
+                    if (M <= kernels::kMatvecMaxRows || kernels::detail::own_gemm(level)) {
+                        CHECK(std::memcmp(ys[0].data(), ys[k].data(), ys[0].size() * sizeof(float)) == 0);
+                    } else {
+                        // sgemm splits the output columns over the threads, and OpenBLAS may sum a
+                        // column at an edge of a range in another order: two float32 sums of the same
+                        // `in` products differ by at most 2 * in * 2^-24 * sum |x_k w_k| (the standard
+                        // bound of a float32 sum in any order; the bf16 weights are widened exactly).
+                        double worst = 0;
+                        for (std::size_t m = 0; m < M; ++m)
+                            for (std::size_t o = 0; o < out; ++o) {
+                                double abs_sum = 0;
+                                for (std::size_t i = 0; i < in; ++i)
+                                    abs_sum += std::fabs(double(x[m * in + i]) * double(W.at(o * in + i)));
+                                const double bound = 2.0 * double(in) * 0x1p-24 * abs_sum;
+                                const double err = std::fabs(double(ys[k][m * out + o]) - double(ys[0][m * out + o]));
+                                worst = std::max(worst, err / bound);
+                            }
+                        CHECK(worst <= 1.0);
+                    }
                 }
             }
-        }
+    }
     ThreadPool::instance().resize(before);
     CHECK(ThreadPool::instance().size() == before);
 }
@@ -212,13 +210,13 @@ TEST_CASE("linear_group: bitwise one linear() per projection, at every level and
     std::mt19937 rng(9);
     const std::size_t in = 301, ldx = in + 5;
     const std::size_t before = ThreadPool::instance().size();
-    const auto wq = randn(70 * in, rng), wk = randn(33 * in, rng), wv = randn(129 * in, rng), bk = randn(33, rng);
+    const auto wq = test::normal_floats(70 * in, rng), wk = test::normal_floats(33 * in, rng), wv = test::normal_floats(129 * in, rng), bk = test::normal_floats(33, rng);
     const Weight Q = Weight::from_floats(wq, {70, in}, "q"), K = Weight::from_floats_bf16(wk, {33, in}, "k"),
                  V = Weight::from_floats(wv, {129, in}, "v");
     for (auto level : simd::supported_levels())
         for (std::size_t M : {1u, 3u, 4u, 6u}) {
             const simd::ForceLevel force(level);
-            const auto x = randn(M * ldx, rng);
+            const auto x = test::normal_floats(M * ldx, rng);
             std::vector<float> q0(M * 71), k0(M * 33), v0(M * 129);
             kernels::linear(x.data(), ldx, M, Q, nullptr, q0.data(), 71, 0.5f);
             kernels::linear(x.data(), ldx, M, K, bk.data(), k0.data(), 33, 0.5f);

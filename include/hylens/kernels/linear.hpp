@@ -4,8 +4,13 @@
 //  * few rows (M <= kMatvecMaxRows: decode): kernels/matvec.hpp, a dot-product kernel at the
 //    run-time instruction-set level that reads W once (bf16 widened in registers), rows of W
 //    split over the thread pool. Decode is bandwidth-bound: this reads every weight byte once.
-//  * float32, many rows (prefill): one sgemm, split over the pool by output columns.
-//  * bfloat16, many rows: blocks of W rows are widened into a per-thread scratch of at most
+//  * many rows (prefill) at simd level avx512 or avx512bf16: isa::avx512::gemm_rows (our own
+//    AVX-512 GEMM, isa/avx512_gemm.hpp) over panels of 32 rows of W split over the pool; a bf16 W
+//    is widened as each panel is packed. OpenBLAS 0.3.21 runs its AVX2 kernels on CPUs it does
+//    not know (Zen 4 / 5), at half the FMA width; this kernel measured 1.8x its sgemm at 1
+//    thread on a Zen 5 core (docs/performance.md). The bits do not depend on the thread count.
+//  * float32, many rows, at the other levels: one sgemm, split over the pool by output columns.
+//  * bfloat16, many rows, at the other levels: blocks of W rows are widened into a per-thread scratch of at most
 //    kBf16BlockRows x in floats and multiplied with sgemm; the widening costs in/2 bytes per
 //    row against 2*M*in FLOPs, negligible once M >= 16. Why up to 512 rows: each sgemm call
 //    repacks the M x in activations, so small blocks repack them often (64-row blocks: 8x more
@@ -29,6 +34,7 @@
 #include "../core/precision.hpp"
 #include "../core/thread_pool.hpp"
 #include "../core/weight.hpp"
+#include "isa/avx512_gemm.hpp"
 #include "matvec.hpp"
 
 namespace hylens::kernels {
@@ -70,6 +76,11 @@ inline MatvecUnits units_of(const Weight& W, std::size_t M) {
     return MatvecUnits(M, W.cols() * (W.is_bf16() ? sizeof(bf16) : sizeof(float)));
 }
 
+// Whether the many-row products run on isa::avx512::gemm_rows at this level (else sgemm).
+inline bool own_gemm(simd::Level level) noexcept {
+    return HYLENS_SIMD_X86 && static_cast<int>(level) >= static_cast<int>(simd::Level::avx512);
+}
+
 // y = alpha x W^T without the bias, x as given (linear() without rounding).
 inline void products(const float* x, std::size_t ldx, std::size_t M, const Weight& W, float* y, std::size_t ldy,
                      float alpha) {
@@ -79,6 +90,19 @@ inline void products(const float* x, std::size_t ldx, std::size_t M, const Weigh
             matvec(x, ldx, M, W.bf16_data(), out, in, y, ldy, alpha);
         else
             matvec(x, ldx, M, W.f32(), out, in, y, ldy, alpha);
+    } else if (own_gemm(simd::active())) {
+#if HYLENS_SIMD_X86
+        namespace av = isa::avx512;
+        parallel_for((out + av::kGemmPanel - 1) / av::kGemmPanel, [&](std::size_t p0, std::size_t p1) {
+            thread_local std::vector<float> pack;
+            if (pack.size() < av::gemm_pack_floats(in)) pack.resize(av::gemm_pack_floats(in));
+            const std::size_t n0 = p0 * av::kGemmPanel, n1 = std::min(out, p1 * av::kGemmPanel);
+            if (W.is_bf16())
+                av::gemm_rows(x, ldx, M, W.bf16_data(), in, n0, n1, y, ldy, alpha, pack.data());
+            else
+                av::gemm_rows(x, ldx, M, W.f32(), in, n0, n1, y, ldy, alpha, pack.data());
+        });
+#endif
     } else if (!W.is_bf16()) {
         blas::gemm(false, true, M, out, in, alpha, x, ldx, W.f32(), in, 0.0f, y, ldy);
     } else {

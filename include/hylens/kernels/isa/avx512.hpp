@@ -103,6 +103,48 @@ HYLENS_TARGET_AVX512 inline void widen(const bf16* src, float* dst, std::size_t 
 }
 
 
+// A 16 x 16 transpose of 32-bit words: r[i] holds row i's words 0-15; afterwards r[j] holds
+// word j of rows 0-15 (the zero-masked forms: see above). Per 128-bit lane, 32-bit then 64-bit interleaves make each lane hold
+// four rows of one word; two rounds of 128-bit lane shuffles then gather the four row groups.
+HYLENS_TARGET_AVX512 inline void transpose16(__m512i* r) noexcept {
+    __m512i t[16];
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_maskz_unpacklo_epi32(0xFFFF, r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_maskz_unpackhi_epi32(0xFFFF, r[2 * i], r[2 * i + 1]);
+    }
+    __m512i s[4][4];  // s[g][j]: in lane L, word 4L + j of rows 4g .. 4g + 3
+    for (int g = 0; g < 4; ++g) {
+        s[g][0] = _mm512_maskz_unpacklo_epi64(0xFF, t[4 * g], t[4 * g + 2]);
+        s[g][1] = _mm512_maskz_unpackhi_epi64(0xFF, t[4 * g], t[4 * g + 2]);
+        s[g][2] = _mm512_maskz_unpacklo_epi64(0xFF, t[4 * g + 1], t[4 * g + 3]);
+        s[g][3] = _mm512_maskz_unpackhi_epi64(0xFF, t[4 * g + 1], t[4 * g + 3]);
+    }
+    for (int j = 0; j < 4; ++j) {
+        const __m512i v0 = _mm512_maskz_shuffle_i32x4(0xFFFF, s[0][j], s[1][j], 0x44), v1 = _mm512_maskz_shuffle_i32x4(0xFFFF, s[0][j], s[1][j], 0xEE);
+        const __m512i v2 = _mm512_maskz_shuffle_i32x4(0xFFFF, s[2][j], s[3][j], 0x44), v3 = _mm512_maskz_shuffle_i32x4(0xFFFF, s[2][j], s[3][j], 0xEE);
+        r[j] = _mm512_maskz_shuffle_i32x4(0xFFFF, v0, v2, 0x88);       // word j      (lane 0 of every group)
+        r[4 + j] = _mm512_maskz_shuffle_i32x4(0xFFFF, v0, v2, 0xDD);   // word 4 + j
+        r[8 + j] = _mm512_maskz_shuffle_i32x4(0xFFFF, v1, v3, 0x88);   // word 8 + j
+        r[12 + j] = _mm512_maskz_shuffle_i32x4(0xFFFF, v1, v3, 0xDD);  // word 12 + j
+    }
+}
+
+/// A register tile of R rows x 32 columns of sums (the GEMM tiles of isa/avx512_gemm.hpp and
+/// isa/avx512bf16.hpp) times alpha into C: row r to C + r * ldc, columns past nc (<= 32) not
+/// written (masked stores).
+template <std::size_t R>
+HYLENS_TARGET_AVX512 inline void store_tile(const __m512 (&acc)[R][2], float* C, std::size_t ldc, std::size_t nc,
+                                            float alpha) noexcept {
+    const __mmask16 k0 = tail_mask(nc < 16 ? nc : 16);  // (tail_mask(16) is all 16)
+    const __mmask16 k1 = nc > 16 ? tail_mask(nc - 16) : __mmask16{0};
+    const __m512 s = _mm512_set1_ps(alpha);
+#pragma GCC unroll 14
+    for (std::size_t r = 0; r < R; ++r) {
+        _mm512_mask_storeu_ps(C + r * ldc, k0, _mm512_mul_ps(acc[r][0], s));
+        _mm512_mask_storeu_ps(C + r * ldc + 16, k1, _mm512_mul_ps(acc[r][1], s));
+    }
+}
+
 // Float vectors for the recurrent kernels' loops (isa/recurrent_body.inl): 16 floats. min / max
 // in their zero-masked forms (the plain ones fill with _mm512_undefined_ps, see above).
 using vf = __m512;

@@ -129,32 +129,6 @@ inline void pack_pairs_scalar(const bf16* W, std::size_t K, std::size_t n, std::
     }
 }
 
-// A 16 x 16 transpose of 32-bit words: r[i] holds row i's words 0-15; afterwards r[j] holds
-// word j of rows 0-15 (the zero-masked forms: see above). Per 128-bit lane, 32-bit then 64-bit interleaves make each lane hold
-// four rows of one word; two rounds of 128-bit lane shuffles then gather the four row groups.
-HYLENS_TARGET_AVX512BF16 inline void transpose16(__m512i* r) noexcept {
-    __m512i t[16];
-    for (int i = 0; i < 8; ++i) {
-        t[2 * i] = _mm512_maskz_unpacklo_epi32(0xFFFF, r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_maskz_unpackhi_epi32(0xFFFF, r[2 * i], r[2 * i + 1]);
-    }
-    __m512i s[4][4];  // s[g][j]: in lane L, word 4L + j of rows 4g .. 4g + 3
-    for (int g = 0; g < 4; ++g) {
-        s[g][0] = _mm512_maskz_unpacklo_epi64(0xFF, t[4 * g], t[4 * g + 2]);
-        s[g][1] = _mm512_maskz_unpackhi_epi64(0xFF, t[4 * g], t[4 * g + 2]);
-        s[g][2] = _mm512_maskz_unpacklo_epi64(0xFF, t[4 * g + 1], t[4 * g + 3]);
-        s[g][3] = _mm512_maskz_unpackhi_epi64(0xFF, t[4 * g + 1], t[4 * g + 3]);
-    }
-    for (int j = 0; j < 4; ++j) {
-        const __m512i v0 = _mm512_maskz_shuffle_i32x4(0xFFFF, s[0][j], s[1][j], 0x44), v1 = _mm512_maskz_shuffle_i32x4(0xFFFF, s[0][j], s[1][j], 0xEE);
-        const __m512i v2 = _mm512_maskz_shuffle_i32x4(0xFFFF, s[2][j], s[3][j], 0x44), v3 = _mm512_maskz_shuffle_i32x4(0xFFFF, s[2][j], s[3][j], 0xEE);
-        r[j] = _mm512_maskz_shuffle_i32x4(0xFFFF, v0, v2, 0x88);       // word j      (lane 0 of every group)
-        r[4 + j] = _mm512_maskz_shuffle_i32x4(0xFFFF, v0, v2, 0xDD);   // word 4 + j
-        r[8 + j] = _mm512_maskz_shuffle_i32x4(0xFFFF, v1, v3, 0x88);   // word 8 + j
-        r[12 + j] = _mm512_maskz_shuffle_i32x4(0xFFFF, v1, v3, 0xDD);  // word 12 + j
-    }
-}
-
 /// W rows [n, n + nc) (nc <= 32) as bf16 pairs: pack[p * 32 + c] holds elements 2p and 2p + 1
 /// of row n + c (the second zero when K is odd), rows past nc zero. A full panel goes 16 rows x
 /// 16 pairs at a time through transpose16; the pairs left and a partial panel word by word.
@@ -167,7 +141,7 @@ HYLENS_TARGET_AVX512BF16 inline void pack_panel(const bf16* W, std::size_t K, st
             for (std::size_t c0 = 0; c0 < kPanel; c0 += 16) {
                 __m512i r[16];
                 for (std::size_t i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(W + (n + c0 + i) * K + 2 * p0);
-                transpose16(r);
+                avx512::transpose16(r);
                 for (std::size_t j = 0; j < 16; ++j) _mm512_storeu_si512(pack + (p0 + j) * kPanel + c0, r[j]);
             }
     pack_pairs_scalar(W, K, n, nc, p0, pairs, pack);
@@ -193,14 +167,7 @@ HYLENS_TARGET_AVX512BF16 inline void tile(const bf16* A, std::size_t lda, const 
             acc[r][1] = dp(acc[r][1], b, w1);
         }
     }
-    const __mmask16 k0 = avx512::tail_mask(std::min<std::size_t>(nc, 16));  // (tail_mask(16) is all 16)
-    const __mmask16 k1 = nc > 16 ? avx512::tail_mask(nc - 16) : __mmask16{0};
-    const __m512 s = _mm512_set1_ps(alpha);
-#pragma GCC unroll 8
-    for (std::size_t r = 0; r < R; ++r) {
-        _mm512_mask_storeu_ps(C + r * ldc, k0, _mm512_mul_ps(acc[r][0], s));
-        _mm512_mask_storeu_ps(C + r * ldc + 16, k1, _mm512_mul_ps(acc[r][1], s));
-    }
+    avx512::store_tile<R>(acc, C, ldc, nc, alpha);
 }
 
 /// C[m, n] = alpha * sum_k A[m, k] * W[n, k] for m < M and n in [n0, n1): A is bf16 with row

@@ -1,0 +1,96 @@
+// The many-row products of kernels::linear (prefill) at every instruction-set level this machine
+// supports, forced in turn: against the double-precision twin on shapes that hit every tail of
+// isa::avx512::gemm_rows (K below and past its 16-wide transpose, partial panels, every row
+// tail of the 12-row tile, strided rows), and, where the level runs our own GEMM, its exact
+// arithmetic: each element is the float32 FMA chain over k = 0 .. K-1 from zero, times alpha,
+// so the bits equal a scalar std::fma twin's (the thread counts: test_simd_dispatch.cpp).
+
+#include <hylens/core/simd.hpp>
+#include <hylens/kernels/linear.hpp>
+#include <hylens/kernels/reference/linear.hpp>
+
+#include "../support/random_values.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+using namespace hylens;
+
+namespace {
+
+// y[m, o] = alpha * fma-chain_k(x[m, k] * W[o, k]) in float32: the arithmetic gemm_rows promises.
+std::vector<float> fma_twin(const std::vector<float>& x, std::size_t ldx, std::size_t M, const Weight& W,
+                            std::size_t ldy, float alpha) {
+    std::vector<float> y(M * ldy, 0.0f);
+    for (std::size_t m = 0; m < M; ++m)
+        for (std::size_t o = 0; o < W.rows(); ++o) {
+            float acc = 0.0f;
+            for (std::size_t k = 0; k < W.cols(); ++k) acc = std::fma(x[m * ldx + k], W.at(o * W.cols() + k), acc);
+            y[m * ldy + o] = acc * alpha;
+        }
+    return y;
+}
+
+using Shape = std::tuple<std::size_t, std::size_t, std::size_t>;  // M, out, in
+const std::vector<Shape> kShapes = {
+    {5, 1, 1},     {5, 32, 16},   {13, 33, 15},  {12, 64, 17},  {24, 31, 48},  {25, 95, 100}, {11, 128, 256},
+    {37, 70, 96},  {64, 300, 64}, {7, 1100, 24}, {9, 40, 1},    {6, 16, 31},   {23, 129, 200}};
+
+}  // namespace
+
+TEST_CASE("gemm: linear with many rows at every level against the double twin, f32 and bf16 weights") {
+    std::mt19937 rng(11);
+    for (auto level : simd::supported_levels()) {
+        const simd::ForceLevel force(level);
+        for (bool bf : {false, true})
+            for (auto [M, out, in] : kShapes) {
+                const std::size_t ldx = in + 3, ldy = out + 5;
+                const auto wv = test::normal_floats(out * in, rng), x = test::normal_floats(M * ldx, rng), bias = test::normal_floats(out, rng);
+                const Weight W = bf ? Weight::from_floats_bf16(wv, {out, in}, "w") : Weight::from_floats(wv, {out, in}, "w");
+                std::vector<float> y(M * ldy, -7.0f), r(M * ldy, -7.0f);
+                kernels::linear(x.data(), ldx, M, W, bias.data(), y.data(), ldy, 0.5f);
+                reference::linear(x.data(), ldx, M, W, bias.data(), r.data(), ldy, 0.5f);
+                double worst = 0;
+                bool pad_kept = true;
+                for (std::size_t m = 0; m < M; ++m) {
+                    for (std::size_t o = 0; o < out; ++o)
+                        worst = std::max(worst, std::fabs(double(y[m * ldy + o]) - r[m * ldy + o]) /
+                                                    (1.0 + std::fabs(r[m * ldy + o])));
+                    for (std::size_t o = out; o < ldy; ++o) pad_kept = pad_kept && y[m * ldy + o] == -7.0f;
+                }
+                INFO("level " << std::string(simd::level_name(level)) << " bf16 " << bf << " M " << M << " out "
+                              << out << " in " << in);
+                CHECK(worst <= 1e-5);
+                CHECK(pad_kept);  // nothing written past `out` in a row (the masked panel stores)
+            }
+    }
+}
+
+TEST_CASE("gemm: at the avx512 levels, each element is the float32 FMA chain over k, bit for bit") {
+    std::mt19937 rng(12);
+    std::size_t levels_run = 0;
+    for (auto level : simd::supported_levels()) {
+        if (!kernels::detail::own_gemm(level)) continue;
+        ++levels_run;
+        const simd::ForceLevel force(level);
+        for (bool bf : {false, true})
+            for (auto [M, out, in] : kShapes) {
+                const std::size_t ldx = in + 1, ldy = out + 2;
+                const auto wv = test::normal_floats(out * in, rng), x = test::normal_floats(M * ldx, rng);
+                const Weight W = bf ? Weight::from_floats_bf16(wv, {out, in}, "w") : Weight::from_floats(wv, {out, in}, "w");
+                std::vector<float> y(M * ldy, 0.0f);
+                kernels::linear(x.data(), ldx, M, W, nullptr, y.data(), ldy, 0.25f);
+                const auto want = fma_twin(x, ldx, M, W, ldy, 0.25f);
+                INFO("level " << std::string(simd::level_name(level)) << " bf16 " << bf << " M " << M << " out "
+                              << out << " in " << in);
+                CHECK(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0);
+            }
+    }
+    MESSAGE("avx512 GEMM levels checked: " << levels_run);
+}
