@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <hylens/core/error.hpp>
 #include <hylens/core/precision.hpp>
 #include <hylens/core/simd.hpp>
 #include <hylens/core/thread_pool.hpp>
@@ -25,6 +26,8 @@
 #include <hylens/kernels/linear.hpp>
 #include <hylens/kernels/matvec.hpp>
 #include <hylens/models/load.hpp>
+
+#include <sys/mman.h>  // mmap, madvise: the read floor's buffer
 
 #include <algorithm>
 #include <chrono>
@@ -115,12 +118,39 @@ inline double bf16_gemm_gflops(int reps) {
     return best_gflops(reps, [&](const float* A, float* C) { kernels::linear(A, 1024, 512, B, nullptr, C, 2048); });
 }
 
+/// An anonymous mapping of n floats advised for huge pages before the first touch, as the
+/// weights of --no-mmap (io/mmap.hpp): with transparent huge pages on `madvise`, a std::vector's
+/// 4 KiB pages read slower (TLB misses), and a floor read from them was beaten by the decode
+/// of weights held in huge pages (docs/performance.md).
+class HugePageFloats {
+   public:
+    explicit HugePageFloats(std::size_t n) : n_(n) {
+        void* p = ::mmap(nullptr, n * sizeof(float), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        check(p != MAP_FAILED, "[bench] cannot allocate ", n * sizeof(float), " bytes for the read floor");
+#ifdef MADV_HUGEPAGE
+        (void)::madvise(p, n * sizeof(float), MADV_HUGEPAGE);
+#endif
+        p_ = static_cast<float*>(p);
+        std::fill(p_, p_ + n, 1.0f);
+    }
+    ~HugePageFloats() { ::munmap(p_, n_ * sizeof(float)); }
+    HugePageFloats(const HugePageFloats&) = delete;
+    HugePageFloats& operator=(const HugePageFloats&) = delete;
+    float* data() const noexcept { return p_; }
+    std::size_t size() const noexcept { return n_; }
+
+   private:
+    float* p_ = nullptr;
+    std::size_t n_ = 0;
+};
+
 /// The pool's read bandwidth in GB/s, best of reps: the decode kernel's access pattern
 /// (rows of a matrix dotted with one vector) over a buffer far larger than the caches.
 inline double read_gbps(int reps) {
     const std::size_t in = 4096, rows = (std::size_t{256} << 20) / (in * sizeof(float));
-    std::vector<float> W(rows * in, 1.0f), x(in, 1.0f), y(rows);
-    kernels::matvec(x.data(), in, 1, W.data(), rows, in, y.data(), rows);  // warm-up (pages in)
+    HugePageFloats W(rows * in);
+    std::vector<float> x(in, 1.0f), y(rows);
+    kernels::matvec(x.data(), in, 1, W.data(), rows, in, y.data(), rows);  // warm-up
     std::vector<double> r;
     for (int i = 0; i < reps; ++i) {
         const auto t0 = Clock::now();

@@ -8,7 +8,7 @@
 // -Wuninitialized inside avx512fintrin.h (GCC bug 105593), fatal under -Werror.
 
 #include <cstddef>  // std::size_t
-#include <cstdint>  // std::uint32_t
+#include <cstdint>  // std::uint32_t, std::uintptr_t
 
 #include "../../core/bf16.hpp"
 #include "../../core/simd.hpp"
@@ -91,6 +91,59 @@ HYLENS_TARGET_AVX512 inline void dot4(const float* x, const T* w, std::size_t n,
     out[1] = hsum(a10, a11);
     out[2] = hsum(a20, a21);
     out[3] = hsum(a30, a31);
+}
+
+/// dot4 for float32 rows that are not 64-byte aligned (a safetensors tensor starts 8-byte
+/// aligned at best, so most checkpoints' rows are not): each 16-float vector of a row is built
+/// from the two aligned vectors around it (VPERMT2PS) instead of a load that spans two cache
+/// lines. The vectors, and so the sums and their order, are exactly the unaligned loads', so the
+/// result is bitwise the template's. Split loads cost 20-25 % of a decode's read rate on a Zen 5
+/// core (docs/performance.md, "Decode: weights not aligned to cache lines"). Used when the four
+/// rows share one misalignment (rs a multiple of 16) and a row is long enough for the loop.
+HYLENS_TARGET_AVX512 inline void dot4(const float* x, const float* w, std::size_t n, std::size_t rs,
+                                      float* out) noexcept {
+    const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(w);
+    const std::size_t s = (addr % 64) / sizeof(float);
+    if (s == 0 || addr % sizeof(float) != 0 || rs % 16 != 0 || n < 48) return dot4<float>(x, w, n, rs, out);
+    // Lane j of the vector at w + i is lane s + j of the pair (aligned vector at w + i - s, the next).
+    const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(s)),
+                                         _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
+    const __mmask16 from_s = static_cast<__mmask16>(~tail_mask(s));  // the first aligned vector's lanes inside the row
+    const float* r[4] = {w - s, w + rs - s, w + 2 * rs - s, w + 3 * rs - s};
+    __m512 lo[4];
+    for (int j = 0; j < 4; ++j) lo[j] = _mm512_maskz_load_ps(from_s, r[j]);
+    __m512 acc[4][2];
+    for (int j = 0; j < 4; ++j) acc[j][0] = acc[j][1] = _mm512_setzero_ps();
+    std::size_t i = 0;
+    // The aligned vectors read end at w + i + 48 - s <= w + n.
+    for (; i + 48 <= n; i += 32) {
+        const __m512 x0 = load(x + i), x1 = load(x + i + 16);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+            const __m512 mid = _mm512_load_ps(r[j] + i + 16), hi = _mm512_load_ps(r[j] + i + 32);
+            acc[j][0] = _mm512_fmadd_ps(x0, _mm512_permutex2var_ps(lo[j], idx, mid), acc[j][0]);
+            acc[j][1] = _mm512_fmadd_ps(x1, _mm512_permutex2var_ps(mid, idx, hi), acc[j][1]);
+            lo[j] = hi;
+        }
+    }
+    // The rest as the template does it, from i (a multiple of 32, as in its main loop).
+    for (; i + 32 <= n; i += 32) {
+        const __m512 x0 = load(x + i), x1 = load(x + i + 16);
+        for (int j = 0; j < 4; ++j) {
+            acc[j][0] = _mm512_fmadd_ps(x0, load(w + j * rs + i), acc[j][0]);
+            acc[j][1] = _mm512_fmadd_ps(x1, load(w + j * rs + i + 16), acc[j][1]);
+        }
+    }
+    for (; i + 16 <= n; i += 16) {
+        const __m512 x0 = load(x + i);
+        for (int j = 0; j < 4; ++j) acc[j][0] = _mm512_fmadd_ps(x0, load(w + j * rs + i), acc[j][0]);
+    }
+    if (i < n) {
+        const __mmask16 k = tail_mask(n - i);
+        const __m512 x0 = load_masked(x + i, k);
+        for (int j = 0; j < 4; ++j) acc[j][1] = _mm512_fmadd_ps(x0, load_masked(w + j * rs + i, k), acc[j][1]);
+    }
+    for (int j = 0; j < 4; ++j) out[j] = hsum(acc[j][0], acc[j][1]);
 }
 
 HYLENS_TARGET_AVX512 inline void widen(const bf16* src, float* dst, std::size_t n) noexcept {
