@@ -141,39 +141,65 @@ TEST_CASE("simd: matvec rows give bitwise the same result for any split into thr
         }
 }
 
+namespace {
+
+float as_float(float v) { return v; }
+float as_float(bf16 v) { return to_f32(v); }
+
+// kernels::matvec of x [M, in] with the weights wv [out, in] copied to every start from a
+// 64-byte boundary (in elements of T) at the forced level: the same bits as from the aligned
+// start, and right against the double twin.
+template <class TX, class T>
+void check_every_start(const std::vector<TX>& x, const std::vector<T>& wv, std::size_t M, std::size_t out,
+                       std::size_t in, simd::Level level) {
+    constexpr std::size_t starts = 64 / sizeof(T);
+    std::vector<T> buffer(out * in + 2 * starts);  // room for any shift of the start
+    // The element of the buffer at a 64-byte boundary: the copy starts at base + shift.
+    const std::size_t base = (64 - reinterpret_cast<std::uintptr_t>(buffer.data()) % 64) % 64 / sizeof(T);
+    simd::ForceLevel force(level);
+    std::vector<float> first;
+    for (std::size_t shift = 0; shift < starts; ++shift) {
+        T* w = buffer.data() + base + shift;
+        std::copy(wv.begin(), wv.end(), w);
+        std::vector<float> y(M * out);
+        kernels::matvec(x.data(), in, M, w, out, in, y.data(), out);
+        if (shift == 0) first = y;
+        INFO("level " << std::string(simd::level_name(level)) << " in " << in << " shift " << shift);
+        CHECK(std::memcmp(first.data(), y.data(), y.size() * sizeof(float)) == 0);
+        double worst = 0;
+        for (std::size_t m = 0; m < M; ++m)
+            for (std::size_t o = 0; o < out; ++o) {
+                double ref = 0;
+                for (std::size_t i = 0; i < in; ++i) ref += double(as_float(x[m * in + i])) * as_float(wv[o * in + i]);
+                worst = std::max(worst, rel_err(y[m * out + o], ref));
+            }
+        CHECK(worst <= 1e-5);
+    }
+}
+
+}  // namespace
+
 TEST_CASE("simd: matvec gives the same bits wherever the weights start (64-byte aligned or not)") {
-    // A checkpoint's tensors start 8-byte aligned at best; isa::avx512's float dot4 then builds
-    // each vector from two aligned loads, which must reproduce the unaligned loads exactly. Rows
-    // of 1024 (the common width: row stride a multiple of 16 floats), 64 + 7 (a tail) and 100
-    // (a stride that leaves the rows with different misalignments: the template's path).
+    // A checkpoint's tensors start 8-byte aligned at best; isa::avx512's dot4 (float32 and bf16
+    // rows) and isa::avx512bf16's then build each vector from two aligned loads, which must
+    // reproduce the unaligned loads exactly. Rows of 1024 (the common width: the row stride a
+    // whole number of cache lines), 96 and 160 (the aligned loop and the rest after it), 64 + 7
+    // (a tail), 100 (rows of different misalignments: the template's path) and 48.
     std::mt19937 rng(17);
-    for (std::size_t in : {1024u, 71u, 100u, 48u}) {
+    for (std::size_t in : {1024u, 71u, 100u, 48u, 96u, 160u}) {
         const std::size_t out = 37, M = 2;
         const auto wv = test::normal_floats(out * in, rng), x = test::normal_floats(M * in, rng);
-        std::vector<float> buffer(out * in + 16 + 16);  // room for any shift of the start in floats
-        // The first float of the buffer at a 64-byte boundary + shift: the copy starts at base + shift.
-        const std::size_t base = (64 - reinterpret_cast<std::uintptr_t>(buffer.data()) % 64) % 64 / sizeof(float);
+        std::vector<bf16> wb(wv.size()), xb(x.size());
+        std::transform(wv.begin(), wv.end(), wb.begin(), [](float v) { return to_bf16(v); });
+        std::transform(x.begin(), x.end(), xb.begin(), [](float v) { return to_bf16(v); });
         for (auto level : simd::supported_levels()) {
-            simd::ForceLevel force(level);
-            std::vector<float> first;
-            for (std::size_t shift = 0; shift < 16; ++shift) {
-                float* w = buffer.data() + base + shift;
-                std::copy(wv.begin(), wv.end(), w);
-                std::vector<float> y(M * out);
-                kernels::matvec(x.data(), in, M, w, out, in, y.data(), out);
-                if (shift == 0) first = y;
-                INFO("level " << std::string(simd::level_name(level)) << " in " << in << " shift " << shift);
-                CHECK(std::memcmp(first.data(), y.data(), y.size() * sizeof(float)) == 0);
-                double worst = 0;  // and right: against the double twin
-                for (std::size_t m = 0; m < M; ++m)
-                    for (std::size_t o = 0; o < out; ++o) {
-                        double ref = 0;
-                        for (std::size_t i = 0; i < in; ++i) ref += double(x[m * in + i]) * wv[o * in + i];
-                        worst = std::max(worst, rel_err(y[m * out + o], ref));
-                    }
-                CHECK(worst <= 1e-5);
-            }
+            check_every_start(x, wv, M, out, in, level);
+            check_every_start(x, wb, M, out, in, level);
         }
+#if HYLENS_SIMD_X86
+        if (simd::detected() == simd::Level::avx512bf16)  // bf16 activations: VDPBF16PS
+            check_every_start(xb, wb, M, out, in, simd::Level::avx512bf16);
+#endif
     }
 }
 

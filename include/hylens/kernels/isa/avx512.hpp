@@ -56,94 +56,130 @@ HYLENS_TARGET_AVX512 inline float dot(const float* x, const T* w, std::size_t n)
     return hsum(a0, a1);
 }
 
+// The four rows' sums from element i (a multiple of 32) on, the way dot4's template runs them:
+// acc[j][0] takes the first 16 values of each 32 and the last 16 before the tail, acc[j][1]
+// the second 16 and the masked tail. The aligned-read forms below run their own loop over the
+// first values and finish here, so every form adds the same vectors in the same order.
 template <class T>
-HYLENS_TARGET_AVX512 inline void dot4(const float* x, const T* w, std::size_t n, std::size_t rs, float* out) noexcept {
-    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
-    const T *w0 = w, *w1 = w + rs, *w2 = w + 2 * rs, *w3 = w + 3 * rs;
-    std::size_t i = 0;
+HYLENS_TARGET_AVX512 inline void dot4_from(const float* x, const T* w, std::size_t n, std::size_t rs, std::size_t i,
+                                           __m512 (&acc)[4][2]) noexcept {
     for (; i + 32 <= n; i += 32) {
-        const __m512 x0 = load(x + i), x1 = load(x + i + 16);
-        a00 = _mm512_fmadd_ps(x0, load(w0 + i), a00);
-        a01 = _mm512_fmadd_ps(x1, load(w0 + i + 16), a01);
-        a10 = _mm512_fmadd_ps(x0, load(w1 + i), a10);
-        a11 = _mm512_fmadd_ps(x1, load(w1 + i + 16), a11);
-        a20 = _mm512_fmadd_ps(x0, load(w2 + i), a20);
-        a21 = _mm512_fmadd_ps(x1, load(w2 + i + 16), a21);
-        a30 = _mm512_fmadd_ps(x0, load(w3 + i), a30);
-        a31 = _mm512_fmadd_ps(x1, load(w3 + i + 16), a31);
-    }
-    for (; i + 16 <= n; i += 16) {
-        const __m512 x0 = load(x + i);
-        a00 = _mm512_fmadd_ps(x0, load(w0 + i), a00);
-        a10 = _mm512_fmadd_ps(x0, load(w1 + i), a10);
-        a20 = _mm512_fmadd_ps(x0, load(w2 + i), a20);
-        a30 = _mm512_fmadd_ps(x0, load(w3 + i), a30);
-    }
-    if (i < n) {
-        const __mmask16 k = tail_mask(n - i);
-        const __m512 x0 = load_masked(x + i, k);
-        a01 = _mm512_fmadd_ps(x0, load_masked(w0 + i, k), a01);
-        a11 = _mm512_fmadd_ps(x0, load_masked(w1 + i, k), a11);
-        a21 = _mm512_fmadd_ps(x0, load_masked(w2 + i, k), a21);
-        a31 = _mm512_fmadd_ps(x0, load_masked(w3 + i, k), a31);
-    }
-    out[0] = hsum(a00, a01);
-    out[1] = hsum(a10, a11);
-    out[2] = hsum(a20, a21);
-    out[3] = hsum(a30, a31);
-}
-
-/// dot4 for float32 rows that are not 64-byte aligned (a safetensors tensor starts 8-byte
-/// aligned at best, so most checkpoints' rows are not): each 16-float vector of a row is built
-/// from the two aligned vectors around it (VPERMT2PS) instead of a load that spans two cache
-/// lines. The vectors, and so the sums and their order, are exactly the unaligned loads', so the
-/// result is bitwise the template's. Split loads cost 20-25 % of a decode's read rate on a Zen 5
-/// core (docs/performance.md, "Decode: weights not aligned to cache lines"). Used when the four
-/// rows share one misalignment (rs a multiple of 16) and a row is long enough for the loop.
-HYLENS_TARGET_AVX512 inline void dot4(const float* x, const float* w, std::size_t n, std::size_t rs,
-                                      float* out) noexcept {
-    const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(w);
-    const std::size_t s = (addr % 64) / sizeof(float);
-    if (s == 0 || addr % sizeof(float) != 0 || rs % 16 != 0 || n < 48) return dot4<float>(x, w, n, rs, out);
-    // Lane j of the vector at w + i is lane s + j of the pair (aligned vector at w + i - s, the next).
-    const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(s)),
-                                         _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
-    const __mmask16 from_s = static_cast<__mmask16>(~tail_mask(s));  // the first aligned vector's lanes inside the row
-    const float* r[4] = {w - s, w + rs - s, w + 2 * rs - s, w + 3 * rs - s};
-    __m512 lo[4];
-    for (int j = 0; j < 4; ++j) lo[j] = _mm512_maskz_load_ps(from_s, r[j]);
-    __m512 acc[4][2];
-    for (int j = 0; j < 4; ++j) acc[j][0] = acc[j][1] = _mm512_setzero_ps();
-    std::size_t i = 0;
-    // The aligned vectors read end at w + i + 48 - s <= w + n.
-    for (; i + 48 <= n; i += 32) {
         const __m512 x0 = load(x + i), x1 = load(x + i + 16);
 #pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) {
-            const __m512 mid = _mm512_load_ps(r[j] + i + 16), hi = _mm512_load_ps(r[j] + i + 32);
-            acc[j][0] = _mm512_fmadd_ps(x0, _mm512_permutex2var_ps(lo[j], idx, mid), acc[j][0]);
-            acc[j][1] = _mm512_fmadd_ps(x1, _mm512_permutex2var_ps(mid, idx, hi), acc[j][1]);
-            lo[j] = hi;
-        }
-    }
-    // The rest as the template does it, from i (a multiple of 32, as in its main loop).
-    for (; i + 32 <= n; i += 32) {
-        const __m512 x0 = load(x + i), x1 = load(x + i + 16);
-        for (int j = 0; j < 4; ++j) {
+        for (std::size_t j = 0; j < 4; ++j) {
             acc[j][0] = _mm512_fmadd_ps(x0, load(w + j * rs + i), acc[j][0]);
             acc[j][1] = _mm512_fmadd_ps(x1, load(w + j * rs + i + 16), acc[j][1]);
         }
     }
     for (; i + 16 <= n; i += 16) {
         const __m512 x0 = load(x + i);
-        for (int j = 0; j < 4; ++j) acc[j][0] = _mm512_fmadd_ps(x0, load(w + j * rs + i), acc[j][0]);
+#pragma GCC unroll 4
+        for (std::size_t j = 0; j < 4; ++j) acc[j][0] = _mm512_fmadd_ps(x0, load(w + j * rs + i), acc[j][0]);
     }
     if (i < n) {
         const __mmask16 k = tail_mask(n - i);
         const __m512 x0 = load_masked(x + i, k);
-        for (int j = 0; j < 4; ++j) acc[j][1] = _mm512_fmadd_ps(x0, load_masked(w + j * rs + i, k), acc[j][1]);
+#pragma GCC unroll 4
+        for (std::size_t j = 0; j < 4; ++j) acc[j][1] = _mm512_fmadd_ps(x0, load_masked(w + j * rs + i, k), acc[j][1]);
     }
-    for (int j = 0; j < 4; ++j) out[j] = hsum(acc[j][0], acc[j][1]);
+}
+
+HYLENS_TARGET_AVX512 inline void hsum4(const __m512 (&acc)[4][2], float* out) noexcept {
+    for (std::size_t j = 0; j < 4; ++j) out[j] = hsum(acc[j][0], acc[j][1]);
+}
+
+/// out[j] = sum_i x[i] * w[j * rs + i] for the four rows j < 4 (float32 or bf16 rows).
+template <class T>
+HYLENS_TARGET_AVX512 inline void dot4(const float* x, const T* w, std::size_t n, std::size_t rs, float* out) noexcept {
+    __m512 acc[4][2];
+    for (auto& a : acc) a[0] = a[1] = _mm512_setzero_ps();
+    dot4_from(x, w, n, rs, 0, acc);
+    hsum4(acc, out);
+}
+
+// Rows that do not start on a cache line. A checkpoint's tensors start 8-byte aligned at best
+// (safetensors), so most rows do not, and then every vector load of a row spans two cache lines:
+// split loads cost 20-25 % of a decode's read rate on a Zen 5 core (docs/performance.md,
+// "Decode: weights not aligned to cache lines"). The two overloads below read the rows in
+// aligned 64-byte vectors and build each vector the template would load from the two around it
+// with one two-source permute (VPERMT2PS, VPERMT2W). The vectors, and so the sums and their
+// order, are exactly the template's, so the result is bitwise the same (tested at every start).
+// Used when the four rows share one misalignment (rs a multiple of 64 bytes) and a row is long
+// enough for the loop; the first aligned vector is loaded masked to the row's own lanes.
+
+/// Where the aligned forms apply, the elements of T by which w starts past a cache line; 0 where
+/// they do not (aligned, or not on an element boundary, or rows of other misalignments, or
+/// shorter than min_n): then the template runs.
+template <class T>
+inline std::size_t misalignment(const T* w, std::size_t rs, std::size_t n, std::size_t min_n) noexcept {
+    const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(w);
+    if (addr % sizeof(T) != 0 || rs % (64 / sizeof(T)) != 0 || n < min_n) return 0;
+    return (addr % 64) / sizeof(T);
+}
+
+/// Float32 rows: lane j of the vector at w + i is lane s + j of the pair (aligned vector at
+/// w + i - s, the next).
+HYLENS_TARGET_AVX512 inline void dot4(const float* x, const float* w, std::size_t n, std::size_t rs,
+                                      float* out) noexcept {
+    const std::size_t s = misalignment(w, rs, n, 48);
+    if (s == 0) return dot4<float>(x, w, n, rs, out);
+    const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(s)),
+                                         _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
+    const __mmask16 from_s = static_cast<__mmask16>(~tail_mask(s));
+    const float* r[4] = {w - s, w + rs - s, w + 2 * rs - s, w + 3 * rs - s};
+    __m512 lo[4], acc[4][2];
+    for (std::size_t j = 0; j < 4; ++j) {
+        lo[j] = _mm512_maskz_load_ps(from_s, r[j]);
+        acc[j][0] = acc[j][1] = _mm512_setzero_ps();
+    }
+    std::size_t i = 0;
+    for (; i + 48 <= n; i += 32) {  // the aligned vectors read end at w + i + 48 - s <= w + n
+        const __m512 x0 = load(x + i), x1 = load(x + i + 16);
+#pragma GCC unroll 4
+        for (std::size_t j = 0; j < 4; ++j) {
+            const __m512 mid = _mm512_load_ps(r[j] + i + 16), hi = _mm512_load_ps(r[j] + i + 32);
+            acc[j][0] = _mm512_fmadd_ps(x0, _mm512_permutex2var_ps(lo[j], idx, mid), acc[j][0]);
+            acc[j][1] = _mm512_fmadd_ps(x1, _mm512_permutex2var_ps(mid, idx, hi), acc[j][1]);
+            lo[j] = hi;
+        }
+    }
+    dot4_from(x, w, n, rs, i, acc);
+    hsum4(acc, out);
+}
+
+/// bf16 rows, widened as they are picked: the 16-bit words of the pair (aligned vector at
+/// w + i - s, the next: 64 values) that the vectors at w + i and w + i + 16 hold go to the
+/// upper halves of the float32 lanes, zeros to the lower halves, as load(const bf16*) widens.
+HYLENS_TARGET_AVX512 inline void dot4(const float* x, const bf16* w, std::size_t n, std::size_t rs,
+                                      float* out) noexcept {
+    const std::size_t s = misalignment(w, rs, n, 64);
+    if (s == 0) return dot4<bf16>(x, w, n, rs, out);
+    // Word 2j + 1 of the first vector is word s + j of the pair (the even words are zeroed).
+    const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i idx0 = _mm512_maskz_slli_epi32(0xFFFF, _mm512_add_epi32(lanes, _mm512_set1_epi32(static_cast<int>(s))), 16);
+    const __m512i idx1 = _mm512_add_epi32(idx0, _mm512_set1_epi32(16 << 16));
+    constexpr __mmask32 odd = 0xAAAAAAAAu;
+    const __mmask32 from_s = ~__mmask32{0} << s;
+    const bf16* r[4] = {w - s, w + rs - s, w + 2 * rs - s, w + 3 * rs - s};
+    __m512i lo[4];
+    __m512 acc[4][2];
+    for (std::size_t j = 0; j < 4; ++j) {
+        lo[j] = _mm512_maskz_loadu_epi16(from_s, r[j]);
+        acc[j][0] = acc[j][1] = _mm512_setzero_ps();
+    }
+    std::size_t i = 0;
+    for (; i + 64 <= n + s; i += 32) {  // the aligned vectors read end at w + i + 64 - s <= w + n
+        const __m512 x0 = load(x + i), x1 = load(x + i + 16);
+#pragma GCC unroll 4
+        for (std::size_t j = 0; j < 4; ++j) {
+            const __m512i hi = _mm512_load_si512(r[j] + i + 32);
+            acc[j][0] = _mm512_fmadd_ps(x0, _mm512_castsi512_ps(_mm512_maskz_permutex2var_epi16(odd, lo[j], idx0, hi)), acc[j][0]);
+            acc[j][1] = _mm512_fmadd_ps(x1, _mm512_castsi512_ps(_mm512_maskz_permutex2var_epi16(odd, lo[j], idx1, hi)), acc[j][1]);
+            lo[j] = hi;
+        }
+    }
+    dot4_from(x, w, n, rs, i, acc);
+    hsum4(acc, out);
 }
 
 HYLENS_TARGET_AVX512 inline void widen(const bf16* src, float* dst, std::size_t n) noexcept {

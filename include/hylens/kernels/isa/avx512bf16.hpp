@@ -66,42 +66,64 @@ HYLENS_TARGET_AVX512BF16 inline float dot(const bf16* x, const bf16* w, std::siz
     return avx512::hsum(a0, a1);
 }
 
-/// out[j] = sum_i x[i] * w[j * rs + i] for the four rows j < 4, x and w bf16.
-HYLENS_TARGET_AVX512BF16 inline void dot4(const bf16* x, const bf16* w, std::size_t n, std::size_t rs,
-                                          float* out) noexcept {
-    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
-    const bf16 *w0 = w, *w1 = w + rs, *w2 = w + 2 * rs, *w3 = w + 3 * rs;
-    std::size_t i = 0;
+// The four rows' sums from element i (a multiple of 64) on, the way dot4 runs them after its
+// aligned-read loop: acc[j][0] takes the first 32 values of each 64 and the last 32 before the
+// tail, acc[j][1] the second 32 and the masked tail.
+HYLENS_TARGET_AVX512BF16 inline void dot4_from(const bf16* x, const bf16* w, std::size_t n, std::size_t rs,
+                                               std::size_t i, __m512 (&acc)[4][2]) noexcept {
     for (; i + 64 <= n; i += 64) {
         const __m512i x0 = load32(x + i), x1 = load32(x + i + 32);
-        a00 = dp(a00, x0, load32(w0 + i));
-        a01 = dp(a01, x1, load32(w0 + i + 32));
-        a10 = dp(a10, x0, load32(w1 + i));
-        a11 = dp(a11, x1, load32(w1 + i + 32));
-        a20 = dp(a20, x0, load32(w2 + i));
-        a21 = dp(a21, x1, load32(w2 + i + 32));
-        a30 = dp(a30, x0, load32(w3 + i));
-        a31 = dp(a31, x1, load32(w3 + i + 32));
+#pragma GCC unroll 4
+        for (std::size_t j = 0; j < 4; ++j) {
+            acc[j][0] = dp(acc[j][0], x0, load32(w + j * rs + i));
+            acc[j][1] = dp(acc[j][1], x1, load32(w + j * rs + i + 32));
+        }
     }
     for (; i + 32 <= n; i += 32) {
         const __m512i x0 = load32(x + i);
-        a00 = dp(a00, x0, load32(w0 + i));
-        a10 = dp(a10, x0, load32(w1 + i));
-        a20 = dp(a20, x0, load32(w2 + i));
-        a30 = dp(a30, x0, load32(w3 + i));
+#pragma GCC unroll 4
+        for (std::size_t j = 0; j < 4; ++j) acc[j][0] = dp(acc[j][0], x0, load32(w + j * rs + i));
     }
     if (i < n) {
         const __mmask32 k = tail_mask32(n - i);
         const __m512i x0 = load32_masked(x + i, k);
-        a01 = dp(a01, x0, load32_masked(w0 + i, k));
-        a11 = dp(a11, x0, load32_masked(w1 + i, k));
-        a21 = dp(a21, x0, load32_masked(w2 + i, k));
-        a31 = dp(a31, x0, load32_masked(w3 + i, k));
+#pragma GCC unroll 4
+        for (std::size_t j = 0; j < 4; ++j) acc[j][1] = dp(acc[j][1], x0, load32_masked(w + j * rs + i, k));
     }
-    out[0] = avx512::hsum(a00, a01);
-    out[1] = avx512::hsum(a10, a11);
-    out[2] = avx512::hsum(a20, a21);
-    out[3] = avx512::hsum(a30, a31);
+}
+
+/// out[j] = sum_i x[i] * w[j * rs + i] for the four rows j < 4, x and w bf16. Rows that do not
+/// start on a cache line (the rule of isa/avx512.hpp's dot4) are read in aligned 64-byte
+/// vectors, each vector of 32 values built from the two around it (VPERMT2W): the same vectors
+/// as unaligned loads, so the same bits.
+HYLENS_TARGET_AVX512BF16 inline void dot4(const bf16* x, const bf16* w, std::size_t n, std::size_t rs,
+                                          float* out) noexcept {
+    __m512 acc[4][2];
+    for (auto& a : acc) a[0] = a[1] = _mm512_setzero_ps();
+    std::size_t i = 0;
+    if (const std::size_t s = avx512::misalignment(w, rs, n, 96); s != 0) {
+        // Word p of the vector at w + i is word s + p of the pair (aligned vector at w + i - s, the next).
+        // (Dword j holds words 2j and 2j + 1.)
+        const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+        const __m512i iota = _mm512_add_epi32(_mm512_add_epi32(even, _mm512_maskz_slli_epi32(0xFFFF, even, 16)),
+                                              _mm512_set1_epi32(1 << 16));
+        const __m512i idx = _mm512_add_epi16(iota, _mm512_set1_epi16(static_cast<short>(s)));
+        const bf16* r[4] = {w - s, w + rs - s, w + 2 * rs - s, w + 3 * rs - s};
+        __m512i lo[4];
+        for (std::size_t j = 0; j < 4; ++j) lo[j] = _mm512_maskz_loadu_epi16(~__mmask32{0} << s, r[j]);
+        for (; i + 96 <= n + s; i += 64) {  // the aligned vectors read end at w + i + 96 - s <= w + n
+            const __m512i x0 = load32(x + i), x1 = load32(x + i + 32);
+#pragma GCC unroll 4
+            for (std::size_t j = 0; j < 4; ++j) {
+                const __m512i mid = _mm512_load_si512(r[j] + i + 32), hi = _mm512_load_si512(r[j] + i + 64);
+                acc[j][0] = dp(acc[j][0], x0, _mm512_permutex2var_epi16(lo[j], idx, mid));
+                acc[j][1] = dp(acc[j][1], x1, _mm512_permutex2var_epi16(mid, idx, hi));
+                lo[j] = hi;
+            }
+        }
+    }
+    dot4_from(x, w, n, rs, i, acc);
+    avx512::hsum4(acc, out);
 }
 
 // ---- prefill: C = alpha A W^T ----------------------------------------------------------------
