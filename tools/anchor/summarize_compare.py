@@ -2,7 +2,9 @@
 """Ratio table from compare_llamacpp.sh output: hylens / llama.cpp median tokens/s per
 (preset, dtype, test, threads), and hylens's fraction of the floor measured in its own run.
 
-usage: summarize_compare.py OUT.jsonl   (prints a Markdown table)
+usage: summarize_compare.py OUT.jsonl              (prints a Markdown table)
+       summarize_compare.py R1.jsonl R2.jsonl ...   (rounds of the same run: each row's ratio and
+                                                    fraction per round, and their medians)
 """
 import json
 import statistics
@@ -10,7 +12,7 @@ import sys
 from collections import defaultdict
 
 
-def main(path):
+def read(path):
     med = defaultdict(dict)   # (preset, dtype, test, threads) -> engine -> median t/s
     frac = {}
     for line in open(path):
@@ -26,17 +28,40 @@ def main(path):
             key = (r["preset"], r["dtype"], r["test"], r["threads"])
             med[key]["hylens"] = r["median_ts"]
             frac[key] = (r["fraction_of_floor"], r["floor_name"], r["floor_rate"])
+    return med, frac
+
+
+def rows(med):
+    """The keys both engines ran, by threads, model, dtype, test."""
+    keys = [k for k in med if "llama.cpp" in med[k] and "hylens" in med[k]]
+    return sorted(keys, key=lambda k: (k[3], k[0], k[1], k[2]))
+
+
+def one(path):
+    med, frac = read(path)
     print("| model | dtype | test | threads | llama.cpp t/s | hylens t/s | hylens / llama.cpp | hylens of floor (floor) |")
     print("|---|---|---|---|---|---|---|---|")
-    for key in sorted(med, key=lambda k: (k[3], k[0], k[1], k[2])):  # threads, model, dtype, test
+    for key in rows(med):
         e = med[key]
-        if "llama.cpp" not in e or "hylens" not in e:
-            continue
         f, fname, frate = frac[key]
         unit = "GFLOP/s" if fname.endswith("gflops") else "GB/s"
         print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {e['llama.cpp']:.2f} | {e['hylens']:.2f} | "
               f"{e['hylens'] / e['llama.cpp']:.2f}x | {f:.2f} ({frate:.1f} {unit}) |")
 
 
+def rounds(paths):
+    runs = [read(p) for p in paths]
+    keys = [k for k in rows(runs[0][0]) if all(k in rows(m) for m, _ in runs[1:])]
+    print("| model | dtype | test | threads | hylens / llama.cpp per round | median | hylens of floor per round | median |")
+    print("|---|---|---|---|---|---|---|---|")
+    for key in keys:
+        ratios = [m[key]["hylens"] / m[key]["llama.cpp"] for m, _ in runs]
+        fracs = [f[key][0] for _, f in runs]
+        print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {' / '.join(f'{x:.2f}' for x in ratios)} | "
+              f"**{statistics.median(ratios):.2f}x** | {' / '.join(f'{x:.2f}' for x in fracs)} | {statistics.median(fracs):.2f} |")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    one(sys.argv[1]) if len(sys.argv) == 2 else rounds(sys.argv[1:])
