@@ -12,7 +12,7 @@ add_custom_command(OUTPUT ${_snippets_cpp}
   COMMENT "Extracting the C++ snippets of README.md and docs/")
 add_executable(test_doc_snippets ${_snippets_cpp})
 target_link_libraries(test_doc_snippets PRIVATE hylens::hylens hylens_project_flags)
-target_compile_options(test_doc_snippets PRIVATE -O1 -Wno-unused-variable -Wno-unused-but-set-variable)
+target_compile_options(test_doc_snippets PRIVATE ${HYLENS_TEST_OPT} -Wno-unused-variable -Wno-unused-but-set-variable)
 file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/doc_snippets/run)
 file(CREATE_LINK ${HYLENS_GOLDEN_DIR}/models/qwen3_5_dense ${CMAKE_BINARY_DIR}/doc_snippets/run/Qwen3.5-0.8B SYMBOLIC)
 add_test(NAME docs.snippets COMMAND test_doc_snippets WORKING_DIRECTORY ${CMAKE_BINARY_DIR}/doc_snippets/run)
