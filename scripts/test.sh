@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs every test: the Release suite (tests, examples, benchmarks compiled,
 # -Wall -Wextra -Werror; the suites, the examples and the benchmarks at -O1, the hylens tool and
-# the Python module at -O3; the Python module and its pytest suite too; the hylens tool with MPI,
+# the Python module at -O3; the Python module's pytest suite too; the hylens tool with MPI,
 # so `mpirun -np 2 hylens experiment` is checked against one process), then the whole suite
 # again under ASan + UBSan (at -Og -g1: half the compile time of -O1 -g, the same run time, line
 # numbers in the reports), built without -march=native so that CI also runs the kernels' run-time

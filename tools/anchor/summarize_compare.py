@@ -51,14 +51,18 @@ def one(path):
 
 def rounds(paths):
     runs = [read(p) for p in paths]
-    keys = [k for k in rows(runs[0][0]) if all(k in rows(m) for m, _ in runs[1:])]
-    print("| model | dtype | test | threads | hylens / llama.cpp per round | median | hylens of floor per round | median |")
-    print("|---|---|---|---|---|---|---|---|")
+    common = set.intersection(*(set(rows(m)) for m, _ in runs))
+    keys = [k for k in rows(runs[0][0]) if k in common]
+    print("| model | dtype | test | threads | hylens / llama.cpp per round | median | hylens of floor per round | median | floor per round |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for key in keys:
         ratios = [m[key]["hylens"] / m[key]["llama.cpp"] for m, _ in runs]
         fracs = [f[key][0] for _, f in runs]
+        unit = "GFLOP/s" if runs[0][1][key][1].endswith("gflops") else "GB/s"
+        floors = " / ".join(f"{f[key][2]:.1f}" for _, f in runs)
         print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {' / '.join(f'{x:.2f}' for x in ratios)} | "
-              f"**{statistics.median(ratios):.2f}x** | {' / '.join(f'{x:.2f}' for x in fracs)} | {statistics.median(fracs):.2f} |")
+              f"**{statistics.median(ratios):.2f}x** | {' / '.join(f'{x:.2f}' for x in fracs)} | "
+              f"{statistics.median(fracs):.2f} | {floors} {unit} |")
 
 
 if __name__ == "__main__":
