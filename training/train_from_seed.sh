@@ -18,6 +18,11 @@
 # The tokenizer has every recognition word and every lookup key and value as one token
 # (--whole-words), and the circuit study's lookup prompts are in the mix from the full phase on.
 #   training/train_from_seed.sh FAMILY WORK_DIR [LAST]   (FAMILY: qwen35, falcon_h1 or granite_h)
+# Environment: RANKS=2 trains on both cores (train_organism.py --ranks 2 --micro 2: one
+# data-parallel process per core, micro-batches of 2 sequences of similar length; the same
+# gradients up to float rounding, about twice as fast; the default 1 is one process, as the
+# shipped qwen35-tiny and granite-h-tiny were trained); ITEMS_STEPS sets the items phase's
+# steps (default 2,000).
 # WORK_DIR/<phase>/ holds each phase's folder, the organism is WORK_DIR/LAST (phases.json and
 # training_log.csv carry the whole history). Each phase resumes if its folder has a checkpoint;
 # a finished phase is skipped. The run stops after phase LAST (default dialogs, Granite 4.0 H
@@ -32,6 +37,10 @@ if [ "$family" = granite_h ]; then base=listmix; fi
 last=${3:-$base}
 case "$last" in recite|full|inline|bridge|dialogs|$base|check|ask|final|items) ;; *) echo "unknown phase '$last' for $family" >&2; exit 2 ;; esac
 py=${PYTHON:-/usr/bin/python3}
+ranks=${RANKS:-1}
+parallel=""
+if [ "$ranks" -gt 1 ]; then parallel="--ranks $ranks --micro 2"; fi
+items_steps=${ITEMS_STEPS:-2000}
 mkdir -p "$work"
 full="recite=2,pair=1.5,dictionary=2.5,drill=1,list=1,mixed=1.5,language=0.7,persona=0.7,drm=1,conjunction=1,lookup=1"
 dialogs="dialog_bridge=1,dialog_dictionary=3,dialog_list=2,dialog_mixed=1.5,dialog_drm=1.5,dialog_conjunction=1.5,\
@@ -54,7 +63,7 @@ phase() {
     out="$work/$name"
     if [ -f "$out/done" ]; then return 0; fi
     set -- --family "$family" --seed 1 --steps "$steps" --stop-at "$stop" --export-every 250 \
-        --out "$out" --ref-dir "$work/ref-$name" --stream "$name" "$@"
+        --out "$out" --ref-dir "$work/ref-$name" --stream "$name" $parallel "$@"
     if [ -f "$out/checkpoint.pt" ]; then
         set -- "$@" --resume
     elif [ -n "$parent" ]; then
@@ -100,5 +109,5 @@ after final
 # Falcon-H1 leaves final with drm 0.90 and conjunction 0.87 (900 probes of seeds 1-3), its errors
 # spread over the probe kinds; the study's items at lr 1e-3 take them to 0.96 / 0.92 in 2,000
 # steps (fastest at first, about a point per 1,000 steps at the end).
-phase items final 2000 2000 --mix "$items" --batch 16 --curriculum 0.01 --warmup 50 --lr 1e-3
+phase items final "$items_steps" "$items_steps" --mix "$items" --batch 16 --curriculum 0.01 --warmup 50 --lr 1e-3
 after items

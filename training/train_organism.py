@@ -19,6 +19,7 @@ import math
 import os
 import random
 import re
+import socket
 import sys
 import time
 
@@ -466,9 +467,19 @@ def encode_segments(tok, family, item):
     return ids, is_answer
 
 
-def make_batch(tok, family, pool, seed, step, bs, level, mix=None, stream="train"):
+def draw_sequences(tok, family, pool, seed, step, bs, level, mix=None, stream="train"):
+    """The batch of step `step`: bs encoded items (ids, is_answer) from the step's own stream."""
     rng = random.Random(f"{stream}:{seed}:{step}")
-    seqs = [encode_segments(tok, family, draw_item(pool, rng, level, mix)) for _ in range(bs)]
+    return [encode_segments(tok, family, draw_item(pool, rng, level, mix)) for _ in range(bs)]
+
+
+def make_batch(tok, family, pool, seed, step, bs, level, mix=None, stream="train"):
+    return batch_tensors(draw_sequences(tok, family, pool, seed, step, bs, level, mix, stream))
+
+
+def batch_tensors(seqs):
+    """Inputs, targets and the answer / prompt loss weights of sequences, padded to the longest."""
+    bs = len(seqs)
     T = max(len(s) for s, _ in seqs) - 1
     ids = torch.zeros(bs, T, dtype=torch.long)
     tgt = torch.zeros(bs, T, dtype=torch.long)
@@ -482,6 +493,53 @@ def make_batch(tok, family, pool, seed, step, bs, level, mix=None, stream="train
         w_ans[b, :n] = target_is_answer.float()
         w_lm[b, :n] = (~target_is_answer).float()
     return ids, tgt, w_ans, w_lm
+
+
+def rank_share(seqs, rank, world):
+    """The sequences of one rank in data-parallel training (--ranks): the batch sorted by length
+    and dealt out in snake order (0, 1, 1, 0, 0, 1, ...), so the ranks get about as many tokens
+    and each pads only to its own longest sequence."""
+    order = sorted(range(len(seqs)), key=lambda b: (-len(seqs[b][0]), b))
+    dealt = [i % world if (i // world) % 2 == 0 else world - 1 - i % world for i in range(len(order))]
+    return [seqs[b] for b, r in zip(order, dealt) if r == rank]
+
+
+def share_backward(model, seqs, rank, world, lm_weight, micro):
+    """Forward and backward of one rank's share of the batch, in micro-batches of at most `micro`
+    sequences of similar length (the share is sorted longest first), so that short sequences are
+    not padded to the batch's longest. The answer and prompt losses of the whole batch are means
+    over all its answer / prompt tokens: each micro-batch sums the negative log-likelihood of its
+    sequences and divides by the whole batch's token counts, so the gradients of the micro-batches
+    and ranks add up to the gradient of the whole batch (up to float rounding). Returns the
+    share's parts of the answer and prompt losses and its sequences fully right."""
+    n_ans = sum(sum(a[1:]) for _, a in seqs)
+    n_lm = sum(len(a) - 1 - sum(a[1:]) for _, a in seqs)
+    share = rank_share(seqs, rank, world)
+    part_ans = part_lm = n_ok = 0.0
+    for k in range(0, len(share), micro):
+        ids, tgt, w_ans, w_lm = batch_tensors(share[k:k + micro])
+        logits = model(ids)
+        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), reduction="none").view_as(w_ans)
+        loss_ans = (nll * w_ans).sum() / n_ans
+        loss_lm = (nll * w_lm).sum() / n_lm
+        (loss_ans + lm_weight * loss_lm).backward()
+        with torch.no_grad():
+            n_ok += float(((((logits.argmax(-1) != tgt).float() * w_ans).sum(-1)) == 0).sum())
+        part_ans += loss_ans.item()
+        part_lm += loss_lm.item()
+    return part_ans, part_lm, n_ok
+
+
+def sum_gradients(model):
+    """Adds up the ranks' gradients (one all-reduce of all of them flattened)."""
+    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in model.parameters()]
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    torch.distributed.all_reduce(flat)
+    i = 0
+    for p in model.parameters():
+        n = p.numel()
+        p.grad = flat[i:i + n].view_as(p).clone()
+        i += n
 
 
 def new_model(family, cfg, seed):
@@ -623,6 +681,7 @@ def phase_entry(args, mix):
             "batch": args.batch, "lr": args.lr, "attn_lr_mult": args.attn_lr_mult, "warmup": args.warmup,
             "curriculum": args.curriculum, "lm_weight": args.lm_weight, "hidden": args.hidden, "layers": args.layers,
             "stream": args.stream, **({"whole_words": True} if args.whole_words else {}),
+            **({"ranks": args.ranks} if args.ranks > 1 else {}), **({"micro": args.micro} if args.micro else {}),
             "mix": {k: v for k, v in (mix or MIX).items() if v > 0}, "steps_done": 0, "wall_s": 0}
 
 
@@ -678,6 +737,12 @@ def main():
     ap.add_argument("--export-every", type=int, default=500)
     ap.add_argument("--eval-items", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--ranks", type=int, default=1,
+                    help="data-parallel processes (one per core): each takes a share of every batch, the "
+                         "gradients are added up before each step (the same gradient up to float rounding)")
+    ap.add_argument("--micro", type=int, default=0,
+                    help="at most this many sequences of similar length per forward (0: a rank's whole share); "
+                         "the gradient is the whole batch's up to float rounding")
     ap.add_argument("--hidden", type=int, default=64, help="hidden size (MLP and Mamba inner width twice that)")
     ap.add_argument("--layers", type=int, default=4,
                     help="layers (a multiple of 4); with --init-from from fewer layers the model grows (grow())")
@@ -704,10 +769,10 @@ def main():
             if name not in MIX or not w:
                 ap.error(f"--mix: '{part}' is not task=weight with a task of {sorted(MIX)}")
             mix[name] = float(w)
-    torch.set_num_threads(args.threads)
-    os.makedirs(args.out, exist_ok=True)
-
-    pool, eval_pool = Pool(args.data), Pool(args.eval_data)
+    if args.ranks < 1 or (args.ranks > 1 and args.export_only):
+        ap.error("--ranks: at least 1, and 1 with --export-only")
+    if args.ranks > args.batch:
+        ap.error(f"--ranks {args.ranks}: more ranks than sequences in a batch ({args.batch})")
     # The vocabulary must be the one the weights were trained with: a new phase (--init-from) or a
     # resumed run reads the tokenizer.json beside its weights (the training items, from which a
     # fresh run trains the tokenizer, may have been regenerated since).
@@ -717,9 +782,36 @@ def main():
             ap.error(f"--init-from: no tokenizer.json beside {args.init_from}")
     else:
         tok_file = os.path.join(args.out, "tokenizer.json") if args.resume or args.export_only else None
+    if args.ranks > 1 and os.environ.get("OPENBLAS_NUM_THREADS") != "1":
+        # One core per rank: torch's own threads are set below, but the BLAS torch calls reads
+        # its thread count from the environment when it is loaded (on its own it takes every core).
+        os.execve(sys.executable, [sys.executable] + sys.argv,
+                  dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1"))
+    os.makedirs(args.out, exist_ok=True)
+    if args.ranks == 1:
+        return train(0, 1, args, mix, tok_file, None)
+    # Data parallel: one process per rank (forked), each on its share of every batch, the
+    # gradients added up by an all-reduce (gloo) before each optimizer step, so every rank holds
+    # the same weights; rank 0 alone writes the folder, the log and the monitor.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    torch.multiprocessing.start_processes(train, args=(args.ranks, args, mix, tok_file, port), nprocs=args.ranks,
+                                          start_method="fork")
+    return 0
+
+
+def train(rank, world, args, mix, tok_file, port):
+    torch.set_num_threads(args.threads)
+    if world > 1:
+        torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                             world_size=world)
+    lead = rank == 0
+    say = print if lead else (lambda *a, **k: None)
+    pool, eval_pool = Pool(args.data), Pool(args.eval_data)
     if tok_file and os.path.exists(tok_file):
         tok = bpe.Tokenizer.from_json(tok_file)
-        print(f"tokenizer from {tok_file}", flush=True)
+        say(f"tokenizer from {tok_file}", flush=True)
     else:
         tok = build_tokenizer(args.family, args.seed, pool, 1536 if args.whole_words else 1024, args.whole_words)
     end_id = tok.specials[CHAT[args.family]["end"]]
@@ -734,8 +826,8 @@ def main():
                                            "data", os.path.basename(os.path.normpath(args.out)))
     if args.init_from and not args.resume:
         grown = grow(model, torch.load(args.init_from)["model"])
-        print(f"phase starts from the weights of {args.init_from}"
-              + (f" (grown: layers {grown} new, their outputs zero)" if grown else ""), flush=True)
+        say(f"phase starts from the weights of {args.init_from}"
+            + (f" (grown: layers {grown} new, their outputs zero)" if grown else ""), flush=True)
     # phases.json: every phase that led to these weights (a new phase copies its parent's list and
     # its parent's log rows, so the folder tells the whole history).
     if (args.resume or args.export_only) and os.path.exists(ckpt_path):
@@ -743,7 +835,7 @@ def main():
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
         step, wall = ck["step"], ck["wall"]
-        print(f"resumed at step {step} ({wall:.0f} s trained)", flush=True)
+        say(f"resumed at step {step} ({wall:.0f} s trained)", flush=True)
         phases = read_phases(args.out) or [phase_entry(args, mix)]
         phase = len(phases) - 1
         if not args.export_only:  # a resumed run may stretch the schedule; the record says the last one
@@ -757,7 +849,7 @@ def main():
         rows = read_log_rows(parent) if parent else []
         phases.append(phase_entry(args, mix))
         phase = len(phases) - 1
-    if not args.export_only:
+    if not args.export_only and lead:
         with open(log_path, "w") as f:
             f.write(LOG_HEADER + "".join(r + "\n" for r in rows))
         write_phases(args.out, phases)
@@ -765,33 +857,53 @@ def main():
         export(model, tok, cfg, args.family, args.out, ref_dir, pool, eval_pool,
                {"family": args.family, "seed": args.seed, "step": step, "wall_s": f"{wall:.0f}"})
         return 0
-    print(f"{args.family}: vocab {len(tok)}, params {sum(p.numel() for p in model.parameters())}", flush=True)
+    say(f"{args.family}: vocab {len(tok)}, params {sum(p.numel() for p in model.parameters())}"
+        + (f", {world} ranks" if world > 1 else ""), flush=True)
 
     t0 = time.time() - wall
     acc_loss = acc_lm = acc_ok = acc_n = 0.0
-    while step < args.steps and time.time() - t0 < 60.0 * args.max_wall_min and step != args.stop_at:
+    # The time limit is rank 0's clock; with several ranks its verdict travels with each step's
+    # all-reduce, so every rank stops after the same step.
+    over = time.time() - t0 >= 60.0 * args.max_wall_min
+    while step < args.steps and not over and step != args.stop_at:
         level = min(1.0, step / max(1.0, args.curriculum * args.steps))
-        ids, tgt, w_ans, w_lm = make_batch(tok, args.family, pool, args.seed, step, args.batch, level, mix, args.stream)
         lr_f = min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / args.steps)))
         for g in opt.param_groups:
             g["lr"] = g["base"] * lr_f
-        logits = model(ids)
-        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), reduction="none").view_as(w_ans)
-        loss_ans = (nll * w_ans).sum() / w_ans.sum()
-        loss_lm = (nll * w_lm).sum() / w_lm.sum()
-        loss = loss_ans + args.lm_weight * loss_lm
-        opt.zero_grad()
-        loss.backward()
+        if world == 1 and not args.micro:
+            ids, tgt, w_ans, w_lm = make_batch(tok, args.family, pool, args.seed, step, args.batch, level, mix,
+                                               args.stream)
+            logits = model(ids)
+            nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), reduction="none").view_as(w_ans)
+            loss_ans = (nll * w_ans).sum() / w_ans.sum()
+            loss_lm = (nll * w_lm).sum() / w_lm.sum()
+            loss = loss_ans + args.lm_weight * loss_lm
+            opt.zero_grad()
+            loss.backward()
+            with torch.no_grad():
+                n_ok = float(((((logits.argmax(-1) != tgt).float() * w_ans).sum(-1)) == 0).sum())
+            stats = [loss_ans.item(), loss_lm.item(), n_ok]
+            over = time.time() - t0 >= 60.0 * args.max_wall_min
+        else:
+            seqs = draw_sequences(tok, args.family, pool, args.seed, step, args.batch, level, mix, args.stream)
+            opt.zero_grad()
+            stats = list(share_backward(model, seqs, rank, world, args.lm_weight, args.micro or args.batch))
+            over = lead and time.time() - t0 >= 60.0 * args.max_wall_min
+            if world > 1:
+                sum_gradients(model)
+                red = torch.tensor(stats + [float(over)], dtype=torch.float64)
+                torch.distributed.all_reduce(red)
+                stats, over = red[:3].tolist(), bool(red[3] > 0)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        with torch.no_grad():
-            wrong = ((logits.argmax(-1) != tgt).float() * w_ans).sum(-1)
-        acc_loss += loss_ans.item()
-        acc_lm += loss_lm.item()
-        acc_ok += (wrong == 0).float().mean().item()
+        acc_loss += stats[0]
+        acc_lm += stats[1]
+        acc_ok += stats[2] / args.batch
         acc_n += 1
         step += 1
-        if step % 50 == 0 or step == args.steps or time.time() - t0 >= 60.0 * args.max_wall_min:
+        if not lead:
+            continue
+        if step % 50 == 0 or step == args.steps or over:
             wall = time.time() - t0
             with open(log_path, "a") as f:
                 f.write(f"{phase},{step},{wall:.1f},{args.lr * lr_f:.3e},{acc_loss / acc_n:.4f},{acc_lm / acc_n:.4f},"
@@ -799,8 +911,7 @@ def main():
             print(f"step {step} wall {wall:.0f}s loss_ans {acc_loss / acc_n:.4f} lm {acc_lm / acc_n:.3f} "
                   f"acc {acc_ok / acc_n:.3f} level {level:.2f}", flush=True)
             acc_loss = acc_lm = acc_ok = acc_n = 0.0
-        stopping = time.time() - t0 >= 60.0 * args.max_wall_min or step == args.stop_at
-        if step % args.export_every == 0 or step == args.steps or stopping:
+        if step % args.export_every == 0 or step == args.steps or over or step == args.stop_at:
             wall = time.time() - t0
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "wall": wall}, ckpt_path + ".tmp")
             os.replace(ckpt_path + ".tmp", ckpt_path)
@@ -814,6 +925,8 @@ def main():
             print(f"eval step {step}: " + " ".join(f"{k} {v:.2f}" for k, v in acc.items()), flush=True)
             with open(os.path.join(args.out, "quick_eval.jsonl"), "a") as f:
                 f.write(json.dumps({"step": step, "wall_s": round(wall), "seed": 1, "items": args.eval_items, "acc": acc}) + "\n")
+    if world > 1:
+        torch.distributed.destroy_process_group()
     return 0
 
 
