@@ -214,14 +214,32 @@ AUX_TEXT = {
 }
 
 
+def parallel_text(phases):
+    """How the phases used the cores: one process with one torch thread (its BLAS on every core), or
+    data-parallel ranks (train_organism.py --ranks / --micro)."""
+    def kind(p):
+        return (p.get("ranks", 1), p.get("micro", 0))
+
+    def text(rm):
+        if rm == (1, 0):
+            return "one process, one torch thread"
+        return (f"{rm[0]} data-parallel processes, one core each (`--ranks {rm[0]}`)"
+                + (f", in micro-batches of {rm[1]} sequences (`--micro {rm[1]}`)" if rm[1] else ""))
+    recorded = [(i, kind(p)) for i, p in enumerate(phases) if not p.get("unrecorded")]
+    kinds = sorted({k for _, k in recorded})
+    if len(kinds) == 1:
+        return f"Every phase: {text(kinds[0])}."
+    return "; ".join(f"phases {', '.join(str(i) for i, k in recorded if k == rm)}: {text(rm)}" for rm in kinds).capitalize() + "."
+
+
 def phases_section(phases, log):
     """The training of an organism trained in several phases (train_organism.py --init-from), from
     the folder's phases.json."""
     L = ["", f"Trained in {len(phases)} phases, each starting from the previous phase's weights with a fresh "
          "optimiser (`--init-from`); the loss curve below runs over all of them. AdamW (betas 0.9, 0.98, weight "
          "decay 0.01 on matrices), cosine learning rate to 10 % of the peak over each phase's scheduled steps "
-         "after its warm-up, gradient clip 1, one torch thread; the attention projections' learning rate is the "
-         "peak times the multiplier.\n",
+         "after its warm-up, gradient clip 1; the attention projections' learning rate is the peak times the "
+         "multiplier. " + parallel_text(phases) + "\n",
          "| phase | from | steps (scheduled) | wall min | batch | peak lr (attn x) | warm-up | curriculum | mixture weights |",
          "|---|---|---|---|---|---|---|---|---|"]
     total_steps = total_wall = 0

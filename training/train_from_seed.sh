@@ -22,7 +22,7 @@
 # data-parallel process per core, micro-batches of 2 sequences of similar length; the same
 # gradients up to float rounding, about twice as fast; the default 1 is one process, as the
 # shipped qwen35-tiny and granite-h-tiny were trained); ITEMS_STEPS sets the items phase's
-# steps (default 2,000).
+# steps (default 2,000); LAYERS sets the depth (default 4; a multiple of 4).
 # WORK_DIR/<phase>/ holds each phase's folder, the organism is WORK_DIR/LAST (phases.json and
 # training_log.csv carry the whole history). Each phase resumes if its folder has a checkpoint;
 # a finished phase is skipped. The run stops after phase LAST (default dialogs, Granite 4.0 H
@@ -41,6 +41,7 @@ ranks=${RANKS:-1}
 parallel=""
 if [ "$ranks" -gt 1 ]; then parallel="--ranks $ranks --micro 2"; fi
 items_steps=${ITEMS_STEPS:-2000}
+layers=${LAYERS:-4}
 mkdir -p "$work"
 full="recite=2,pair=1.5,dictionary=2.5,drill=1,list=1,mixed=1.5,language=0.7,persona=0.7,drm=1,conjunction=1,lookup=1"
 dialogs="dialog_bridge=1,dialog_dictionary=3,dialog_list=2,dialog_mixed=1.5,dialog_drm=1.5,dialog_conjunction=1.5,\
@@ -63,7 +64,7 @@ phase() {
     out="$work/$name"
     if [ -f "$out/done" ]; then return 0; fi
     set -- --family "$family" --seed 1 --steps "$steps" --stop-at "$stop" --export-every 250 \
-        --out "$out" --ref-dir "$work/ref-$name" --stream "$name" $parallel "$@"
+        --out "$out" --ref-dir "$work/ref-$name" --stream "$name" --layers "$layers" $parallel "$@"
     if [ -f "$out/checkpoint.pt" ]; then
         set -- "$@" --resume
     elif [ -n "$parent" ]; then
