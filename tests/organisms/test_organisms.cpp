@@ -289,8 +289,11 @@ TEST_CASE("organisms: with bf16 activations, a bf16 copy equals the torch forwar
     // rounding itself, while the rows (positions) before any flip agree to float32 precision.
     // Hence, for prefill and for decode from a cache, at every level:
     //  * every row within 4 x the largest distance of the same arithmetic in float32 torch;
-    //  * at least half of all rows within 4 x the organism's float32 atol (float32 torch keeps
-    //    74-92 % of them; the unrounded arithmetic none, checked below: the test sees the mode).
+    //  * of all rows within 4 x the organism's float32 atol, at least half the share that float32
+    //    torch keeps (`float32_rows_within_atol`: 39-92 % on the organisms so far; two float32
+    //    sums flip at different positions, so the share is a property of the weights, not a
+    //    fixed fraction); the unrounded arithmetic keeps under 5 %, checked below: the test sees
+    //    the mode.
     for (const std::string& name : kOrganisms) {
         SUBCASE(name.c_str()) {
             const test::TempDir tmp("organism_bf16_" + name);
@@ -299,9 +302,10 @@ TEST_CASE("organisms: with bf16 activations, a bf16 copy equals the torch forwar
             const io::SafetensorsFile prompts = io::SafetensorsFile::open(data_dir(name) / "reference_logits.safetensors");
             const double reach = 4.0 * ref.read_f32("float32_vs_float64").at(0);
             const double close = 4.0 * prompts.read_f32("atol").at(0);
+            const double torch_share = ref.read_f32("float32_rows_within_atol").at(0);
             const std::size_t V = model.config().vocab;
-            INFO(name << ": every row within " << reach << ", half of them within " << close << " (float32 torch: "
-                      << ref.read_f32("float32_rows_within_atol").at(0) << " of them)");
+            INFO(name << ": every row within " << reach << ", at least " << 0.5 * torch_share << " of them within "
+                      << close << " (float32 torch: " << torch_share << " of them)");
             CHECK(reach < 0.5);  // the rounding's size on logits of size ~30, not a loose bound
             // Rows of prompt i (prefill and decode) as (got, want) distances, per configuration.
             struct Rows {
@@ -341,7 +345,7 @@ TEST_CASE("organisms: with bf16 activations, a bf16 copy equals the torch forwar
                         INFO("level " << std::string(simd::level_name(level)) << std::string(decode ? ", decode" : ", prefill") << ": " << r.close
                                       << "/" << r.n << " rows close, largest distance " << r.worst);
                         CHECK(r.worst <= reach);
-                        CHECK(2 * r.close >= r.n);
+                        CHECK(2.0 * double(r.close) >= torch_share * double(r.n));
                     }
                 }
             }
