@@ -14,7 +14,6 @@ import os
 import sys
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_organism as T  # noqa: E402
@@ -44,10 +43,8 @@ def main():
         for step in range(args.batches):
             seqs = T.draw_sequences(tok, family, pool, 1, step, 16, 1.0, MIX, "check")
             model.zero_grad()
-            ids, tgt, w_ans, w_lm = T.batch_tensors(seqs)
-            logits = model(ids)
-            nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), reduction="none").view_as(w_ans)
-            ((nll * w_ans).sum() / w_ans.sum() + 0.1 * (nll * w_lm).sum() / w_lm.sum()).backward()
+            ids, tgt, w_ans, w_lm = T.batch_tensors(seqs)  # the single-process path of the training loop
+            T.batch_loss(model, ids, tgt, w_ans, w_lm, w_ans.sum(), w_lm.sum(), 0.1)[0].backward()
             whole = flat_grad(model)
             for world, micro in ((2, 2), (2, 8), (1, 3)):
                 model.zero_grad()

@@ -229,7 +229,8 @@ def parallel_text(phases):
     kinds = sorted({k for _, k in recorded})
     if len(kinds) == 1:
         return f"Every phase: {text(kinds[0])}."
-    return "; ".join(f"phases {', '.join(str(i) for i, k in recorded if k == rm)}: {text(rm)}" for rm in kinds).capitalize() + "."
+    groups = "; ".join(f"phases {', '.join(str(i) for i, k in recorded if k == rm)}: {text(rm)}" for rm in kinds)
+    return groups[0].upper() + groups[1:] + "."
 
 
 def phases_section(phases, log):

@@ -21,13 +21,14 @@
 # Environment: RANKS=2 trains on both cores (train_organism.py --ranks 2 --micro 2: one
 # data-parallel process per core, micro-batches of 2 sequences of similar length; the same
 # gradients up to float rounding, about twice as fast; the default 1 is one process, as the
-# shipped qwen35-tiny and granite-h-tiny were trained); ITEMS_STEPS sets the items phase's
-# steps (default 2,000); LAYERS sets the depth (default 4; a multiple of 4).
+# shipped qwen35-tiny was trained); ITEMS_STEPS sets the items phase's steps (default 2,000;
+# the shipped Falcon-H1 and Granite 4.0 H organisms: RANKS=2 ITEMS_STEPS=6000 ... items);
+# LAYERS sets the depth (default 4; a multiple of 4).
 # WORK_DIR/<phase>/ holds each phase's folder, the organism is WORK_DIR/LAST (phases.json and
 # training_log.csv carry the whole history). Each phase resumes if its folder has a checkpoint;
 # a finished phase is skipped. The run stops after phase LAST (default dialogs, Granite 4.0 H
-# listmix: the shipped Qwen3.5 and Granite 4.0 H organisms; items, the last, runs all: the
-# shipped Falcon-H1 one).
+# listmix; dialogs is the shipped Qwen3.5 organism; items, the last, runs all: the shipped
+# Falcon-H1 and Granite 4.0 H ones).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 family=$1
@@ -109,6 +110,7 @@ phase final ask 1000 1000 --mix "$final" --batch 16 --curriculum 0.3 --warmup 50
 after final
 # Falcon-H1 leaves final with drm 0.90 and conjunction 0.87 (900 probes of seeds 1-3), its errors
 # spread over the probe kinds; the study's items at lr 1e-3 take them to 0.96 / 0.92 in 2,000
-# steps (fastest at first, about a point per 1,000 steps at the end).
+# steps, and to 0.996 / 0.996 in 6,000 (ITEMS_STEPS=6000: the 2,000-step schedule had decayed
+# before the rise ended).
 phase items final "$items_steps" "$items_steps" --mix "$items" --batch 16 --curriculum 0.01 --warmup 50 --lr 1e-3
 after items

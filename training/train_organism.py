@@ -504,6 +504,20 @@ def rank_share(seqs, rank, world):
     return [seqs[b] for b, r in zip(order, dealt) if r == rank]
 
 
+def batch_loss(model, ids, tgt, w_ans, w_lm, n_ans, n_lm, lm_weight):
+    """The training loss of a padded batch: the answer tokens' and the prompt tokens' negative
+    log-likelihood summed and divided by n_ans / n_lm (the whole batch's token counts), the prompt
+    part weighted by lm_weight. Returns (loss, answer part, prompt part, sequences whose answer
+    tokens are all predicted right)."""
+    logits = model(ids)
+    nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), reduction="none").view_as(w_ans)
+    loss_ans = (nll * w_ans).sum() / n_ans
+    loss_lm = (nll * w_lm).sum() / n_lm
+    with torch.no_grad():
+        n_ok = float(((((logits.argmax(-1) != tgt).float() * w_ans).sum(-1)) == 0).sum())
+    return loss_ans + lm_weight * loss_lm, loss_ans, loss_lm, n_ok
+
+
 def share_backward(model, seqs, rank, world, lm_weight, micro):
     """Forward and backward of one rank's share of the batch, in micro-batches of at most `micro`
     sequences of similar length (the share is sorted longest first), so that short sequences are
@@ -517,14 +531,9 @@ def share_backward(model, seqs, rank, world, lm_weight, micro):
     share = rank_share(seqs, rank, world)
     part_ans = part_lm = n_ok = 0.0
     for k in range(0, len(share), micro):
-        ids, tgt, w_ans, w_lm = batch_tensors(share[k:k + micro])
-        logits = model(ids)
-        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), reduction="none").view_as(w_ans)
-        loss_ans = (nll * w_ans).sum() / n_ans
-        loss_lm = (nll * w_lm).sum() / n_lm
-        (loss_ans + lm_weight * loss_lm).backward()
-        with torch.no_grad():
-            n_ok += float(((((logits.argmax(-1) != tgt).float() * w_ans).sum(-1)) == 0).sum())
+        loss, loss_ans, loss_lm, ok = batch_loss(model, *batch_tensors(share[k:k + micro]), n_ans, n_lm, lm_weight)
+        loss.backward()
+        n_ok += ok
         part_ans += loss_ans.item()
         part_lm += loss_lm.item()
     return part_ans, part_lm, n_ok
@@ -864,7 +873,10 @@ def train(rank, world, args, mix, tok_file, port):
     acc_loss = acc_lm = acc_ok = acc_n = 0.0
     # The time limit is rank 0's clock; with several ranks its verdict travels with each step's
     # all-reduce, so every rank stops after the same step.
-    over = time.time() - t0 >= 60.0 * args.max_wall_min
+    def out_of_time():
+        return time.time() - t0 >= 60.0 * args.max_wall_min
+
+    over = out_of_time()
     while step < args.steps and not over and step != args.stop_at:
         level = min(1.0, step / max(1.0, args.curriculum * args.steps))
         lr_f = min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / args.steps)))
@@ -873,22 +885,17 @@ def train(rank, world, args, mix, tok_file, port):
         if world == 1 and not args.micro:
             ids, tgt, w_ans, w_lm = make_batch(tok, args.family, pool, args.seed, step, args.batch, level, mix,
                                                args.stream)
-            logits = model(ids)
-            nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), reduction="none").view_as(w_ans)
-            loss_ans = (nll * w_ans).sum() / w_ans.sum()
-            loss_lm = (nll * w_lm).sum() / w_lm.sum()
-            loss = loss_ans + args.lm_weight * loss_lm
+            loss, loss_ans, loss_lm, n_ok = batch_loss(model, ids, tgt, w_ans, w_lm, w_ans.sum(), w_lm.sum(),
+                                                       args.lm_weight)
             opt.zero_grad()
             loss.backward()
-            with torch.no_grad():
-                n_ok = float(((((logits.argmax(-1) != tgt).float() * w_ans).sum(-1)) == 0).sum())
             stats = [loss_ans.item(), loss_lm.item(), n_ok]
-            over = time.time() - t0 >= 60.0 * args.max_wall_min
+            over = out_of_time()
         else:
             seqs = draw_sequences(tok, args.family, pool, args.seed, step, args.batch, level, mix, args.stream)
             opt.zero_grad()
             stats = list(share_backward(model, seqs, rank, world, args.lm_weight, args.micro or args.batch))
-            over = lead and time.time() - t0 >= 60.0 * args.max_wall_min
+            over = lead and out_of_time()
             if world > 1:
                 sum_gradients(model)
                 red = torch.tensor(stats + [float(over)], dtype=torch.float64)
