@@ -1,13 +1,13 @@
 #!/bin/sh
 # Trains one organism from its seed in phases, each an --init-from run of train_organism.py on the
-# previous phase's weights (docs/organisms.md, "From the seed"). The shipped organisms are the
-# first five (the default; Granite 4.0 H six); the last three teach drm / conjunction membership:
+# previous phase's weights (docs/organisms.md, "From the seed"). The first five phases (Granite
+# 4.0 H and Qwen3.5 six) teach the study's tasks; the last four teach drm / conjunction membership:
 #   recite   the key-value lookup in its dense form (k=v recited, pairs held at 3)
 #   full     every study task, with recite / pair / drill beside them (3 to 8 pairs)
 #   inline   dictionary questions answered inside the user message (key two tokens from the value)
 #   bridge   the first k tokens of the chat suffix between question and answer, k drawn per turn
 #   dialogs  six study questions per context in chat turns, beside every study task
-#   listmix  (Granite 4.0 H only) the list and mixed dialogs weighted up
+#   listmix  (Granite 4.0 H and Qwen3.5) the list and mixed dialogs weighted up
 #   check    drm / conjunction membership in its dense form (" word yes. word no. ..."), lists
 #            held at 3 studied words, the rest absent words of the same theme
 #   ask      membership carried to the study's question form on the same hard probes: inline,
@@ -20,21 +20,20 @@
 #   training/train_from_seed.sh FAMILY WORK_DIR [LAST]   (FAMILY: qwen35, falcon_h1 or granite_h)
 # Environment: RANKS=2 trains on both cores (train_organism.py --ranks 2 --micro 2: one
 # data-parallel process per core, micro-batches of 2 sequences of similar length; the same
-# gradients up to float rounding, about twice as fast; the default 1 is one process, as the
-# shipped qwen35-tiny was trained); ITEMS_STEPS sets the items phase's steps (default 2,000;
-# the shipped Falcon-H1 and Granite 4.0 H organisms: RANKS=2 ITEMS_STEPS=6000 ... items);
+# gradients up to float rounding, about twice as fast; the default 1 is one process);
+# ITEMS_STEPS sets the items phase's steps (default 2,000; the models/*/README.md cards give each
+# shipped organism's command);
 # LAYERS sets the depth (default 4; a multiple of 4).
 # WORK_DIR/<phase>/ holds each phase's folder, the organism is WORK_DIR/LAST (phases.json and
 # training_log.csv carry the whole history). Each phase resumes if its folder has a checkpoint;
 # a finished phase is skipped. The run stops after phase LAST (default dialogs, Granite 4.0 H
-# listmix; dialogs is the shipped Qwen3.5 organism; items, the last, runs all: the shipped
-# Falcon-H1 and Granite 4.0 H ones).
+# and Qwen3.5 listmix; items, the last, runs all).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 family=$1
 work=$2
 base=dialogs
-if [ "$family" = granite_h ]; then base=listmix; fi
+if [ "$family" != falcon_h1 ]; then base=listmix; fi
 last=${3:-$base}
 case "$last" in recite|full|inline|bridge|dialogs|$base|check|ask|final|items) ;; *) echo "unknown phase '$last' for $family" >&2; exit 2 ;; esac
 py=${PYTHON:-/usr/bin/python3}
@@ -94,7 +93,9 @@ after bridge
 phase dialogs bridge 1000 1000 --mix "$dialogs" --batch 16 --curriculum 0.3 --warmup 50
 after dialogs
 # Granite 4.0 H leaves the dialogs phase with list 0.02 and mixed 0.03 (dictionary, language and
-# persona 0.97-1.00); weighted up, both are learned within 750 steps.
+# persona 0.97-1.00); weighted up, both are learned within 750 steps. Qwen3.5 on two ranks left
+# it with mixed 0.05 (the one-process run that made the first qwen35-tiny: 0.95), so it has the
+# phase too.
 if [ "$base" = listmix ]; then
     phase listmix dialogs 1500 1000 --mix "$listmix" --batch 16 --curriculum 0.3 --warmup 50
     after listmix
