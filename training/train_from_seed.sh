@@ -32,8 +32,21 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 family=$1
 work=$2
-base=dialogs
-if [ "$family" != falcon_h1 ]; then base=listmix; fi
+# How the families differ, all measured (docs/organisms.md, "From the seed"):
+#  * recite_steps: Granite 4.0 H's Mamba-2 layers learn the recited lookup later (recited values
+#    at 3 pairs 0.56 after 1,000 steps from the seed, where Qwen3.5 and Falcon-H1 are at
+#    0.97-0.99): twice the steps;
+#  * base (the phase before check): Granite 4.0 H leaves the dialogs phase with list 0.02 and
+#    mixed 0.03, Qwen3.5 on two ranks with mixed 0.03 (900 items); weighted up in the listmix
+#    phase, Granite 4.0 H learns both within 750 steps, Qwen3.5 reads mixed 0.99 after 1,000;
+#  * check_steps: Qwen3.5's dense drill rises after 2,000 steps (answers fully right 0.09 at
+#    2,000, 0.43 at 3,500), where Falcon-H1 and Granite 4.0 H reach 0.95 within 2,000.
+case "$family" in
+    qwen35) recite_steps=1000 base=listmix check_steps=3500 ;;
+    falcon_h1) recite_steps=1000 base=dialogs check_steps=2000 ;;
+    granite_h) recite_steps=2000 base=listmix check_steps=2000 ;;
+    *) echo "unknown family '$family' (qwen35, falcon_h1 or granite_h)" >&2; exit 2 ;;
+esac
 last=${3:-$base}
 case "$last" in recite|full|inline|bridge|dialogs|$base|check|ask|final|items) ;; *) echo "unknown phase '$last' for $family" >&2; exit 2 ;; esac
 py=${PYTHON:-/usr/bin/python3}
@@ -78,10 +91,6 @@ phase() {
 # after NAME: the run ends here if NAME is its LAST phase.
 after() { if [ "$1" = "$last" ]; then exit 0; fi; }
 
-# Granite 4.0 H's Mamba-2 layers learn the recited lookup later (recited values at 3 pairs 0.56
-# after 1,000 steps from the seed, where Qwen3.5 and Falcon-H1 are at 0.97-0.99): twice the steps.
-recite_steps=1000
-if [ "$family" = granite_h ]; then recite_steps=2000; fi
 phase recite "" 3000 "$recite_steps" --mix recite=3,dictionary=1,language=0.3,persona=0.3 --curriculum 1000 --warmup 100
 after recite
 phase full recite 2000 2000 --mix "$full" --warmup 50
@@ -92,21 +101,12 @@ phase bridge inline 1500 250 --mix dialog_bridge=3,dialog_dictionary=1,dialog_in
 after bridge
 phase dialogs bridge 1000 1000 --mix "$dialogs" --batch 16 --curriculum 0.3 --warmup 50
 after dialogs
-# Granite 4.0 H leaves the dialogs phase with list 0.02 and mixed 0.03 (dictionary, language and
-# persona 0.97-1.00); weighted up, both are learned within 750 steps. Qwen3.5 on two ranks left
-# it with mixed 0.05 (the one-process run that made the first qwen35-tiny: 0.95), so it has the
-# phase too.
 if [ "$base" = listmix ]; then
     phase listmix dialogs 1500 1000 --mix "$listmix" --batch 16 --curriculum 0.3 --warmup 50
     after listmix
 fi
-# Membership (drm / conjunction): the dense form first, with the lists held at 3 studied words
-# (Qwen3.5 from the dialogs phase: yes / no learned after about 3,000 steps, a sudden rise), then
-# the question form on the same hard probes, beside every task's dialogs. Qwen3.5 gets 3,500
-# steps of the drill (its rise came after about 3,000; Falcon-H1 and Granite 4.0 H reach 0.95 of
-# the answers within 2,000).
-check_steps=2000
-if [ "$family" = qwen35 ]; then check_steps=3500; fi
+# Membership (drm / conjunction): the dense form first, with the lists held at 3 studied words,
+# then the question form on the same hard probes, beside every task's dialogs.
 phase check "$base" "$check_steps" "$check_steps" --mix check_drm=1,check_conjunction=1 --batch 16 --curriculum 1000 --warmup 50
 after check
 phase ask check 1500 500 --mix "$ask" --batch 16 --curriculum 1000 --warmup 50
