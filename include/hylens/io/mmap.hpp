@@ -10,8 +10,10 @@
 //     the model's size in private memory, but the weights no longer live in the page cache:
 //     a decode reads every weight once per token, and on some machines (measured on a
 //     virtual machine, docs/performance.md) page-cache pages read at a quarter of the rate of
-//     anonymous ones, intermittently. The bytes, and the addresses' alignment within the
-//     file, are the same in both.
+//     anonymous ones, intermittently. The bytes are the same in both; in memory the file's
+//     first byte may sit `shift` bytes past a page boundary, which SafetensorsFile chooses so
+//     that the tensors start on cache lines (a tensor's alignment within a mapping is its
+//     offset in the file's, since a mapping starts on a page).
 
 #include <fcntl.h>     // ::open, O_RDONLY, O_CLOEXEC, O_NONBLOCK
 #include <sys/mman.h>  // ::mmap, ::munmap, ::madvise
@@ -52,14 +54,17 @@ enum class Storage {
 class MappedFile {
 public:
     /// Opens `path` with shared ownership (what SafetensorsFile and borrowed Weights hold).
-    static std::shared_ptr<const MappedFile> open(const std::filesystem::path& path, Storage storage = Storage::mapped) {
-        return std::make_shared<const MappedFile>(map(path, storage));
+    /// Storage::in_memory places the file's byte 0 `shift` bytes past a page boundary (shift <
+    /// 4096; ignored when mapped).
+    static std::shared_ptr<const MappedFile> open(const std::filesystem::path& path, Storage storage = Storage::mapped,
+                                                  std::size_t shift = 0) {
+        return std::make_shared<const MappedFile>(map(path, storage, shift));
     }
 
     /// Opens `path` as a plain value. Throws FormatError naming the path if it cannot be opened,
     /// is not a regular file (directory, FIFO, device), is empty (a zero-length mapping is
     /// invalid) or, for Storage::in_memory, cannot be read whole.
-    static MappedFile map(const std::filesystem::path& path, Storage storage = Storage::mapped) {
+    static MappedFile map(const std::filesystem::path& path, Storage storage = Storage::mapped, std::size_t shift = 0) {
         // O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears.
         const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0) fail<FormatError>("[mmap] ", path.string(), ": cannot open: ", std::strerror(errno));
@@ -78,24 +83,28 @@ public:
             fail<FormatError>("[mmap] ", path.string(), ": empty file (0 bytes)");
         }
         const auto size = static_cast<std::size_t>(st.st_size);
-        if (storage == Storage::in_memory) return read_whole(path, fd, size);
+        if (storage == Storage::in_memory) return read_whole(path, fd, size, shift % 4096);
         void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
         const int err = errno;
         ::close(fd);  // the mapping holds its own reference to the file
         if (p == MAP_FAILED) fail<FormatError>("[mmap] ", path.string(), ": mmap of ", size, " bytes failed: ", std::strerror(err));
-        return MappedFile(path, static_cast<const std::byte*>(p), size);
+        return MappedFile(path, static_cast<const std::byte*>(p), size, 0);
     }
 
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
     MappedFile(MappedFile&& o) noexcept
-        : path_(std::move(o.path_)), data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+        : path_(std::move(o.path_)),
+          data_(std::exchange(o.data_, nullptr)),
+          size_(std::exchange(o.size_, 0)),
+          shift_(std::exchange(o.shift_, 0)) {}
     MappedFile& operator=(MappedFile&& o) noexcept {
         if (this != &o) {
             unmap();
             path_ = std::move(o.path_);
             data_ = std::exchange(o.data_, nullptr);
             size_ = std::exchange(o.size_, 0);
+            shift_ = std::exchange(o.shift_, 0);
         }
         return *this;
     }
@@ -141,10 +150,11 @@ public:
     }
 
 private:
-    /// Storage::in_memory: an anonymous mapping of `size` bytes, advised for huge pages before
-    /// the first touch, filled by pread and then made read-only. Closes fd.
-    static MappedFile read_whole(const std::filesystem::path& path, int fd, std::size_t size) {
-        void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    /// Storage::in_memory: an anonymous mapping of shift + `size` bytes, advised for huge pages
+    /// before the first touch, filled by pread from byte `shift` on and then made read-only.
+    /// Closes fd.
+    static MappedFile read_whole(const std::filesystem::path& path, int fd, std::size_t size, std::size_t shift) {
+        void* p = ::mmap(nullptr, shift + size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) {
             const int err = errno;
             ::close(fd);
@@ -152,10 +162,10 @@ private:
                               std::strerror(err));
         }
 #ifdef MADV_HUGEPAGE
-        (void)::madvise(p, size, MADV_HUGEPAGE);  // a hint: fewer TLB misses on a stream of weights
+        (void)::madvise(p, shift + size, MADV_HUGEPAGE);  // a hint: fewer TLB misses on a stream of weights
 #endif
-        MappedFile out(path, static_cast<const std::byte*>(p), size);  // unmaps on a throw below
-        auto* dst = static_cast<char*>(p);
+        MappedFile out(path, static_cast<const std::byte*>(p) + shift, size, shift);  // unmaps on a throw below
+        auto* dst = static_cast<char*>(p) + shift;
         std::size_t done = 0;
         while (done < size) {
             const std::size_t want = std::min<std::size_t>(size - done, std::size_t{1} << 30);
@@ -173,22 +183,24 @@ private:
             done += static_cast<std::size_t>(got);
         }
         ::close(fd);
-        (void)::mprotect(p, size, PROT_READ);  // read-only like a file mapping: a stray write faults
+        (void)::mprotect(p, shift + size, PROT_READ);  // read-only like a file mapping: a stray write faults
         return out;
     }
 
-    MappedFile(std::filesystem::path path, const std::byte* data, std::size_t size)
-        : path_(std::move(path)), data_(data), size_(size) {}
+    MappedFile(std::filesystem::path path, const std::byte* data, std::size_t size, std::size_t shift)
+        : path_(std::move(path)), data_(data), size_(size), shift_(shift) {}
 
     void unmap() noexcept {
-        if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+        if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_ - shift_), shift_ + size_);
         data_ = nullptr;
         size_ = 0;
+        shift_ = 0;
     }
 
     std::filesystem::path path_;
     const std::byte* data_ = nullptr;
     std::size_t size_ = 0;
+    std::size_t shift_ = 0;  // data_ is this far past the start of the mapping (in_memory)
 };
 
 }  // namespace hylens::io

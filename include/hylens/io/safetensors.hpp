@@ -295,8 +295,16 @@ public:
     /// Maps (or, for Storage::in_memory, reads) and validates `path`. Throws FormatError
     /// (naming the file and the tensor) on any defect of the header or offsets; when mapped,
     /// never reads data before the whole header checks out.
+    /// Read into memory, the file is placed so that as many tensor bytes as one placement allows
+    /// start on a 64-byte cache line (cache_line_shift): the decode kernels read aligned rows
+    /// faster (docs/performance.md, "misaligned short rows").
     static SafetensorsFile open(const std::filesystem::path& path, Storage storage = Storage::mapped) {
-        auto map = MappedFile::open(path, storage);
+        std::size_t shift = 0;
+        if (storage == Storage::in_memory) {
+            const SafetensorsFile header = open(path, Storage::mapped);  // reads the header's pages only
+            shift = cache_line_shift(header.s_->data_start, header.tensors());
+        }
+        auto map = MappedFile::open(path, storage, shift);
         const std::byte* base = map->data();
         const std::size_t size = map->size();
         std::shared_ptr<const void> owner(map, base);
@@ -313,6 +321,23 @@ public:
     }
 
     const std::filesystem::path& path() const noexcept { return s_->path; }
+
+    /// Where to put a file's byte 0 past a page boundary (a multiple of 8 below 64, so 8-byte
+    /// alignment within the file is kept) so that the most tensor bytes start on a 64-byte
+    /// line: the byte-weighted vote over the tensors' starts (data_start + offset) modulo 64;
+    /// the smallest shift on a tie. In a safetensors file the tensors follow each other, so
+    /// those of sizes that are multiples of 64 bytes share one start modulo 64.
+    static std::size_t cache_line_shift(std::size_t data_start, const std::vector<TensorInfo>& tensors) noexcept {
+        std::size_t bytes[8] = {};
+        for (const auto& t : tensors) {
+            const std::size_t at = (data_start + t.offset) % 64;
+            if (at % 8 == 0) bytes[((64 - at) % 64) / 8] += t.nbytes;
+        }
+        std::size_t best = 0;
+        for (std::size_t c = 1; c < 8; ++c)
+            if (bytes[c] > bytes[best]) best = c;
+        return best * 8;
+    }
 
     /// Tensor names in file order (by data offset; ties in header order).
     std::vector<std::string> names() const {
