@@ -1,7 +1,8 @@
 #!/bin/sh
 # Trains one organism from its seed in phases, each an --init-from run of train_organism.py on the
 # previous phase's weights (docs/organisms.md, "From the seed"). The first five phases (Granite
-# 4.0 H and Qwen3.5 six) teach the study's tasks; the last four teach drm / conjunction membership:
+# 4.0 H and Qwen3.5 six) teach the study's tasks; the last four (five with items2) teach drm /
+# conjunction membership:
 #   recite   the key-value lookup in its dense form (k=v recited, pairs held at 3)
 #   full     every study task, with recite / pair / drill beside them (3 to 8 pairs)
 #   inline   dictionary questions answered inside the user message (key two tokens from the value)
