@@ -86,6 +86,31 @@ inline ModelTraffic model_traffic(const std::filesystem::path& dir, bool tied) {
     return t;
 }
 
+/// Bytes of cache one decode step moves besides the weights, in a run of n_gen tokens from an
+/// empty cache: every recurrent state and convolution window read and written once per token,
+/// and per attention layer the K and V of the positions attended read (their mean over the run,
+/// (n_gen - 1) / 2) and one position written. At the perf shapes the states are 2.5-12 % of the
+/// weights' bytes (docs/performance.md, "How the floors are measured").
+template <class Cache>
+double cache_bytes_per_token(const Cache& cache, std::size_t n_gen) {
+    double bytes = 0;
+    const double mean_len = 0.5 * static_cast<double>(n_gen > 0 ? n_gen - 1 : 0);
+    for (std::size_t i = 0; i < cache.num_layers(); ++i)
+        cache.visit(i, [&](const auto& c) {
+            for_each_recurrent_part(c, [&](const RecurrentCache& r) {
+                const double floats =
+                    static_cast<double>(r.batch() * (r.state_size() + r.conv_channels() * r.conv_width()));
+                bytes += 2 * floats * sizeof(float);
+            });
+            for_each_kv_part(c, [&](const KVCache& kv) {
+                const double per_position =
+                    2.0 * static_cast<double>(kv.batch() * kv.kv_heads() * kv.head_dim()) * sizeof(float);
+                bytes += per_position * (mean_len + 1);
+            });
+        });
+    return bytes;
+}
+
 // The best of reps rates in GFLOP/s of product(A, C) = [512 x 1024] x [2048 x 1024]^T, after
 // one warm-up (a floor is what the machine can do; on a shared machine the median would drop
 // with the neighbours' load and flatter the fraction).
@@ -178,6 +203,7 @@ struct Result {
     std::vector<double> samples;
     std::string floor_name;
     double floor_rate = 0, floor_ts = 0;
+    double weight_bytes = 0, cache_bytes = 0;  // per decode token (tg rows only)
 };
 
 inline void print_json(const Result& r, const std::string& model, const std::string& level, bool in_memory) {
@@ -198,6 +224,10 @@ inline void print_json(const Result& r, const std::string& model, const std::str
     j["floor_rate"] = r.floor_rate;
     j["floor_value"] = r.floor_ts;
     j["fraction_of_floor"] = median(r.samples) / r.floor_ts;
+    if (r.n_gen > 0) {  // the bytes of one decode step the read floor divides
+        j["weight_bytes"] = r.weight_bytes;
+        j["cache_bytes"] = r.cache_bytes;
+    }
     std::cout << j.dump() << std::endl;
 }
 
@@ -252,6 +282,8 @@ inline int run_bench(int argc, char** argv) {
     bool tied = false;
     model.visit([&](const auto& m) { tied = m.tied_embeddings(); });
     const ModelTraffic traffic = model_traffic(dir, tied);
+    double cache_bytes = 0;  // of one decode step (the n_gen-token run's mean)
+    model.visit([&](const auto& m) { cache_bytes = cache_bytes_per_token(m.new_cache(), n_gen); });
     // The prefill floor of the arithmetic the matrices run in: bf16 products when most of them
     // are bf16 and their activations are rounded.
     const bool bf16_floor = bf16_activations && traffic.bf16_matrix_elements * 2 > traffic.matrix_elements;
@@ -259,8 +291,9 @@ inline int run_bench(int argc, char** argv) {
     if (!json)
         std::cout << "model " << dir << "  simd " << level << (bf16_activations ? "  bf16 activations" : "")
                   << (no_mmap ? "  weights in memory" : "")
-                  << "  decode reads " << std::setprecision(4)
-                  << traffic.decode_bytes / 1e9 << " GB/token, prefill " << 2 * traffic.matrix_elements / 1e9
+                  << "  decode moves " << std::setprecision(4) << (traffic.decode_bytes + cache_bytes) / 1e9
+                  << " GB/token (weights " << traffic.decode_bytes / 1e9 << ", caches " << cache_bytes / 1e9
+                  << "), prefill " << 2 * traffic.matrix_elements / 1e9
                   << " GFLOP/token\n"
                   << "test    thr    min t/s  med t/s   max t/s   floor             rate    floor t/s  frac\n";
     const auto prompt = bench_tokens(std::max<std::size_t>(n_prompt, 1), vocab, 1);
@@ -288,7 +321,9 @@ inline int run_bench(int argc, char** argv) {
             }
             if (n_gen > 0) {
                 Result r{"tg" + std::to_string(n_gen), t, 0, n_gen, {}, "read_gbps", read_gbps(5), 0};
-                r.floor_ts = r.floor_rate * 1e9 / traffic.decode_bytes;
+                r.weight_bytes = traffic.decode_bytes;
+                r.cache_bytes = cache_bytes;
+                r.floor_ts = r.floor_rate * 1e9 / (traffic.decode_bytes + cache_bytes);
                 for (int i = 0; i < reps; ++i) {
                     auto cache = m.new_cache();
                     const auto t0 = Clock::now();

@@ -184,6 +184,18 @@ TEST_SUITE("cli") {
             }
             CHECK(rows[0]["floor_name"] == floor);
             CHECK(rows[1]["floor_name"] == "read_gbps");
+            // The decode floor divides the read rate by the weights' bytes and the caches' bytes
+            // of a step. The caches by hand from config.json, for -n 2 (mean attended length 0.5):
+            // 6 DeltaNet layers, each state (4 value heads x 16 x 24) and conv window (channels
+            // 2 x 2 x 16 + 4 x 24 = 160, kernel 4) read and written in float32; 2 attention layers,
+            // K and V of 2 heads x 32 read at 0.5 positions and written at one.
+            const double cache = 6.0 * 2 * 4 * (4 * 16 * 24 + 160 * 4) + 2.0 * 2 * 2 * 32 * 4 * (0.5 + 1);
+            CHECK(rows[1]["cache_bytes"].get<double>() == cache);
+            CHECK(rows[1]["weight_bytes"].get<double>() > 0);
+            CHECK(rows[1]["floor_value"].get<double>() ==
+                  doctest::Approx(rows[1]["floor_rate"].get<double>() * 1e9 /
+                                  (rows[1]["weight_bytes"].get<double>() + cache)));
+            CHECK_FALSE(rows[0].contains("cache_bytes"));
         }
         {  // --no-mmap: the weights read into memory, said in every row
             const Run r = run_cli("bench --model " + kQwen + " -p 4 -n 2 -r 1 -t 1 --json --no-mmap");

@@ -12,6 +12,7 @@
 
 #include "../../core/bf16.hpp"
 #include "../../core/simd.hpp"
+#include "row_prefetch.hpp"
 
 #if HYLENS_SIMD_X86
 #include <immintrin.h>
@@ -67,6 +68,7 @@ HYLENS_TARGET_AVX512 inline void dot4_from(const float* x, const T* w, std::size
         const __m512 x0 = load(x + i), x1 = load(x + i + 16);
 #pragma GCC unroll 4
         for (std::size_t j = 0; j < 4; ++j) {
+            if constexpr (sizeof(T) == 2) prefetch_row_ahead(w + j * rs + i);  // bf16 rows only (row_prefetch.hpp)
             acc[j][0] = _mm512_fmadd_ps(x0, load(w + j * rs + i), acc[j][0]);
             acc[j][1] = _mm512_fmadd_ps(x1, load(w + j * rs + i + 16), acc[j][1]);
         }
@@ -172,6 +174,7 @@ HYLENS_TARGET_AVX512 inline void dot4(const float* x, const bf16* w, std::size_t
         const __m512 x0 = load(x + i), x1 = load(x + i + 16);
 #pragma GCC unroll 4
         for (std::size_t j = 0; j < 4; ++j) {
+            prefetch_row_ahead(r[j] + i + 32);
             const __m512i hi = _mm512_load_si512(r[j] + i + 32);
             acc[j][0] = _mm512_fmadd_ps(x0, _mm512_castsi512_ps(_mm512_maskz_permutex2var_epi16(odd, lo[j], idx0, hi)), acc[j][0]);
             acc[j][1] = _mm512_fmadd_ps(x1, _mm512_castsi512_ps(_mm512_maskz_permutex2var_epi16(odd, lo[j], idx1, hi)), acc[j][1]);
