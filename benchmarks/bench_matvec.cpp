@@ -97,7 +97,7 @@ void BM_rowgroup(benchmark::State& state) {
 template <class T>
 void BM_call_rows(benchmark::State& state) {
     const auto rows = static_cast<std::size_t>(state.range(0));
-    const std::size_t k = kernels::detail::matvec_row_group(kIn * sizeof(T)), total = kMats * kOut;
+    const std::size_t k = kernels::detail::matvec_stream_rows(kIn * sizeof(T), rows), total = kMats * kOut;
     const T* w = weights<T>().data();
     std::vector<float> x(kIn, 0.01f), y(rows);
     std::size_t o = 0;

@@ -97,13 +97,17 @@ TEST_CASE("simd: dot, sum_squares, widen and linear (M <= 4) at every level agai
 
 TEST_CASE("simd: matvec rows give bitwise the same result for any split into thread blocks") {
     // What a pool of n threads does: cut [0, out) into n contiguous blocks, at any offset (not
-    // only multiples of the four-row block or of the row group: with in = 301 the four-row
-    // kernel strides over groups of 64 rows, two whole passes of 256 rows, then the 88 rows
-    // left as one pass of groups of 22). Every split must give the same bits.
+    // only multiples of the four-row block or of the streams). Each block's four streams walk
+    // up to 1 MiB of rows, at most a quarter of the block (matvec_stream_rows), so the blocks
+    // differ in how they group rows: with in = 4099 the whole range runs float32 rows in
+    // streams of 63 (four passes of 252 rows, then the 108 left as one pass of streams of 27)
+    // and bf16 rows in streams of 127 (two passes of 508, then 100 as streams of 25); a block
+    // of 117 rows runs one pass of streams of 29, then one row alone. Every split must give the
+    // same bits.
     std::mt19937 rng(3);
-    const std::size_t out = 600, in = 301, M = 3;
+    const std::size_t out = 1116, in = 4099, M = 3;
     for (std::size_t bytes : {in * sizeof(float), in * sizeof(bf16)}) {  // whole passes and a rest, both
-        const std::size_t pass = 4 * kernels::detail::matvec_row_group(bytes);
+        const std::size_t pass = 4 * kernels::detail::matvec_stream_rows(bytes, out);
         REQUIRE(out >= 2 * pass);
         REQUIRE(out % pass >= 8);
     }
@@ -126,7 +130,7 @@ TEST_CASE("simd: matvec rows give bitwise the same result for any split into thr
             };
             const auto one = run({});
             INFO("level " << std::string(simd::level_name(level)) << " bf16 " << bf);
-            for (const auto& cuts : {std::vector<std::size_t>{300}, {1, 2, 3}, {5, 122, 259, 561}, {511, 512}, {597}}) {
+            for (const auto& cuts : {std::vector<std::size_t>{558}, {1, 2, 3}, {5, 122, 239, 561, 1000}, {511, 512}, {1113}}) {
                 const auto split = run(cuts);
                 CHECK(std::memcmp(one.data(), split.data(), one.size() * sizeof(float)) == 0);
             }

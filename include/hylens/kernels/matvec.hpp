@@ -50,7 +50,9 @@ struct Avx512Bf16Ops {
 };
 #endif
 
-// How many consecutive weight rows one pass of dot4 strides over (rows o, o+k, o+2k, o+3k; then
+// The row group of 128 KiB streams: what the pool splits rows in (MatvecUnits; within a range
+// the streams are longer, matvec_stream_rows below). One pass of dot4 strides over k
+// consecutive weight rows (rows o, o+k, o+2k, o+3k; then
 // o+1, ...): k rows of a group lie end to end, so each of the four memory streams walks k rows
 // in sequence, about 128 KiB. The hardware prefetchers need a few cache lines to lock onto a
 // stream: with one short row per stream (a bf16 row of 1024 values is 2 KiB, 32 lines) the
@@ -61,6 +63,20 @@ struct Avx512Bf16Ops {
 // k = 16, f32 1.06x with k = 32 against k = 8. The arithmetic per row does not depend on k.
 inline std::size_t matvec_row_group(std::size_t row_bytes) noexcept {
     return std::clamp<std::size_t>((std::size_t{128} << 10) / std::max<std::size_t>(row_bytes, 1), 1, 64);
+}
+
+// Within one range of rows, longer streams read faster still: the step's own matrices (every
+// projection of a Qwen3.5-0.8B decode step and its tied head, in one huge-page buffer, 1
+// thread, 15 rounds interleaved, two runs) read 36.4 / 36.4 GB/s with 128 KiB streams (k <= 64
+// above), 37.1 / 37.4 with 256 KiB, 37.6 / 37.9 with 512 KiB and 37.9 / 38.2 with 1 MiB (bf16);
+// float32 40.7 / 41.0 against 41.8 / 42.3 with 1 MiB (docs/performance.md). So each range
+// runs streams of up to 1 MiB, at most a quarter of the range (the pool still splits the rows in
+// units of the 128 KiB groups: MatvecUnits). Which rows a stream walks does not change any
+// row's arithmetic.
+inline constexpr std::size_t kMatvecStreamBytes = std::size_t{1} << 20;
+inline std::size_t matvec_stream_rows(std::size_t row_bytes, std::size_t range_rows) noexcept {
+    return std::clamp<std::size_t>(kMatvecStreamBytes / std::max<std::size_t>(row_bytes, 1), 1,
+                                   std::max<std::size_t>(range_rows / 4, 1));
 }
 
 // Rows [o0, o1) of W [*, in] times the M rows of x: y[m*ldy + o] = alpha * dot(x_m, W_o).
@@ -97,7 +113,7 @@ inline void matvec_rows_at(const TX* x, std::size_t ldx, std::size_t M, const T*
 template <class T>
 inline void matvec_rows(simd::Level level, const float* x, std::size_t ldx, std::size_t M, const T* W,
                         std::size_t in, std::size_t o0, std::size_t o1, float* y, std::size_t ldy, float alpha) {
-    const std::size_t k = matvec_row_group(in * sizeof(T));
+    const std::size_t k = matvec_stream_rows(in * sizeof(T), o1 - o0);
     switch (simd::f32_level(level)) {
 #if HYLENS_SIMD_X86
         case simd::Level::avx512: return matvec_rows_at<Avx512Ops>(x, ldx, M, W, in, o0, o1, y, ldy, alpha, k);
@@ -112,7 +128,7 @@ inline void matvec_rows(simd::Level level, const float* x, std::size_t ldx, std:
 // (the level argument is for matvec's one signature).
 inline void matvec_rows(simd::Level, const bf16* x, std::size_t ldx, std::size_t M, const bf16* W, std::size_t in,
                         std::size_t o0, std::size_t o1, float* y, std::size_t ldy, float alpha) {
-    matvec_rows_at<Avx512Bf16Ops>(x, ldx, M, W, in, o0, o1, y, ldy, alpha, matvec_row_group(in * sizeof(bf16)));
+    matvec_rows_at<Avx512Bf16Ops>(x, ldx, M, W, in, o0, o1, y, ldy, alpha, matvec_stream_rows(in * sizeof(bf16), o1 - o0));
 }
 #endif
 
