@@ -18,6 +18,7 @@
 #include "../../core/bf16.hpp"
 #include "../../core/simd.hpp"
 #include "avx512.hpp"
+#include "row_prefetch.hpp"
 
 #if HYLENS_SIMD_X86
 #include <immintrin.h>
@@ -75,6 +76,8 @@ HYLENS_TARGET_AVX512BF16 inline void dot4_from(const bf16* x, const bf16* w, std
         const __m512i x0 = load32(x + i), x1 = load32(x + i + 32);
 #pragma GCC unroll 4
         for (std::size_t j = 0; j < 4; ++j) {
+            prefetch_row_ahead(w + j * rs + i);  // 64 values: two lines (row_prefetch.hpp)
+            prefetch_row_ahead(w + j * rs + i + 32);
             acc[j][0] = dp(acc[j][0], x0, load32(w + j * rs + i));
             acc[j][1] = dp(acc[j][1], x1, load32(w + j * rs + i + 32));
         }
@@ -115,6 +118,8 @@ HYLENS_TARGET_AVX512BF16 inline void dot4(const bf16* x, const bf16* w, std::siz
             const __m512i x0 = load32(x + i), x1 = load32(x + i + 32);
 #pragma GCC unroll 4
             for (std::size_t j = 0; j < 4; ++j) {
+                prefetch_row_ahead(r[j] + i + 32);
+                prefetch_row_ahead(r[j] + i + 64);
                 const __m512i mid = _mm512_load_si512(r[j] + i + 32), hi = _mm512_load_si512(r[j] + i + 64);
                 acc[j][0] = dp(acc[j][0], x0, _mm512_permutex2var_epi16(lo[j], idx, mid));
                 acc[j][1] = dp(acc[j][1], x1, _mm512_permutex2var_epi16(mid, idx, hi));
