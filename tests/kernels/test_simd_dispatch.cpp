@@ -95,6 +95,36 @@ TEST_CASE("simd: dot, sum_squares, widen and linear (M <= 4) at every level agai
     }
 }
 
+TEST_CASE("matvec: guided parts cover the units once, shrink towards the end, one part for one thread") {
+    using kernels::detail::guided_parts;
+    using kernels::detail::kMaxGuidedParts;
+    for (std::size_t threads : {1, 2, 3, 16, 64})
+        for (std::size_t n : {1, 2, 7, 16, 48, 1000, 100000})
+            for (std::size_t grain : {1, 3}) {
+                INFO("threads " << threads << " n " << n << " grain " << grain);
+                const auto g = guided_parts(n, grain, threads);
+                REQUIRE(g.count >= 1);
+                REQUIRE(g.count <= kMaxGuidedParts);
+                CHECK(g.bound[0] == 0);
+                CHECK(g.bound[g.count] == n);
+                if (threads == 1 || n <= grain) CHECK(g.count == 1);
+                for (std::size_t p = 0; p < g.count; ++p) {
+                    const std::size_t size = g.bound[p + 1] - g.bound[p];
+                    CHECK(size >= 1);
+                    if (p + 1 < g.count) CHECK(size >= grain);  // only the last part may be short
+                    if (p + 2 < g.count) CHECK(size >= g.bound[p + 2] - g.bound[p + 1]);  // non-increasing
+                }
+                if (threads == 2 && n == 1000 && grain == 1) {
+                    // ceil(rest / 4) and at least ceil(1000 / 256) = 4: 250, 188, 141, 106, 79, 59,
+                    // 45, 33, 25, 19, 14, 11, 8, 6, then 4, 4, 4, 4 (the 16 left): 18 parts.
+                    CHECK(g.bound[1] == 250);
+                    CHECK(g.bound[2] == 438);
+                    CHECK(g.count == 18);
+                    CHECK(g.bound[g.count] - g.bound[g.count - 1] == 4);
+                }
+            }
+}
+
 TEST_CASE("simd: matvec rows give bitwise the same result for any split into thread blocks") {
     // What a pool of n threads does: cut [0, out) into n contiguous blocks, at any offset (not
     // only multiples of the four-row block or of the streams). Each block's four streams walk

@@ -226,8 +226,9 @@ inline void linear_group(const float* x, std::size_t ldx, std::size_t M, std::in
             if (p.W.is_bf16()) in = std::max(in, p.W.cols());
         if (in > 0) rx = detail::round_input(x, ldx, M, in, level);
     }
-    parallel_for(
+    detail::parallel_for_guided(
         total,
+        grain,
         [&](std::size_t u0, std::size_t u1) {
             std::size_t first = 0;  // first unit of projection p
             for (const Projection& p : group) {
@@ -247,8 +248,7 @@ inline void linear_group(const float* x, std::size_t ldx, std::size_t M, std::in
                 }
                 first += n;
             }
-        },
-        grain, kMatvecPartsPerThread);
+        });
     for (const Projection& p : group)
         if (p.bias)
             for (std::size_t m = 0; m < M; ++m)

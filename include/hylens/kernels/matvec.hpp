@@ -175,14 +175,59 @@ inline void widen_bf16(const bf16* src, float* dst, std::size_t n) {
     }
 }
 
-/// Ranges of rows per pool thread in matvec: the threads claim them as they come free, so when
-/// one thread starts late (a futex wake, or its core taken by another process) the others take
-/// over its share instead of waiting for it (docs/performance.md, § 2-thread decode).
-inline constexpr std::size_t kMatvecPartsPerThread = 4;
+namespace detail {
+
+// Guided split of n units over the pool for the matrix-vector products. The threads claim the
+// parts as they come free, so when one thread starts late (a futex wake, or its core taken by
+// another process) the others take over its share (docs/performance.md, § 2-thread decode).
+// Each part takes ceil(rest / (2 x threads)) of the units not yet given out (at least grain and
+// 1/kMaxGuidedParts of n), so the parts shrink towards the end of a region and a thread that finishes early waits for at most a small last
+// part of the other's, where equal parts of a large projection (an F32 [6144 x 1024] in 8 parts
+// of 3 MB) kept it waiting up to one whole part. The first parts are still a quarter of the
+// rows each at 2 threads, so a thread that starts late leaves its share to the others. One
+// thread: one part (its streams as long as the whole matrix allows).
+inline constexpr std::size_t kMaxGuidedParts = 256;
+struct GuidedParts {
+    std::size_t count = 0;
+    std::size_t bound[kMaxGuidedParts + 1] = {};
+};
+inline GuidedParts guided_parts(std::size_t n, std::size_t grain, std::size_t threads) noexcept {
+    GuidedParts g;
+    if (threads <= 1 || n <= grain) {
+        g.count = 1;
+        g.bound[1] = n;
+        return g;
+    }
+    std::size_t done = 0;
+    while (done < n) {
+        const std::size_t rest = n - done;
+        std::size_t size = std::max({grain, std::size_t{1}, (rest + 2 * threads - 1) / (2 * threads),
+                                     (n + kMaxGuidedParts - 1) / kMaxGuidedParts});
+        if (g.count + 1 == kMaxGuidedParts) size = rest;
+        done += std::min(size, rest);
+        g.bound[++g.count] = done;
+    }
+    return g;
+}
+
+// fn(u0, u1) over [0, n) units in guided parts (above), the parts claimed by the pool's threads.
+template <class F>
+inline void parallel_for_guided(std::size_t n, std::size_t grain, F&& fn) {
+    const GuidedParts g = guided_parts(n, grain, ThreadPool::instance().size());
+    if (g.count == 1) return parallel_for(n, fn, n);  // one range (inline)
+    parallel_for(
+        g.count,
+        [&](std::size_t p0, std::size_t p1) {
+            for (std::size_t p = p0; p < p1; ++p) fn(g.bound[p], g.bound[p + 1]);
+        },
+        1, g.count);
+}
+
+}  // namespace detail
 
 /// y[m*ldy + o] = alpha * sum_i x[m*ldx + i] * W[o*in + i] for m < M, o < out; W is float32 or
-/// bf16. Rows of W are split over the thread pool in up to kMatvecPartsPerThread ranges per
-/// thread of at least ~128 KiB of weights each, in whole passes of the four-row kernel
+/// bf16. Rows of W are split over the thread pool in ranges of at least ~128 KiB of weights
+/// that shrink towards the end (detail::guided_parts), in whole passes of the four-row kernel
 /// (detail::MatvecUnits). x is float32, or bf16 (with bf16 W, at level avx512bf16 only).
 template <class TX, class T>
 inline void matvec(const TX* x, std::size_t ldx, std::size_t M, const T* W, std::size_t out, std::size_t in,
@@ -190,12 +235,9 @@ inline void matvec(const TX* x, std::size_t ldx, std::size_t M, const T* W, std:
     if (M == 0 || out == 0) return;
     const simd::Level level = simd::active();
     const detail::MatvecUnits u(M, in * sizeof(T));
-    parallel_for(
-        u.count(out),
-        [&](std::size_t u0, std::size_t u1) {
-            detail::matvec_rows(level, x, ldx, M, W, in, u.row(u0, out), u.row(u1, out), y, ldy, alpha);
-        },
-        u.grain, kMatvecPartsPerThread);
+    detail::parallel_for_guided(u.count(out), u.grain, [&](std::size_t u0, std::size_t u1) {
+        detail::matvec_rows(level, x, ldx, M, W, in, u.row(u0, out), u.row(u1, out), y, ldy, alpha);
+    });
 }
 
 }  // namespace hylens::kernels
