@@ -88,9 +88,10 @@ inline ModelTraffic model_traffic(const std::filesystem::path& dir, bool tied) {
 
 /// Bytes of cache one decode step moves besides the weights, in a run of n_gen tokens from an
 /// empty cache: every recurrent state and convolution window read and written once per token,
-/// and per attention layer the K and V of the positions attended read (their mean over the run,
-/// (n_gen - 1) / 2) and one position written. At the perf shapes the states are 2.5-12 % of the
-/// weights' bytes (docs/performance.md, "How the floors are measured").
+/// and per attention layer the K and V of the earlier positions read (their mean over the run,
+/// (n_gen - 1) / 2) and the new position's written (its read back by its own attention is not
+/// counted again). At the perf shapes the caches are 2.8 % (Qwen3.5-0.8B) and 6.7 %
+/// (Granite-4.0-H-350M) of the BF16 weights' bytes (docs/performance.md, § `hylens bench`).
 template <class Cache>
 double cache_bytes_per_token(const Cache& cache, std::size_t n_gen) {
     double bytes = 0;
@@ -280,10 +281,12 @@ inline int run_bench(int argc, char** argv) {
     const AnyModel model = load(dir, load_options(no_mmap));
     const std::size_t vocab = model.config().vocab;
     bool tied = false;
-    model.visit([&](const auto& m) { tied = m.tied_embeddings(); });
-    const ModelTraffic traffic = model_traffic(dir, tied);
     double cache_bytes = 0;  // of one decode step (the n_gen-token run's mean)
-    model.visit([&](const auto& m) { cache_bytes = cache_bytes_per_token(m.new_cache(), n_gen); });
+    model.visit([&](const auto& m) {
+        tied = m.tied_embeddings();
+        cache_bytes = cache_bytes_per_token(m.new_cache(), n_gen);
+    });
+    const ModelTraffic traffic = model_traffic(dir, tied);
     // The prefill floor of the arithmetic the matrices run in: bf16 products when most of them
     // are bf16 and their activations are rounded.
     const bool bf16_floor = bf16_activations && traffic.bf16_matrix_elements * 2 > traffic.matrix_elements;

@@ -50,13 +50,13 @@ struct Avx512Bf16Ops {
 };
 #endif
 
-// The row group of 128 KiB streams: what the pool splits rows in (MatvecUnits; within a range
-// the streams are longer, matvec_stream_rows below). One pass of dot4 strides over k
-// consecutive weight rows (rows o, o+k, o+2k, o+3k; then
-// o+1, ...): k rows of a group lie end to end, so each of the four memory streams walks k rows
-// in sequence, about 128 KiB. The hardware prefetchers need a few cache lines to lock onto a
-// stream: with one short row per stream (a bf16 row of 1024 values is 2 KiB, 32 lines) the
-// streams end before they run at full rate. Measured on AMD Zen 4, one thread, weights from
+// The row group of 128 KiB streams, the unit the pool splits rows in (MatvecUnits; within a
+// range the streams are longer: matvec_stream_rows below). One pass of dot4 strides over k
+// consecutive weight rows (rows o, o+k, o+2k, o+3k; then o+1, ...): k rows of a group lie end
+// to end, so each of the four memory streams walks k rows in sequence, about 128 KiB. The
+// hardware prefetchers need a few cache lines to lock onto a stream: with one short row per
+// stream (a bf16 row of 1024 values is 2 KiB, 32 lines) the streams end before they run at
+// full rate. Measured on AMD Zen 4, one thread, weights from
 // memory (docs/performance.md), best of 30: bf16 [3584 x 1024] 10 GB/s with k = 1, 17-18 with
 // k = 2, 18-20 with k = 4 and 8, 22 with k = 16; f32 17-19 with k = 1, 19-21 with k = 2 and 4,
 // 23-25 with k = 8; medians of 10 later: bf16 1.07x with k = 32 and 1.13x with k = 64 against
@@ -80,7 +80,7 @@ inline std::size_t matvec_stream_rows(std::size_t row_bytes, std::size_t range_r
 }
 
 // Rows [o0, o1) of W [*, in] times the M rows of x: y[m*ldy + o] = alpha * dot(x_m, W_o).
-// Four weight rows at a time (strided by the row group above), so each x vector load feeds four
+// Four weight rows at a time (k rows apart: matvec_stream_rows), so each x vector load feeds four
 // rows; with M > 1 the four rows stay in L1 while the M inputs pass over them. Rows left over
 // after the whole groups (fewer than 4k) are one pass of groups of (rows left) / 4, the last
 // 0-3 rows one at a time.
@@ -180,10 +180,11 @@ namespace detail {
 // Guided split of n units over the pool for the matrix-vector products. The threads claim the
 // parts as they come free, so when one thread starts late (a futex wake, or its core taken by
 // another process) the others take over its share (docs/performance.md, § 2-thread decode).
-// Each part takes ceil(rest / (2 x threads)) of the units not yet given out (at least grain and
-// 1/kMaxGuidedParts of n), so the parts shrink towards the end of a region and a thread that finishes early waits for at most a small last
-// part of the other's, where equal parts of a large projection (an F32 [6144 x 1024] in 8 parts
-// of 3 MB) kept it waiting up to one whole part. The first parts are still a quarter of the
+// Each part takes ceil(rest / (2 x threads)) of the units not yet given out, and at least grain
+// and ceil(n / kMaxGuidedParts) (so there are never more than kMaxGuidedParts parts): the parts
+// shrink towards the end of a region, and a thread that finishes early waits for at most a small
+// last part of the other's, where equal parts of a large projection (an F32 [6144 x 1024] in 8
+// parts of 3 MB) kept it waiting up to one whole part. The first parts are still a quarter of the
 // rows each at 2 threads, so a thread that starts late leaves its share to the others. One
 // thread: one part (its streams as long as the whole matrix allows).
 inline constexpr std::size_t kMaxGuidedParts = 256;
@@ -201,9 +202,8 @@ inline GuidedParts guided_parts(std::size_t n, std::size_t grain, std::size_t th
     std::size_t done = 0;
     while (done < n) {
         const std::size_t rest = n - done;
-        std::size_t size = std::max({grain, std::size_t{1}, (rest + 2 * threads - 1) / (2 * threads),
-                                     (n + kMaxGuidedParts - 1) / kMaxGuidedParts});
-        if (g.count + 1 == kMaxGuidedParts) size = rest;
+        const std::size_t size = std::max({grain, (rest + 2 * threads - 1) / (2 * threads),
+                                           (n + kMaxGuidedParts - 1) / kMaxGuidedParts});
         done += std::min(size, rest);
         g.bound[++g.count] = done;
     }
