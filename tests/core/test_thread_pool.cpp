@@ -94,6 +94,31 @@ TEST_CASE("thread pool: back-to-back regions of varying sizes, at several pool s
     CHECK_THROWS_AS(pool.set_spin_micros(-1), Error);
 }
 
+TEST_CASE("thread pool: a worker that starts late still joins the first region after a resize") {
+    // Each of two parts waits (up to 5 s) for the other to start: only two threads can meet.
+    // The worker's thread may start after the region is published; it used to take that
+    // region's generation as seen and leave both parts to the caller, one after the other.
+    auto& pool = ThreadPool::instance();
+    const std::size_t before = pool.size();
+    for (int round = 0; round < 3; ++round) {
+        pool.resize(1);
+        pool.resize(2);
+        std::atomic<int> started{0};
+        std::atomic<int> met{0};
+        parallel_for(
+            2,
+            [&](std::size_t, std::size_t) {
+                started.fetch_add(1);
+                const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+                while (started.load() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+                if (started.load() == 2) met.fetch_add(1);
+            },
+            1, 1);
+        CHECK(met.load() == 2);
+    }
+    pool.resize(before);
+}
+
 TEST_CASE("thread pool: the automatic polling rule and its reading of /proc/loadavg") {
     CHECK(ThreadPool::runnable_in_loadavg("0.52 0.58 0.59 3/245 4242") == 3);
     CHECK(ThreadPool::runnable_in_loadavg("12.00 9.50 7.25 17/1024 99") == 17);

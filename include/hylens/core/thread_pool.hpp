@@ -122,7 +122,7 @@ public:
         if (n == size()) return;
         stop_workers();
         stop_.store(false, std::memory_order_seq_cst);
-        for (std::size_t i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+        start_workers(n);
     }
 
     /// Calls fn(begin, end) on contiguous ranges of one length (the last shorter) covering [0, n),
@@ -180,7 +180,17 @@ private:
                       std::string(env) + "'");
             spin_us_.store(static_cast<int>(us), std::memory_order_relaxed);
         }
-        for (std::size_t i = 1; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+        start_workers(n);
+    }
+
+    // Starts the n - 1 workers (no region in flight: the constructor, or resize under
+    // job_mutex_). Each starts from the generation of now, not of when its thread first runs:
+    // a thread that starts late (tens of microseconds) then still joins the region published
+    // meanwhile, where it used to take that generation as seen and leave the whole first region
+    // to the caller.
+    void start_workers(std::size_t n) {
+        const std::uint64_t now = generation_.load(std::memory_order_acquire);
+        for (std::size_t i = 1; i < n; ++i) workers_.emplace_back([this, now] { worker_loop(now); });
     }
 
     static std::size_t& requested_size() {
@@ -282,9 +292,8 @@ private:
         }
     }
 
-    void worker_loop() {
+    void worker_loop(std::uint64_t seen) {
         in_worker() = true;
-        std::uint64_t seen = generation_.load(std::memory_order_acquire);
         for (;;) {
             auto news = [&] {
                 // seq_cst: pairs with run()'s generation bump and sleepers_ check (either the
