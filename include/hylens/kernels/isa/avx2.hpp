@@ -50,13 +50,11 @@ HYLENS_TARGET_AVX2 inline void dot4(const float* x, const T* w, std::size_t n, s
     std::size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const __m256 x0 = load(x + i), x1 = load(x + i + 8);
-        if constexpr (sizeof(T) == 2) {  // bf16 rows only (row_prefetch.hpp): one prefetch per 64 bytes
-            if (i % 32 == 0) {
-                prefetch_row_ahead(w0 + i);
-                prefetch_row_ahead(w1 + i);
-                prefetch_row_ahead(w2 + i);
-                prefetch_row_ahead(w3 + i);
-            }
+        if (sizeof(T) == 4 || i % 32 == 0) {  // one prefetch per 64 bytes of each row (row_prefetch.hpp)
+            prefetch_row_ahead(w0 + i);
+            prefetch_row_ahead(w1 + i);
+            prefetch_row_ahead(w2 + i);
+            prefetch_row_ahead(w3 + i);
         }
         a00 = _mm256_fmadd_ps(x0, load(w0 + i), a00);
         a01 = _mm256_fmadd_ps(x1, load(w0 + i + 8), a01);

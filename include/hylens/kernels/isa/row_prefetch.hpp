@@ -1,18 +1,21 @@
 #pragma once
-// Software prefetch for the decode kernels' bf16 weight rows.
+// Software prefetch for the decode kernels' weight rows (bf16 and float32).
 //
 // dot4 (isa/avx2.hpp, isa/avx512.hpp, isa/avx512bf16.hpp) reads four rows as four streams,
 // which the hardware prefetchers keep fed only so far; a prefetch of each row's bytes a fixed
 // distance ahead of the loads keeps more lines in flight. Measured on AMD Zen 5
-// (docs/performance.md, "Prefetching bf16 rows ahead; the caches in the decode floor"): in a
-// harness (1 thread, 256 MiB in huge pages, kernels interleaved, 21 rounds) 1 KiB ahead read
-// 1-4 % faster than none on a quiet machine and 10-26 % faster while the memory was loaded;
-// 512 B gained less; 4 and 8 KiB read 5-10 % slower than none. In the models' decode (1 thread,
-// paired rounds against the binary without it) bf16 rows gained (Qwen3.5-0.8B 1.05x, Granite
-// 4.0 H 1.08x; with bf16 activations on VDPBF16PS 1.14x and 1.15x) and float32 rows did not
-// (0.96x, 1.00x): so only bf16 rows are prefetched. A prefetch past a row's end touches the
-// next row of its stream, or at most 1 KiB past the matrix (a prefetch never faults). The sums
-// are unchanged: only when lines arrive moves.
+// (docs/performance.md, "Prefetching bf16 rows ahead; the caches in the decode floor" and
+// "Float32 rows prefetched too"): in a harness (1 thread, 256 MiB in huge pages, kernels
+// interleaved, 21 rounds) 1 KiB ahead read 1-4 % faster than none on a quiet machine and 10-26 %
+// faster while the memory was loaded; 512 B gained less; 4 and 8 KiB read 5-10 % slower than
+// none. In the models' decode (paired rounds against the binary without it) bf16 rows gained
+// (1 thread: Qwen3.5-0.8B 1.05x, Granite 4.0 H 1.08x; with bf16 activations on VDPBF16PS 1.14x
+// and 1.15x). Float32 rows prefetched in the template loop only did not (0.96x, 1.00x, session
+// 17); prefetched in the aligned-read (permute) loop of misaligned rows as well, they did
+// (session 18: 1 thread 1.05x / 1.00x / 1.05x for Qwen3.5 / Granite / Falcon-H1 F32, 2 threads
+// 1.00x / 1.07x / 1.10x): so every weight row is prefetched, one prefetch per 64 bytes. A
+// prefetch past a row's end touches the next row of its stream, or at most 1 KiB past the matrix
+// (a prefetch never faults). The sums are unchanged: only when lines arrive moves.
 
 #include <cstddef>  // std::size_t
 
