@@ -13,6 +13,7 @@
 
 #include "../../core/bf16.hpp"
 #include "../../core/simd.hpp"
+#include "row_prefetch.hpp"
 
 namespace hylens::kernels::isa::baseline {
 
@@ -83,6 +84,8 @@ inline void dot4(const float* x, const T* w, std::size_t n, std::size_t rs, floa
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const f32x4 x0 = load(x + i), x1 = load(x + i + 4);
+        if (i % (64 / sizeof(T)) == 0)  // one prefetch per 64 bytes of each row (row_prefetch.hpp)
+            for (std::size_t j = 0; j < 4; ++j) prefetch_row_ahead(w + j * rs + i);
         for (std::size_t j = 0; j < 4; ++j) {
             f32x4 w0, w1;
             load8(w + j * rs + i, w0, w1);
