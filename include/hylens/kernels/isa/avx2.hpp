@@ -50,7 +50,7 @@ HYLENS_TARGET_AVX2 inline void dot4(const float* x, const T* w, std::size_t n, s
     std::size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const __m256 x0 = load(x + i), x1 = load(x + i + 8);
-        if (sizeof(T) == 4 || i % 32 == 0) {  // one prefetch per 64 bytes of each row (row_prefetch.hpp)
+        if (i % kValuesPerLine<T> == 0) {  // one prefetch per cache line of each row (row_prefetch.hpp)
             prefetch_row_ahead(w0 + i);
             prefetch_row_ahead(w1 + i);
             prefetch_row_ahead(w2 + i);

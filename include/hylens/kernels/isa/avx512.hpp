@@ -68,7 +68,7 @@ HYLENS_TARGET_AVX512 inline void dot4_from(const float* x, const T* w, std::size
         const __m512 x0 = load(x + i), x1 = load(x + i + 16);
 #pragma GCC unroll 4
         for (std::size_t j = 0; j < 4; ++j) {
-            prefetch_row_ahead(w + j * rs + i);  // one prefetch per 64 bytes (row_prefetch.hpp)
+            prefetch_row_ahead(w + j * rs + i);  // one prefetch per cache line (row_prefetch.hpp)
             if constexpr (sizeof(T) == 4) prefetch_row_ahead(w + j * rs + i + 16);
             acc[j][0] = _mm512_fmadd_ps(x0, load(w + j * rs + i), acc[j][0]);
             acc[j][1] = _mm512_fmadd_ps(x1, load(w + j * rs + i + 16), acc[j][1]);

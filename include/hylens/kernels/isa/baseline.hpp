@@ -84,7 +84,7 @@ inline void dot4(const float* x, const T* w, std::size_t n, std::size_t rs, floa
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const f32x4 x0 = load(x + i), x1 = load(x + i + 4);
-        if (i % (64 / sizeof(T)) == 0)  // one prefetch per 64 bytes of each row (row_prefetch.hpp)
+        if (i % kValuesPerLine<T> == 0)  // one prefetch per cache line of each row (row_prefetch.hpp)
             for (std::size_t j = 0; j < 4; ++j) prefetch_row_ahead(w + j * rs + i);
         for (std::size_t j = 0; j < 4; ++j) {
             f32x4 w0, w1;
