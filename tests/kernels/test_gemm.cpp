@@ -3,9 +3,12 @@
 // isa::avx512::gemm_rows (K below and past its 16-wide transpose, partial panels, every row
 // tail of the 12-row tile, strided rows), and, where the level runs our own GEMM, its exact
 // arithmetic: each element is the float32 FMA chain over k = 0 .. K-1 from zero, times alpha,
-// so the bits equal a scalar std::fma twin's (the thread counts: test_simd_dispatch.cpp).
+// so the bits equal a scalar std::fma twin's (the thread counts: test_simd_dispatch.cpp). And
+// kernels::gemm_nt, the small products of the SSD chunks and attention, on the same kernel with
+// strided W rows and accumulation into C.
 
 #include <hylens/core/simd.hpp>
+#include <hylens/kernels/gemm_nt.hpp>
 #include <hylens/kernels/linear.hpp>
 #include <hylens/kernels/reference/linear.hpp>
 
@@ -93,4 +96,46 @@ TEST_CASE("gemm: at the avx512 levels, each element is the float32 FMA chain ove
             }
     }
     MESSAGE("avx512 GEMM levels checked: " << levels_run);
+}
+
+TEST_CASE("gemm: gemm_nt at every level, strided rows, overwrite and accumulate, against the double twin") {
+    std::mt19937 rng(13);
+    for (auto level : simd::supported_levels()) {
+        const simd::ForceLevel force(level);
+        const bool own = kernels::detail::own_gemm(level);
+        for (bool accumulate : {false, true})
+            for (auto [M, cols, K] : kShapes) {
+                const std::size_t lda = K + 2, ldw = K + 5, ldc = cols + 3;
+                const auto A = test::normal_floats(M * lda, rng), W = test::normal_floats(cols * ldw, rng);
+                const auto C0 = test::normal_floats(M * ldc, rng);
+                std::vector<float> C = C0, pack(kernels::gemm_nt_pack_floats(K));
+                kernels::gemm_nt(own, M, cols, K, 0.5f, A.data(), lda, W.data(), ldw, C.data(), ldc, accumulate,
+                                 pack.data());
+                double worst = 0;
+                bool pad_kept = true, bits = true;
+                for (std::size_t m = 0; m < M; ++m) {
+                    for (std::size_t n = 0; n < cols; ++n) {
+                        double want = 0;
+                        float chain = 0.0f;
+                        for (std::size_t k = 0; k < K; ++k) {
+                            want += double(A[m * lda + k]) * W[n * ldw + k];
+                            chain = std::fma(A[m * lda + k], W[n * ldw + k], chain);
+                        }
+                        want *= 0.5;
+                        if (accumulate) want += C0[m * ldc + n];
+                        const float got = C[m * ldc + n];
+                        worst = std::max(worst, std::fabs(got - want) / (1.0 + std::fabs(want)));
+                        // own GEMM: the FMA chain times alpha, then (accumulating) added to C
+                        const float exact = accumulate ? C0[m * ldc + n] + chain * 0.5f : chain * 0.5f;
+                        bits = bits && (!own || std::memcmp(&got, &exact, sizeof got) == 0);
+                    }
+                    for (std::size_t n = cols; n < ldc; ++n) pad_kept = pad_kept && C[m * ldc + n] == C0[m * ldc + n];
+                }
+                INFO("level " << std::string(simd::level_name(level)) << " accumulate " << accumulate << " M " << M
+                              << " cols " << cols << " K " << K);
+                CHECK(worst <= 1e-5);
+                CHECK(pad_kept);
+                CHECK(bits);
+            }
+    }
 }

@@ -8,6 +8,7 @@
 // its outputs' dot product with C is reduced in the width's order).
 
 #include <hylens/core/simd.hpp>
+#include <hylens/core/thread_pool.hpp>
 #include <hylens/kernels/conv1d.hpp>
 #include <hylens/kernels/gated_delta.hpp>
 #include <hylens/kernels/isa/recurrent.hpp>
@@ -184,20 +185,55 @@ TEST_CASE("recurrent dispatch: vector exp and silu gate within 2 ulp, the same b
     }
 }
 
-TEST_CASE("recurrent dispatch: SSD (chunked form) at every level against the reference, the same bits at every level") {
-    // Chunks of 4 and 64 over 1-2 chunk lengths and a tail: the in-chunk decays run on the vector exp.
-    const std::vector<kernels::SsdShape> shapes = {{9, 2, 3, 8, 1}, {70, 4, 5, 16, 2}, {130, 2, 8, 33, 1}};
+TEST_CASE("recurrent dispatch: SSD (chunked form) at every level against the reference, the same bits at the levels of one product kernel") {
+    // Chunks of 4 and 64 over 1-2 chunk lengths and a tail: the in-chunk decays run on the vector
+    // exp (the same bits at every level), the products on our AVX-512 GEMM at avx512 /
+    // avx512bf16 and on sgemm below (kernels::detail::own_gemm): the same bits within each group.
+    const std::vector<kernels::SsdShape> shapes = {{9, 2, 3, 8, 1}, {70, 4, 5, 16, 2}, {130, 2, 8, 33, 1},
+                                                   {70, 6, 16, 32, 3}};
     for (const auto& s : shapes)
         for (std::size_t chunk : {4u, 64u}) {
             INFO("T=" << s.T << " H=" << s.H << " P=" << s.P << " N=" << s.N << " G=" << s.G << " chunk=" << chunk);
             const SsdRun ref = run_ssd(&reference::ssd_recurrent, s, true, 13);
             auto chunked = [chunk](auto&&... a) { kernels::ssd_chunked(a..., chunk); };
-            at_every_level([&] { return run_ssd(chunked, s, true, 13); },
-                           [&](const SsdRun& r, const SsdRun& first) {
-                               CHECK(rtest::rel_err(r.y, ref.y) < 1e-5);
-                               CHECK(rtest::rel_err(r.state, ref.state) < 1e-5);
-                               CHECK(r.y == first.y);
-                               CHECK(r.state == first.state);
-                           });
+            std::vector<SsdRun> first(2);
+            for (auto level : simd::supported_levels()) {
+                simd::ForceLevel force(level);
+                INFO("level " << simd::level_name(level));
+                const SsdRun r = run_ssd(chunked, s, true, 13);
+                CHECK(rtest::rel_err(r.y, ref.y) < 1e-5);
+                CHECK(rtest::rel_err(r.state, ref.state) < 1e-5);
+                SsdRun& f = first[kernels::detail::own_gemm(level) ? 1 : 0];
+                if (f.y.empty()) f = r;
+                CHECK(r.y == f.y);
+                CHECK(r.state == f.state);
+            }
         }
+}
+
+TEST_CASE("recurrent dispatch: SSD (chunked form) with 1, 2 and 3 threads, bitwise at the levels of our GEMM") {
+    // Each thread stacks its range of heads into one product, so the thread count changes the
+    // products' widths: our GEMM sums each element alone (the same bits); sgemm may not, within
+    // float32 rounding there.
+    const std::size_t before = ThreadPool::instance().size();
+    const kernels::SsdShape s{70, 6, 16, 32, 3};
+    for (auto level : simd::supported_levels()) {
+        simd::ForceLevel force(level);
+        INFO("level " << simd::level_name(level));
+        std::vector<SsdRun> runs;
+        for (std::size_t threads : {1u, 2u, 3u}) {
+            ThreadPool::instance().resize(threads);
+            runs.push_back(run_ssd([](auto&&... a) { kernels::ssd_chunked(a..., 16); }, s, true, 17));
+        }
+        for (std::size_t k = 1; k < runs.size(); ++k) {
+            if (kernels::detail::own_gemm(level)) {
+                CHECK(runs[k].y == runs[0].y);
+                CHECK(runs[k].state == runs[0].state);
+            } else {
+                CHECK(rtest::rel_err(runs[k].y, runs[0].y) < 1e-6);
+                CHECK(rtest::rel_err(runs[k].state, runs[0].state) < 1e-6);
+            }
+        }
+    }
+    ThreadPool::instance().resize(before);
 }

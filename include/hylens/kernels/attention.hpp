@@ -2,19 +2,20 @@
 // Causal grouped-query softmax attention over a KV cache (architectures.md §0.5).
 // Query head h reads KV head h / (Hq / Hkv). The Tq new tokens are the last Tq of the Tk
 // keys, so query t sees keys 0 .. Tk - Tq + t. Scores and softmax in float32.
-// Per head and block of query rows: S = scale * Q_h K_j^T on sgemm over the keys the block sees,
-// row softmax, O_h = P V_j on sgemm; heads run on the thread pool. The probabilities can be
+// Prefill, per head and block of query rows: S = scale * Q_h K_j^T over the keys the block sees,
+// row softmax, O_h = P V_j, both products on gemm_nt (our AVX-512 GEMM, sgemm below avx512);
+// heads run on the thread pool. Decode: the query heads of a KV head as one block on sgemm. The probabilities can be
 // returned (interpretability: attn_probs).
 
 #include <algorithm>  // std::max, std::min, std::copy, std::fill
 #include <cstddef>    // std::size_t
-#include <limits>     // std::numeric_limits
 #include <vector>     // std::vector
 
 #include "../core/blas.hpp"
 #include "../core/error.hpp"
 #include "../core/simd.hpp"
 #include "../core/thread_pool.hpp"
+#include "gemm_nt.hpp"
 #include "isa/recurrent.hpp"
 
 namespace hylens::kernels {
@@ -40,21 +41,23 @@ inline void check_attention_shape(const AttentionShape& s, std::size_t ld_q, std
 /// within 2 ulp of e^x), the sum in key order at every level.
 template <class IsaTag>
 inline void softmax_row(IsaTag tag, float* row, std::size_t visible, std::size_t n) noexcept {
-    float m = -std::numeric_limits<float>::infinity();
-    for (std::size_t k = 0; k < visible; ++k) m = std::max(m, row[k]);
-    for (std::size_t k = 0; k < visible; ++k) row[k] -= m;
-    exp_inplace(tag, row, visible);
-    float sum = 0.0f;
-    for (std::size_t k = 0; k < visible; ++k) sum += row[k];
-    const float inv = 1.0f / sum;
-    for (std::size_t k = 0; k < visible; ++k) row[k] *= inv;
-    for (std::size_t k = visible; k < n; ++k) row[k] = 0.0f;
+    if (visible > 0) {
+        exp_shifted_inplace(tag, row, max_of(tag, row, visible), visible);
+        float sum = 0.0f;
+        for (std::size_t k = 0; k < visible; ++k) sum += row[k];
+        scale_inplace(tag, row, 1.0f / sum, visible);
+    }
+    std::fill(row + visible, row + n, 0.0f);
 }
 
 /// Query rows per block of the prefill: a block's scores and values span only the keys its last
 /// row sees, so the products skip the masked upper triangle (about half of a 512-token prompt's
 /// attention arithmetic) in blocks fixed by the prompt, not by the thread count.
 inline constexpr std::size_t kAttentionQueryBlock = 64;
+
+/// Keys per product of the prefill's P V (the products of a block add up over blocks of keys):
+/// bounds the packed panel of V, 32 x 1,024 floats.
+inline constexpr std::size_t kAttentionKeyBlock = 1024;
 
 /// q: token t head h at q + t*ld_q + h*hd. K, V: KV head j, key τ at K + j*ld_head + τ*hd.
 /// out: token t head h at out + t*ld_o + h*hd. probs: nullptr or [Hq, Tq, Tk] (zeros above the diagonal).
@@ -93,27 +96,41 @@ inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q,
         return;
     }
     const simd::Level level = simd::active();
+    const bool own = detail::own_gemm(level);
     parallel_for(s.Hq, [&](std::size_t h0, std::size_t h1) {
         // One block's scores at a time: kAttentionQueryBlock x Tk floats a thread (1 MiB at 4,096
-        // keys), not Tq x Tk.
-        thread_local std::vector<float> scores;
+        // keys), not Tq x Tk; V of the KV head in use transposed, [hd, Tk], so that both products
+        // take the keys' rows as the columns of their result (gemm_nt).
+        thread_local std::vector<float> scores, vt, pack;
         scores.resize(std::min(kAttentionQueryBlock, s.Tq) * s.Tk);
+        vt.resize(s.hd * s.Tk);
+        pack.resize(gemm_nt_pack_floats(std::max(s.hd, std::min(kAttentionKeyBlock, s.Tk))));
+        std::size_t vt_head = s.Hkv;  // the KV head vt holds (none yet)
         isa::with_isa(level, [&](auto tag) {
             for (std::size_t h = h0; h < h1; ++h) {
                 const std::size_t j = h / rep;
                 const float* Kj = K + j * ld_head;
-                const float* Vj = V + j * ld_head;
+                if (vt_head != j) {  // 16 keys at a time: each row of vt gets a cache line
+                    const float* Vj = V + j * ld_head;
+                    for (std::size_t k0 = 0; k0 < s.Tk; k0 += 16)
+                        for (std::size_t d = 0; d < s.hd; ++d)
+                            for (std::size_t k = k0; k < std::min(k0 + 16, s.Tk); ++k)
+                                vt[d * s.Tk + k] = Vj[k * s.hd + d];
+                    vt_head = j;
+                }
                 for (std::size_t t0 = 0; t0 < s.Tq; t0 += kAttentionQueryBlock) {
                     const std::size_t nt = std::min(kAttentionQueryBlock, s.Tq - t0);
                     const std::size_t nk = offset + t0 + nt;  // keys the block's last query sees
                     float* sc = scores.data();                // the block's nt rows, nk columns, stride Tk
                     // sc[nt, nk] = scale * Q_h [nt, hd] . K_j[0..nk]^T
-                    blas::gemm_serial(false, true, nt, nk, s.hd, scale, q + t0 * ld_q + h * s.hd, ld_q, Kj, s.hd, 0.0f,
-                                      sc, s.Tk);
+                    gemm_nt(own, nt, nk, s.hd, scale, q + t0 * ld_q + h * s.hd, ld_q, Kj, s.hd, sc, s.Tk, false,
+                            pack.data());
                     for (std::size_t t = 0; t < nt; ++t) softmax_row(tag, sc + t * s.Tk, offset + t0 + t + 1, nk);
-                    // out_h [nt, hd] = P [nt, nk] . V_j[0..nk]
-                    blas::gemm_serial(false, false, nt, s.hd, nk, 1.0f, sc, s.Tk, Vj, s.hd, 0.0f,
-                                      out + t0 * ld_o + h * s.hd, ld_o);
+                    // out_h [nt, hd] = P [nt, nk] . V_j[0..nk], over blocks of keys
+                    float* oh = out + t0 * ld_o + h * s.hd;
+                    for (std::size_t k0 = 0; k0 < nk; k0 += kAttentionKeyBlock)
+                        gemm_nt(own, nt, s.hd, std::min(kAttentionKeyBlock, nk - k0), 1.0f, sc + k0, s.Tk,
+                                vt.data() + k0, s.Tk, oh, ld_o, k0 > 0, pack.data());
                     if (probs)
                         for (std::size_t t = 0; t < nt; ++t) {
                             float* dst = probs + (h * s.Tq + t0 + t) * s.Tk;

@@ -76,11 +76,6 @@ inline MatvecUnits units_of(const Weight& W, std::size_t M) {
     return MatvecUnits(M, W.cols() * (W.is_bf16() ? sizeof(bf16) : sizeof(float)));
 }
 
-// Whether the many-row products run on isa::avx512::gemm_rows at this level (else sgemm).
-inline bool own_gemm(simd::Level level) noexcept {
-    return HYLENS_SIMD_X86 && static_cast<int>(level) >= static_cast<int>(simd::Level::avx512);
-}
-
 // y = alpha x W^T without the bias, x as given (linear() without rounding).
 inline void products(const float* x, std::size_t ldx, std::size_t M, const Weight& W, float* y, std::size_t ldy,
                      float alpha) {
@@ -98,9 +93,9 @@ inline void products(const float* x, std::size_t ldx, std::size_t M, const Weigh
             if (pack.size() < av::gemm_pack_floats(in)) pack.resize(av::gemm_pack_floats(in));
             const std::size_t n0 = p0 * av::kGemmPanel, n1 = std::min(out, p1 * av::kGemmPanel);
             if (W.is_bf16())
-                av::gemm_rows(x, ldx, M, W.bf16_data(), in, n0, n1, y, ldy, alpha, pack.data());
+                av::gemm_rows(x, ldx, M, W.bf16_data(), in, in, n0, n1, y, ldy, alpha, pack.data());
             else
-                av::gemm_rows(x, ldx, M, W.f32(), in, n0, n1, y, ldy, alpha, pack.data());
+                av::gemm_rows(x, ldx, M, W.f32(), in, in, n0, n1, y, ldy, alpha, pack.data());
         });
 #endif
     } else if (!W.is_bf16()) {

@@ -11,18 +11,22 @@
 //  * ssd_recurrent: token by token, one fused pass over S per token (update and read), at the
 //    instruction-set level chosen at run time (core/simd.hpp, isa/recurrent_body.inl). Decode.
 //  * ssd_chunked: §2.3 on chunks of `chunk` tokens (the last one shorter, equivalent to zero
-//    padding). C B^T is computed once per group and chunk and shared by the H/G heads; per head
-//    and chunk, 3 small sgemms (blas::gemm_serial): y = e^Acum (C S^T) + L (Delta x), and the
-//    state hand-over S' = e^Acum_last S + (w Delta x)^T B. Prefill.
+//    padding). C B^T is computed once per group and chunk and shared by the H/G heads. Each
+//    thread takes a contiguous range of heads and stacks those of a group: per chunk one product
+//    Y = e^Acum (C S^T) for all of them, one per head Y_h += L_h (Delta x)_h, and one for the state
+//    hand-over S' = e^Acum_last S + (w Delta x)^T B of all of them, on gemm_nt (our AVX-512 GEMM
+//    at levels avx512 / avx512bf16, sgemm below). Three sgemms per head and chunk had run at
+//    0.6-0.65x this speed at Granite-4.0-H-350M's and Falcon-H1-0.5B's shapes. Prefill.
 // Heads run in parallel on the pool. Plain twin: reference/ssd.hpp.
 
-#include <cmath>    // std::exp
-#include <cstddef>  // std::size_t
-#include <vector>   // std::vector
+#include <algorithm>  // std::min, std::max, std::fill
+#include <cmath>      // std::exp
+#include <cstddef>    // std::size_t
+#include <vector>     // std::vector
 
-#include "../core/blas.hpp"
 #include "../core/simd.hpp"
 #include "../core/thread_pool.hpp"
+#include "gemm_nt.hpp"
 #include "isa/recurrent.hpp"
 #include "recurrent_common.hpp"
 
@@ -52,60 +56,91 @@ inline void ssd_recurrent_head(IsaTag tag, const SsdShape& s, const float* x, st
     }
 }
 
-// One chunk of L tokens from t0 for head h (§2.3), updating S in place. CB: (L, L) = C B^T of
-// this chunk and group, row stride ldcb. Scratch sized for chunk length Q >= L. The L(L+1)/2
-// decays e^(Acum_l - Acum_s) run on the vector exp of `tag`'s level (isa/recurrent_body.inl's
-// exp_inplace, within 2 ulp of e^x at the float32-rounded difference): one double exp each was
-// 5-6 % of a Falcon-H1-0.5B prefill.
+// Floats of ssd_chunk's scratch for chunks of up to Q tokens and nh heads.
+inline std::size_t ssd_chunk_floats(const SsdShape& s, std::size_t Q, std::size_t nh) noexcept {
+    const std::size_t pack = gemm_nt_pack_floats(std::max(s.N, Q));
+    return nh * s.P * Q + Q * Q + nh * Q + s.N * Q + pack;
+}
+
+// One chunk of L tokens from t0 for the heads [a, a + nh) of one group, updating their states
+// (nh P rows of N values from S) in place; the heads stacked, so two of the three products run
+// over all of them at once (§2.3):
+//   Y = diag(e^Acum_h) C S^T            one product, the nh P columns of Y at once
+//   Y_h += Lm_h (Delta x)_h             per head, Lm_h = (C B^T) o e^(Acum_l - Acum_s), s <= l
+//   S' = e^Acum_last S + X^T B          one product, X = diag(e^(Acum_last - Acum)) Delta x
+// CB: (L, L) = C B^T of this chunk and group, row stride ldcb. Scratch (ssd_chunk_floats):
+// XT (nh P, L) the scaled inputs transposed, Lm (L, L), eA (nh, Q), BT (N, L), the pack;
+// acum (nh, Q) in double. The L(L+1)/2 decays of a head run on the vector exp of `tag`'s level
+// (isa/recurrent_body.inl's exp_inplace, within 2 ulp of e^x at the float32-rounded difference):
+// one double exp each was 5-6 % of a Falcon-H1-0.5B prefill.
 template <class IsaTag>
-inline void ssd_chunk(IsaTag tag, const SsdShape& s, const float* x, std::size_t ld_x, const float* B, const float* C,
-                      std::size_t ld_bc, const float* dt_raw, std::size_t ld_dt, const float* dt_bias,
+inline void ssd_chunk(IsaTag tag, bool own, const SsdShape& s, const float* x, std::size_t ld_x, const float* B,
+                      const float* C, std::size_t ld_bc, const float* dt_raw, std::size_t ld_dt, const float* dt_bias,
                       const float* A, const float* D, float dt_min, float dt_max, float* S, float* y,
-                      std::size_t ld_y, float* dt_out, std::size_t h, std::size_t t0, std::size_t L,
+                      std::size_t ld_y, float* dt_out, std::size_t a, std::size_t nh, std::size_t t0, std::size_t L,
                       const float* CB, std::size_t ldcb, std::size_t Q, float* scratch, double* acum) {
-    const std::size_t P = s.P, N = s.N, grp = h / (s.H / s.G);
-    float* xt = scratch;      // (L, P) Delta x, later e^(Acum_last - Acum_s) Delta x
-    float* Lm = xt + Q * P;   // (L, L) (C_l . B_s) e^(Acum_l - Acum_s), s <= l
-    float* eA = Lm + Q * Q;   // (L) e^Acum_l
-    float* dts = eA + Q;      // (L) Delta
-    double acc = 0;
-    for (std::size_t l = 0; l < L; ++l) {
-        const std::size_t t = t0 + l;
-        const float dt = ssd_time_step(dt_raw[t * ld_dt + h], dt_bias[h], dt_min, dt_max);
-        if (dt_out) dt_out[t * s.H + h] = dt;
-        dts[l] = dt;
-        acum[l] = acc += double(dt * A[h]);  // a_l rounded as the recurrent form rounds it
-        const float* xr = x + t * ld_x + h * P;
-        for (std::size_t p = 0; p < P; ++p) xt[l * P + p] = dt * xr[p];
-    }
-    for (std::size_t l = 0; l < L; ++l) {
-        eA[l] = static_cast<float>(std::exp(acum[l]));
-        float* row = Lm + l * L;
-        for (std::size_t j = 0; j <= l; ++j) row[j] = static_cast<float>(acum[l] - acum[j]);
-        exp_inplace(tag, row, l + 1);
-        for (std::size_t j = 0; j <= l; ++j) row[j] *= CB[l * ldcb + j];
-        for (std::size_t j = l + 1; j < L; ++j) row[j] = 0.0f;
+    const std::size_t P = s.P, N = s.N, grp = a / (s.H / s.G), W = nh * P;
+    float* XT = scratch;       // (W, L): XT[(j P + p) L + l] = Delta_l x[t0 + l, (a + j) P + p]
+    float* Lm = XT + W * Q;    // (L, L) of one head
+    float* eA = Lm + Q * Q;    // (nh, Q) e^Acum_l
+    float* BT = eA + nh * Q;   // (N, L) B of the chunk transposed
+    float* pack = BT + N * Q;
+    for (std::size_t j = 0; j < nh; ++j) {
+        const std::size_t h = a + j;
+        double* ac = acum + j * Q;
+        double acc = 0;
+        for (std::size_t l = 0; l < L; ++l) {
+            const std::size_t t = t0 + l;
+            const float dt = ssd_time_step(dt_raw[t * ld_dt + h], dt_bias[h], dt_min, dt_max);
+            if (dt_out) dt_out[t * s.H + h] = dt;
+            ac[l] = acc += double(dt * A[h]);  // a_l rounded as the recurrent form rounds it
+            eA[j * Q + l] = static_cast<float>(std::exp(ac[l]));
+            const float* xr = x + t * ld_x + h * P;
+            float* col = XT + j * P * L + l;
+            for (std::size_t p = 0; p < P; ++p) col[p * L] = dt * xr[p];
+        }
     }
     const float* Cc = C + t0 * ld_bc + grp * N;  // (L, N) at stride ld_bc
     const float* Bc = B + t0 * ld_bc + grp * N;
-    float* Y = y + t0 * ld_y + h * P;  // (L, P) at stride ld_y
-    // Y = diag(e^Acum) C S^T + Lm (Delta x) + D x
-    blas::gemm_serial(false, true, L, P, N, 1.0f, Cc, ld_bc, S, N, 0.0f, Y, ld_y);
     for (std::size_t l = 0; l < L; ++l)
-        for (std::size_t p = 0; p < P; ++p) Y[l * ld_y + p] *= eA[l];
-    blas::gemm_serial(false, false, L, P, L, 1.0f, Lm, L, xt, P, 1.0f, Y, ld_y);
+        for (std::size_t n = 0; n < N; ++n) BT[n * L + l] = Bc[l * ld_bc + n];
+    float* Y = y + t0 * ld_y + a * P;  // (L, W) at stride ld_y
+    // Y = diag(e^Acum) C S^T + Lm (Delta x) + D x
+    gemm_nt(own, L, W, N, 1.0f, Cc, ld_bc, S, N, Y, ld_y, false, pack);
+    for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t j = 0; j < nh; ++j) scale_inplace(tag, Y + l * ld_y + j * P, eA[j * Q + l], P);
+    for (std::size_t j = 0; j < nh; ++j) {
+        const double* ac = acum + j * Q;
+        for (std::size_t l = 0; l < L; ++l) {
+            // The first n >= l + 1 values of the row, n a multiple of 16 where the row allows
+            // (whole vectors at every level), those past l from e^0 and zeroed after.
+            float* row = Lm + l * L;
+            const std::size_t n = std::min(L, (l + 16) / 16 * 16);
+            for (std::size_t i = 0; i <= l; ++i) row[i] = static_cast<float>(ac[l] - ac[i]);
+            std::fill(row + l + 1, row + n, 0.0f);
+            exp_inplace(tag, row, n);
+            mul_inplace(tag, row, CB + l * ldcb, l + 1);
+            std::fill(row + l + 1, row + L, 0.0f);
+        }
+        gemm_nt(own, L, P, L, 1.0f, Lm, L, XT + j * P * L, L, Y + j * P, ld_y, true, pack);
+    }
     if (D) {
         for (std::size_t l = 0; l < L; ++l) {
-            const float* xr = x + (t0 + l) * ld_x + h * P;
-            for (std::size_t p = 0; p < P; ++p) Y[l * ld_y + p] += D[h] * xr[p];
+            const float* xr = x + (t0 + l) * ld_x + a * P;
+            float* Yr = Y + l * ld_y;
+            for (std::size_t j = 0; j < nh; ++j)
+                for (std::size_t p = 0; p < P; ++p) Yr[j * P + p] += D[a + j] * xr[j * P + p];
         }
     }
     // S' = e^Acum_last S + (diag(e^(Acum_last - Acum)) Delta x)^T B
-    for (std::size_t l = 0; l < L; ++l) {
-        const float w = static_cast<float>(std::exp(acum[L - 1] - acum[l]));
-        for (std::size_t p = 0; p < P; ++p) xt[l * P + p] *= w;
+    for (std::size_t j = 0; j < nh; ++j) {
+        const double* ac = acum + j * Q;
+        float* w = Lm;  // (L) the hand-over weights of head j (Lm is free again)
+        for (std::size_t l = 0; l < L; ++l) w[l] = static_cast<float>(std::exp(ac[L - 1] - ac[l]));
+        for (std::size_t p = 0; p < P; ++p) mul_inplace(tag, XT + (j * P + p) * L, w, L);
+        scale_inplace(tag, S + j * P * N, eA[j * Q + L - 1], P * N);
     }
-    blas::gemm_serial(true, false, P, N, L, 1.0f, xt, P, Bc, ld_bc, eA[L - 1], S, N);
+    gemm_nt(own, W, N, L, 1.0f, XT, L, BT, L, S, N, true, pack);
 }
 
 }  // namespace detail
@@ -146,32 +181,38 @@ inline void ssd_chunked(const SsdShape& s, const float* x, std::size_t ld_x, con
     thread_local std::vector<float> cb;
     cb.resize(s.G * n_chunks * Q * Q);
     float* CB = cb.data();
+    const simd::Level level = simd::active();
+    const bool own = detail::own_gemm(level);
     parallel_for(s.G * n_chunks, [&](std::size_t i0, std::size_t i1) {
+        thread_local std::vector<float> pack;
+        pack.resize(gemm_nt_pack_floats(s.N));
         for (std::size_t i = i0; i < i1; ++i) {
             const std::size_t grp = i / n_chunks, t0 = (i % n_chunks) * Q;
             const std::size_t L = t0 + Q <= s.T ? Q : s.T - t0;
             const float* Cc = C + t0 * ld_bc + grp * s.N;
             const float* Bc = B + t0 * ld_bc + grp * s.N;
-            blas::gemm_serial(false, true, L, L, s.N, 1.0f, Cc, ld_bc, Bc, ld_bc, 0.0f, CB + i * Q * Q, Q);
+            gemm_nt(own, L, L, s.N, 1.0f, Cc, ld_bc, Bc, ld_bc, CB + i * Q * Q, Q, false, pack.data());
         }
     });
-    const std::size_t floats = Q * s.P + Q * Q + 2 * Q;
-    const simd::Level level = simd::active();
+    const std::size_t per_group = s.H / s.G;
     parallel_for(s.H, [&](std::size_t h0, std::size_t h1) {
         thread_local std::vector<float> scratch;  // grows once, reused by every call on this thread
         thread_local std::vector<double> acum;
-        scratch.resize(floats);
-        acum.resize(Q);
+        const std::size_t nh_max = std::min(h1 - h0, per_group);
+        scratch.resize(detail::ssd_chunk_floats(s, Q, nh_max));
+        acum.resize(nh_max * Q);
         isa::with_isa(level, [&](auto tag) {
-            for (std::size_t h = h0; h < h1; ++h) {
-                const std::size_t grp = h / (s.H / s.G);
-                float* S = state + h * s.P * s.N;
+            // The thread's heads in runs within one group (they share C B^T, B and C).
+            for (std::size_t a = h0; a < h1;) {
+                const std::size_t grp = a / per_group, b = std::min(h1, (grp + 1) * per_group);
+                float* S = state + a * s.P * s.N;
                 for (std::size_t c = 0; c < n_chunks; ++c) {
                     const std::size_t t0 = c * Q, L = t0 + Q <= s.T ? Q : s.T - t0;
-                    detail::ssd_chunk(tag, s, x, ld_x, B, C, ld_bc, dt_raw, ld_dt, dt_bias, A, D, dt_min, dt_max, S, y,
-                                      ld_y, dt_out, h, t0, L, CB + (grp * n_chunks + c) * Q * Q, Q, Q, scratch.data(),
-                                      acum.data());
+                    detail::ssd_chunk(tag, own, s, x, ld_x, B, C, ld_bc, dt_raw, ld_dt, dt_bias, A, D, dt_min, dt_max, S, y,
+                                      ld_y, dt_out, a, b - a, t0, L, CB + (grp * n_chunks + c) * Q * Q, Q, Q,
+                                      scratch.data(), acum.data());
                 }
+                a = b;
             }
         });
     });

@@ -19,11 +19,15 @@
 #include "../../core/simd.hpp"
 #include "avx512.hpp"
 
-#if HYLENS_SIMD_X86
-#include <immintrin.h>
+namespace hylens::kernels::detail {
+/// Whether the many-row float32 products run on isa::avx512::gemm_rows at this level (else
+/// OpenBLAS sgemm): levels avx512 and avx512bf16 on x86-64.
+inline bool own_gemm(simd::Level level) noexcept {
+    return HYLENS_SIMD_X86 && static_cast<int>(level) >= static_cast<int>(simd::Level::avx512);
+}
+}  // namespace hylens::kernels::detail
 
 namespace hylens::kernels::isa::avx512 {
-
 /// Columns of C (rows of W) per packed panel and rows of A per register tile: 2 x 12 sums, two
 /// panel vectors and the broadcasts. Measured at 1 thread on a Zen 5 core ([512 x 1024] times
 /// [3584 x 1024]^T and three other projection shapes): 8, 12 and 14 rows gave 165-172, 165-172
@@ -33,24 +37,31 @@ inline constexpr std::size_t kGemmPanel = 32, kGemmTileRows = 12;
 /// Floats of the packing scratch gemm_rows needs for an inner dimension K.
 inline constexpr std::size_t gemm_pack_floats(std::size_t K) noexcept { return kGemmPanel * K; }
 
+}  // namespace hylens::kernels::isa::avx512
+
+#if HYLENS_SIMD_X86
+#include <immintrin.h>
+
+namespace hylens::kernels::isa::avx512 {
+
 /// How far ahead of the 16 columns it transposes pack_panel prefetches each row (elements).
 inline constexpr std::size_t kPackAhead = 64;
 
 inline float widen_one(float v) noexcept { return v; }
 inline float widen_one(bf16 v) noexcept { return to_f32(v); }
 
-/// W rows [n, n + nc) (nc <= 32) of a row-major [*, K] W transposed: pack[k * 32 + c] =
-/// W[n + c, k] as float32, columns past nc zero.
+/// W rows [n, n + nc) (nc <= 32) of a row-major W (K values a row, row stride ldw)
+/// transposed: pack[k * 32 + c] = W[n + c, k] as float32, columns past nc zero.
 template <class T>
-HYLENS_TARGET_AVX512 inline void pack_panel(const T* W, std::size_t K, std::size_t n, std::size_t nc,
-                                            float* pack) noexcept {
+HYLENS_TARGET_AVX512 inline void pack_panel(const T* W, std::size_t ldw, std::size_t K, std::size_t n,
+                                            std::size_t nc, float* pack) noexcept {
     std::size_t k0 = 0;
     if (nc == kGemmPanel)
         for (; k0 + 16 <= K; k0 += 16)
             for (std::size_t c0 = 0; c0 < kGemmPanel; c0 += 16) {
                 __m512i r[16];
                 for (std::size_t i = 0; i < 16; ++i) {
-                    const T* p = W + (n + c0 + i) * K + k0;
+                    const T* p = W + (n + c0 + i) * ldw + k0;
                     if (k0 + kPackAhead < K) _mm_prefetch(reinterpret_cast<const char*>(p + kPackAhead), _MM_HINT_T0);
                     r[i] = _mm512_castps_si512(load(p));
                 }
@@ -59,16 +70,17 @@ HYLENS_TARGET_AVX512 inline void pack_panel(const T* W, std::size_t K, std::size
                     _mm512_storeu_ps(pack + (k0 + j) * kGemmPanel + c0, _mm512_castsi512_ps(r[j]));
             }
     for (std::size_t c = 0; c < kGemmPanel; ++c) {
-        const T* row = W + (n + c) * K;
+        const T* row = W + (n + c) * ldw;
         for (std::size_t k = k0; k < K; ++k) pack[k * kGemmPanel + c] = c < nc ? widen_one(row[k]) : 0.0f;
     }
 }
 
 /// R rows of A (row stride lda) times the packed panel: C[r, c] = alpha * sum_k A[r, k] *
-/// pack[k * 32 + c] for c < nc (masked stores).
+/// pack[k * 32 + c] for c < nc (masked stores), added to C[r, c] when `accumulate`.
 template <std::size_t R>
 HYLENS_TARGET_AVX512 inline void gemm_tile(const float* A, std::size_t lda, const float* pack, std::size_t K,
-                                           float* C, std::size_t ldc, std::size_t nc, float alpha) noexcept {
+                                           float* C, std::size_t ldc, std::size_t nc, float alpha,
+                                           bool accumulate) noexcept {
     __m512 acc[R][2];
 #pragma GCC unroll 12
     for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
@@ -81,34 +93,38 @@ HYLENS_TARGET_AVX512 inline void gemm_tile(const float* A, std::size_t lda, cons
             acc[r][1] = _mm512_fmadd_ps(a, w1, acc[r][1]);
         }
     }
-    store_tile<R>(acc, C, ldc, nc, alpha);
+    store_tile<R>(acc, C, ldc, nc, alpha, accumulate);
 }
 
 namespace detail {
 template <std::size_t R>
 HYLENS_TARGET_AVX512 inline void gemm_tail(std::size_t rows, const float* A, std::size_t lda, const float* pack,
                                            std::size_t K, float* C, std::size_t ldc, std::size_t nc,
-                                           float alpha) noexcept {
+                                           float alpha, bool accumulate) noexcept {
     if constexpr (R > 0) {
-        if (rows == R) return gemm_tile<R>(A, lda, pack, K, C, ldc, nc, alpha);
-        gemm_tail<R - 1>(rows, A, lda, pack, K, C, ldc, nc, alpha);
+        if (rows == R) return gemm_tile<R>(A, lda, pack, K, C, ldc, nc, alpha, accumulate);
+        gemm_tail<R - 1>(rows, A, lda, pack, K, C, ldc, nc, alpha, accumulate);
     }
 }
 }  // namespace detail
 
-/// C[m, n] = alpha * sum_k A[m, k] * W[n, k] for m < M and n in [n0, n1): A float32 with row
-/// stride lda, W float32 or bf16 [*, K] row-major, pack a scratch of gemm_pack_floats(K).
+/// C[m, n] = alpha * sum_k A[m, k] * W[n, k] for m < M and n in [n0, n1) (C[m, n] + that sum
+/// times alpha when `accumulate`): A float32 with row stride lda, W float32 or bf16 row-major
+/// with row stride ldw, pack a scratch of gemm_pack_floats(K).
 template <class T>
-HYLENS_TARGET_AVX512 inline void gemm_rows(const float* A, std::size_t lda, std::size_t M, const T* W, std::size_t K,
-                                           std::size_t n0, std::size_t n1, float* C, std::size_t ldc, float alpha,
-                                           float* pack) noexcept {
+HYLENS_TARGET_AVX512 inline void gemm_rows(const float* A, std::size_t lda, std::size_t M, const T* W,
+                                           std::size_t ldw, std::size_t K, std::size_t n0, std::size_t n1, float* C,
+                                           std::size_t ldc, float alpha, float* pack,
+                                           bool accumulate = false) noexcept {
     for (std::size_t n = n0; n < n1; n += kGemmPanel) {
         const std::size_t nc = std::min(kGemmPanel, n1 - n);
-        pack_panel(W, K, n, nc, pack);
+        pack_panel(W, ldw, K, n, nc, pack);
         std::size_t m = 0;
         for (; m + kGemmTileRows <= M; m += kGemmTileRows)
-            gemm_tile<kGemmTileRows>(A + m * lda, lda, pack, K, C + m * ldc + n, ldc, nc, alpha);
-        if (m < M) detail::gemm_tail<kGemmTileRows - 1>(M - m, A + m * lda, lda, pack, K, C + m * ldc + n, ldc, nc, alpha);
+            gemm_tile<kGemmTileRows>(A + m * lda, lda, pack, K, C + m * ldc + n, ldc, nc, alpha, accumulate);
+        if (m < M)
+            detail::gemm_tail<kGemmTileRows - 1>(M - m, A + m * lda, lda, pack, K, C + m * ldc + n, ldc, nc, alpha,
+                                                 accumulate);
     }
 }
 

@@ -52,6 +52,50 @@ HYLENS_ISA_FN void exp_inplace(Tag, float* v, std::size_t n) noexcept {
     }
 }
 
+/// v[i] <- e^(v[i] - shift) for i < n: the subtraction and then exp_inplace's exponential, the
+/// same bits as those two steps apart (the softmax rows of attention).
+HYLENS_ISA_FN void exp_shifted_inplace(Tag, float* v, float shift, std::size_t n) noexcept {
+    const vf sv = vset(shift);
+    std::size_t i = 0;
+    for (; i + kW <= n; i += kW) vstore(v + i, vexp_fast(vsub(vload(v + i), sv)));
+    if (i < n) {
+        float lane[kW] = {};
+        for (std::size_t j = 0; i + j < n; ++j) lane[j] = v[i + j] - shift;
+        vstore(lane, vexp_fast(vload(lane)));
+        for (std::size_t j = 0; i + j < n; ++j) v[i + j] = lane[j];
+    }
+}
+
+/// The largest of v[0], ..., v[n - 1] (n >= 1; exact, whatever the order).
+HYLENS_ISA_FN float max_of(Tag, const float* v, std::size_t n) noexcept {
+    float m = v[0];
+    std::size_t i = 0;
+    if (n >= kW) {
+        vf acc = vload(v);
+        for (i = kW; i + kW <= n; i += kW) acc = vmax(acc, vload(v + i));
+        float lane[kW];
+        vstore(lane, acc);
+        for (std::size_t j = 0; j < kW; ++j) m = lane[j] > m ? lane[j] : m;
+    }
+    for (; i < n; ++i) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+/// v[i] *= s for i < n (the last n % kW values one at a time).
+HYLENS_ISA_FN void scale_inplace(Tag, float* v, float s, std::size_t n) noexcept {
+    const vf sv = vset(s);
+    std::size_t i = 0;
+    for (; i + kW <= n; i += kW) vstore(v + i, vmul(vload(v + i), sv));
+    for (; i < n; ++i) v[i] *= s;
+}
+
+/// v[i] *= w[i] for i < n (the last n % kW values one at a time).
+HYLENS_ISA_FN void mul_inplace(Tag, float* v, const float* w, std::size_t n) noexcept {
+    std::size_t i = 0;
+    for (; i + kW <= n; i += kW) vstore(v + i, vmul(vload(v + i), vload(w + i)));
+    for (; i < n; ++i) v[i] *= w[i];
+}
+
 /// silu(y) = y / (1 + e^-y) lane by lane.
 HYLENS_ISA_FN vf vsilu(vf y) noexcept { return vdiv(y, vadd(vset(1.0f), vexp_fast(vneg(y)))); }
 
