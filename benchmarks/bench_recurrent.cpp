@@ -189,7 +189,7 @@ void BM_ssd_prefill(benchmark::State& st, Form form) {
     SsdData d(s);
     for (auto _ : st) d.run(form);
     const bool chunked = form == Form::chunked || form == Form::reference_chunked ||
-                         (form == Form::dispatch && s.T >= hylens::kernels::kSsdChunkedMinT);
+                         (form == Form::dispatch && s.T >= hylens::kernels::ssd_chunked_min_t(hylens::simd::active()));
     hylens::bench::report_flops(st, chunked ? ssd_chunked_flops(s, 64) : ssd_recurrent_flops(s));
 }
 

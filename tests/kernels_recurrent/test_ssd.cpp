@@ -2,6 +2,7 @@
 // == chunked == reference on random shapes around the chunk boundary, groups, time-step clamps,
 // split continuation, argument checks.
 
+#include <hylens/core/simd.hpp>
 #include <hylens/kernels/reference/ssd.hpp>
 #include <hylens/kernels/ssd.hpp>
 
@@ -193,6 +194,31 @@ TEST_SUITE("kernels/ssd") {
             c.run(form.fn, 0, s.T, st2, y2, dt);
             CHECK(rtest::rel_err(y, y2) == 0.0);
             CHECK(rtest::rel_err(st, st2) == 0.0);
+        }
+    }
+
+    TEST_CASE("ssd: dispatch takes the recurrent form below ssd_chunked_min_t(level) tokens, the chunked form (64) from there") {
+        // Bit for bit the form the rule names, at every level the machine has, one token each side
+        // of the threshold (8 at the levels of our GEMM, 16 on sgemm).
+        std::mt19937 rng(4);
+        for (auto level : simd::supported_levels()) {
+            const simd::ForceLevel force(level);
+            const std::size_t min_t = kernels::ssd_chunked_min_t(level);
+            CHECK(min_t == (kernels::detail::own_gemm(level) ? 8u : 16u));
+            for (std::size_t T : {min_t - 1, min_t}) {
+                CAPTURE(simd::level_name(level));
+                CAPTURE(T);
+                const SsdCase c(SsdShape{T, 4, 8, 16, 2}, true, 0.0f, kInf, rng);
+                std::vector<float> st = c.state0, y(T * c.ld_y, 0.f), st_form = c.state0, y_form(T * c.ld_y, 0.f),
+                                   dt(T * 4), dt_form(T * 4);
+                c.run(&kernels::ssd, 0, T, st, y, dt);
+                if (T < min_t)
+                    c.run(&kernels::ssd_recurrent, 0, T, st_form, y_form, dt_form);
+                else
+                    c.run([](auto&&... a) { kernels::ssd_chunked(a..., 64); }, 0, T, st_form, y_form, dt_form);
+                CHECK(y == y_form);
+                CHECK(st == st_form);
+            }
         }
     }
 

@@ -218,17 +218,31 @@ inline void ssd_chunked(const SsdShape& s, const float* x, std::size_t ld_x, con
     });
 }
 
-/// From this many tokens on ssd takes the chunked form. Measured at Granite-4.0-H-1B shapes
-/// (docs/kernels.md "Mamba-2 SSD"): recurrent 0.60 ms against chunked 0.67 ms at T = 8, chunked
-/// ahead from T = 16 (1.1 against 1.6 ms).
+/// From this many tokens on ssd takes the chunked form where its products run on sgemm (levels
+/// below avx512). Measured at Granite-4.0-H-1B shapes (docs/kernels.md "Mamba-2 SSD"):
+/// recurrent 0.60 ms against chunked 0.67 ms at T = 8, chunked ahead from T = 16 (1.1 against 1.6 ms).
 inline constexpr std::size_t kSsdChunkedMinT = 16;
 
-/// Dispatch: the recurrent form for T < kSsdChunkedMinT, the chunked form (chunk 64) otherwise.
+/// The same where they run on our AVX-512 GEMM (levels avx512, avx512bf16). Measured at the
+/// shapes of Granite-4.0-H-350M, Falcon-H1-0.5B and Granite-4.0-H-1B, 1 and 2 threads, best of
+/// 200: chunked / recurrent time 0.88-1.01 at T = 8, 0.75-0.93 at T = 12, 0.63-0.76 at
+/// T = 16; recurrent ahead below 8 tokens (chunked 1.05-1.33x its time at T = 4, 0.97-1.19x
+/// at T = 6).
+inline constexpr std::size_t kSsdChunkedMinTOwnGemm = 8;
+
+/// The chunked/recurrent threshold of ssd at an instruction-set level: a constant per product
+/// kernel, not a timing at run time, so the outputs do not depend on the machine's load.
+inline std::size_t ssd_chunked_min_t(simd::Level level) noexcept {
+    return detail::own_gemm(level) ? kSsdChunkedMinTOwnGemm : kSsdChunkedMinT;
+}
+
+/// Dispatch: the recurrent form below ssd_chunked_min_t(simd::active()) tokens, the chunked form
+/// (chunk 64) from there.
 inline void ssd(const SsdShape& s, const float* x, std::size_t ld_x, const float* B, const float* C,
                 std::size_t ld_bc, const float* dt_raw, std::size_t ld_dt, const float* dt_bias, const float* A,
                 const float* D, float dt_min, float dt_max, float* state, float* y, std::size_t ld_y,
                 float* dt_out) {
-    if (s.T < kSsdChunkedMinT)
+    if (s.T < ssd_chunked_min_t(simd::active()))
         ssd_recurrent(s, x, ld_x, B, C, ld_bc, dt_raw, ld_dt, dt_bias, A, D, dt_min, dt_max, state, y, ld_y, dt_out);
     else
         ssd_chunked(s, x, ld_x, B, C, ld_bc, dt_raw, ld_dt, dt_bias, A, D, dt_min, dt_max, state, y, ld_y, dt_out,
