@@ -3,9 +3,9 @@
 // Query head h reads KV head h / (Hq / Hkv). The Tq new tokens are the last Tq of the Tk
 // keys, so query t sees keys 0 .. Tk - Tq + t. Scores and softmax in float32.
 // Prefill, per head and block of query rows: S = scale * Q_h K_j^T over the keys the block sees,
-// row softmax, O_h = P V_j, both products on gemm_nt (our AVX-512 GEMM, sgemm below avx512);
-// heads run on the thread pool. Decode: the query heads of a KV head as one block on sgemm. The probabilities can be
-// returned (interpretability: attn_probs).
+// row softmax, O_h = P V_j; at the avx512 levels both products on our AVX-512 GEMM (gemm_nt,
+// V transposed), below on sgemm; heads run on the thread pool. Decode: the query heads of a KV
+// head as one block on sgemm. The probabilities can be returned (interpretability: attn_probs).
 
 #include <algorithm>  // std::max, std::min, std::copy, std::fill
 #include <cstddef>    // std::size_t
@@ -99,18 +99,18 @@ inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q,
     const bool own = detail::own_gemm(level);
     parallel_for(s.Hq, [&](std::size_t h0, std::size_t h1) {
         // One block's scores at a time: kAttentionQueryBlock x Tk floats a thread (1 MiB at 4,096
-        // keys), not Tq x Tk; V of the KV head in use transposed, [hd, Tk], so that both products
-        // take the keys' rows as the columns of their result (gemm_nt).
+        // keys), not Tq x Tk; on our GEMM, V of the KV head in use transposed, [hd, Tk], so that
+        // both products take the keys' rows as the columns of their result (gemm_nt).
         thread_local std::vector<float> scores, vt, pack;
         scores.resize(std::min(kAttentionQueryBlock, s.Tq) * s.Tk);
-        vt.resize(s.hd * s.Tk);
+        if (own) vt.resize(s.hd * s.Tk);
         pack.resize(gemm_nt_pack_floats(std::max(s.hd, std::min(kAttentionKeyBlock, s.Tk))));
         std::size_t vt_head = s.Hkv;  // the KV head vt holds (none yet)
         isa::with_isa(level, [&](auto tag) {
             for (std::size_t h = h0; h < h1; ++h) {
                 const std::size_t j = h / rep;
                 const float* Kj = K + j * ld_head;
-                if (vt_head != j) {  // 16 keys at a time: each row of vt gets a cache line
+                if (own && vt_head != j) {  // 16 keys at a time: each row of vt gets a cache line
                     const float* Vj = V + j * ld_head;
                     for (std::size_t k0 = 0; k0 < s.Tk; k0 += 16)
                         for (std::size_t d = 0; d < s.hd; ++d)
@@ -126,11 +126,17 @@ inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q,
                     gemm_nt(own, nt, nk, s.hd, scale, q + t0 * ld_q + h * s.hd, ld_q, Kj, s.hd, sc, s.Tk, false,
                             pack.data());
                     for (std::size_t t = 0; t < nt; ++t) softmax_row(tag, sc + t * s.Tk, offset + t0 + t + 1, nk);
-                    // out_h [nt, hd] = P [nt, nk] . V_j[0..nk], over blocks of keys
+                    // out_h [nt, hd] = P [nt, nk] . V_j[0..nk]: on our GEMM over blocks of keys
+                    // of the transposed V, on sgemm with V as it is (the transposition made the
+                    // sgemm levels 1-7 % slower)
                     float* oh = out + t0 * ld_o + h * s.hd;
-                    for (std::size_t k0 = 0; k0 < nk; k0 += kAttentionKeyBlock)
-                        gemm_nt(own, nt, s.hd, std::min(kAttentionKeyBlock, nk - k0), 1.0f, sc + k0, s.Tk,
-                                vt.data() + k0, s.Tk, oh, ld_o, k0 > 0, pack.data());
+                    if (own)
+                        for (std::size_t k0 = 0; k0 < nk; k0 += kAttentionKeyBlock)
+                            gemm_nt(own, nt, s.hd, std::min(kAttentionKeyBlock, nk - k0), 1.0f, sc + k0, s.Tk,
+                                    vt.data() + k0, s.Tk, oh, ld_o, k0 > 0, pack.data());
+                    else
+                        blas::gemm_serial(false, false, nt, s.hd, nk, 1.0f, sc, s.Tk, V + j * ld_head, s.hd, 0.0f,
+                                          oh, ld_o);
                     if (probs)
                         for (std::size_t t = 0; t < nt; ++t) {
                             float* dst = probs + (h * s.Tq + t0 + t) * s.Tk;
