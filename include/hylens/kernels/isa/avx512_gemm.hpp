@@ -1,6 +1,7 @@
 #pragma once
-// The prefill product of the avx512 level (core/simd.hpp): C = alpha A W^T over a range of W's
-// rows, A float32 and W float32 or bf16 (widened while it is packed), for kernels/linear.hpp.
+// The prefill product of the avx512 level (core/simd.hpp): C = alpha A W^T (or C += alpha A W^T)
+// over a range of W's rows, A float32 and W float32 or bf16 (widened while it is packed), for
+// kernels/linear.hpp and, through kernels/gemm_nt.hpp, the chunked SSD and attention.
 // OpenBLAS's sgemm (the other levels' path) runs its AVX2 kernels on CPUs it does not know,
 // which halves the FMA width of an AVX-512 core (docs/performance.md, "F32 prefill").
 //   pack_panel  32 rows of W transposed into k-major order: pack[k * 32 + c] = W[n + c, k],
@@ -9,8 +10,8 @@
 //               (row, 16 columns, k), A's element broadcast
 //   gemm_rows   panels of W's rows [n0, n1), each times every row tile of A
 // Each element of C is one register lane summed over k = 0, 1, ..., K - 1 in that order from
-// zero, then times alpha, whatever the range, the tile and the thread: the same bits for any
-// split of W's rows. Same rule as isa/avx512.hpp: only masked or zero-masked intrinsic forms.
+// zero, then times alpha (then added to C's value when accumulating), whatever the range, the
+// tile and the thread: the same bits for any split of W's rows. Same rule as isa/avx512.hpp: only masked or zero-masked intrinsic forms.
 
 #include <algorithm>  // std::min
 #include <cstddef>    // std::size_t
