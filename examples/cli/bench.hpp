@@ -4,9 +4,11 @@
 // the achieved fraction of it:
 //  * prefill: the rate of the pool's float32 many-row product (kernels::linear: our AVX-512 GEMM
 //    at levels avx512 / avx512bf16, OpenBLAS sgemm below; best of 5, GFLOP/s, [512 x 1024] x
-//    [2048 x 1024]^T), turned into
-//    tokens/s with 2 x (matrix weight elements) FLOPs per token (attention and recurrence
-//    FLOPs are not counted, so the fraction is a slight underestimate); with
+//    [2048 x 1024]^T), turned into tokens/s with the matrix FLOPs of the test: 2 x (weight
+//    elements) per token for every matrix but the output head, whose 2 x (elements) count once
+//    (the logits of the last token only; until 2026-12-03 the head counted per token, which
+//    overstated the fraction by up to 1.5x for a large vocabulary); attention and recurrence
+//    FLOPs are not counted, so the fraction is a slight underestimate; with
 //    --bf16-activations on a checkpoint of bf16 matrices, the rate of the same product with a
 //    bf16 weight and rounded activations (kernels::linear: VDPBF16PS at level avx512bf16);
 //  * decode: the pool's read bandwidth (best of 5, GB/s, dispatched dot products over a 256 MiB buffer),
@@ -57,12 +59,20 @@ inline double median(std::vector<double> v) {
 }
 
 /// Weight traffic of one model: bytes a decode step reads, and matrix elements (FLOPs / 2 per
-/// token), of which bf16_matrix_elements are bf16.
+/// token), of which bf16_matrix_elements are bf16 and head_elements the output head's (the
+/// lm_head, or the embedding table when tied).
 struct ModelTraffic {
     double decode_bytes = 0;
     double matrix_elements = 0;
     double bf16_matrix_elements = 0;
+    double head_elements = 0;
 };
+
+/// The matrix FLOPs of a pp<n> test: every matrix but the head once per token, the head once
+/// (the test asks for the logits of the last token only, as llama-bench's does).
+inline double prefill_flops(const ModelTraffic& t, std::size_t n) {
+    return 2 * ((t.matrix_elements - t.head_elements) * static_cast<double>(n) + t.head_elements);
+}
 
 inline ModelTraffic model_traffic(const std::filesystem::path& dir, bool tied) {
     const io::Checkpoint ck = io::Checkpoint::open(dir);
@@ -81,6 +91,7 @@ inline ModelTraffic model_traffic(const std::filesystem::path& dir, bool tied) {
         if (info.shape.size() == 2 && info.shape[0] > 1 && info.shape[1] > 1) {
             t.matrix_elements += elems;
             if (info.dtype == DType::BF16) t.bf16_matrix_elements += elems;
+            if (embedding || name.find("lm_head") != std::string::npos) t.head_elements += elems;
         }
     }
     return t;
@@ -205,6 +216,7 @@ struct Result {
     std::string floor_name;
     double floor_rate = 0, floor_ts = 0;
     double weight_bytes = 0, cache_bytes = 0;  // per decode token (tg rows only)
+    double matrix_elements = 0, head_elements = 0;  // what the prefill floor counts (pp rows only)
 };
 
 inline void print_json(const Result& r, const std::string& model, const std::string& level, bool in_memory) {
@@ -228,6 +240,10 @@ inline void print_json(const Result& r, const std::string& model, const std::str
     if (r.n_gen > 0) {  // the bytes of one decode step the read floor divides
         j["weight_bytes"] = r.weight_bytes;
         j["cache_bytes"] = r.cache_bytes;
+    }
+    if (r.n_prompt > 0) {  // the matrices the GEMM floor counts: the head once, the rest per token
+        j["matrix_elements"] = r.matrix_elements;
+        j["head_elements"] = r.head_elements;
     }
     std::cout << j.dump() << std::endl;
 }
@@ -296,8 +312,8 @@ inline int run_bench(int argc, char** argv) {
                   << (no_mmap ? "  weights in memory" : "")
                   << "  decode moves " << std::setprecision(4) << (traffic.decode_bytes + cache_bytes) / 1e9
                   << " GB/token (weights " << traffic.decode_bytes / 1e9 << ", caches " << cache_bytes / 1e9
-                  << "), prefill " << 2 * traffic.matrix_elements / 1e9
-                  << " GFLOP/token\n"
+                  << "), prefill " << 2 * (traffic.matrix_elements - traffic.head_elements) / 1e9
+                  << " GFLOP/token + " << 2 * traffic.head_elements / 1e9 << " for the last token's logits\n"
                   << "test    thr    min t/s  med t/s   max t/s   floor             rate    floor t/s  frac\n";
     const auto prompt = bench_tokens(std::max<std::size_t>(n_prompt, 1), vocab, 1);
     const auto gen = bench_tokens(std::max<std::size_t>(n_gen, 1), vocab, 2);
@@ -313,7 +329,9 @@ inline int run_bench(int argc, char** argv) {
             if (n_prompt > 0) {
                 Result r{"pp" + std::to_string(n_prompt), t, n_prompt, 0, {},
                          bf16_floor ? "bf16_gemm_gflops" : "f32_gemm_gflops", bf16_floor ? bf16_gemm_gflops(5) : f32_gemm_gflops(5), 0};
-                r.floor_ts = r.floor_rate * 1e9 / (2 * traffic.matrix_elements);
+                r.floor_ts = r.floor_rate * 1e9 * static_cast<double>(n_prompt) / prefill_flops(traffic, n_prompt);
+                r.matrix_elements = traffic.matrix_elements;
+                r.head_elements = traffic.head_elements;
                 for (int i = 0; i < reps; ++i) {
                     auto cache = m.new_cache();
                     const auto t0 = Clock::now();

@@ -196,6 +196,14 @@ TEST_SUITE("cli") {
                   doctest::Approx(rows[1]["floor_rate"].get<double>() * 1e9 /
                                   (rows[1]["weight_bytes"].get<double>() + cache)));
             CHECK_FALSE(rows[0].contains("cache_bytes"));
+            // The prefill floor counts the head (untied lm_head, 320 x 64) once for the last
+            // token's logits and the other matrices per token: pp8.
+            CHECK(rows[0]["head_elements"].get<double>() == 320.0 * 64);
+            const double E = rows[0]["matrix_elements"].get<double>(), H = 320.0 * 64;
+            CHECK(E > H);
+            CHECK(rows[0]["floor_value"].get<double>() ==
+                  doctest::Approx(rows[0]["floor_rate"].get<double>() * 1e9 * 8 / (2 * ((E - H) * 8 + H))));
+            CHECK_FALSE(rows[1].contains("head_elements"));
         }
         {  // --no-mmap: the weights read into memory, said in every row
             const Run r = run_cli("bench --model " + kQwen + " -p 4 -n 2 -r 1 -t 1 --json --no-mmap");
