@@ -37,8 +37,8 @@ inline void check_attention_shape(const AttentionShape& s, std::size_t ld_q, std
 }
 
 /// Softmax over the first `visible` entries of a row of n; the rest (future keys) set to 0. The
-/// exponentials run on the vector exp of `tag`'s level (isa/recurrent_body.inl's exp_inplace,
-/// within 2 ulp of e^x), the sum in key order at every level.
+/// exponentials run on the vector exp of `tag`'s level (isa/recurrent_body.inl's
+/// exp_shifted_inplace, within 2 ulp of e^x), the sum in key order at every level.
 template <class IsaTag>
 inline void softmax_row(IsaTag tag, float* row, std::size_t visible, std::size_t n) noexcept {
     if (visible > 0) {
@@ -103,8 +103,10 @@ inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q,
         // both products take the keys' rows as the columns of their result (gemm_nt).
         thread_local std::vector<float> scores, vt, pack;
         scores.resize(std::min(kAttentionQueryBlock, s.Tq) * s.Tk);
-        if (own) vt.resize(s.hd * s.Tk);
-        pack.resize(gemm_nt_pack_floats(std::max(s.hd, std::min(kAttentionKeyBlock, s.Tk))));
+        if (own) {
+            vt.resize(s.hd * s.Tk);
+            pack.resize(gemm_nt_pack_floats(std::max(s.hd, std::min(kAttentionKeyBlock, s.Tk))));
+        }
         std::size_t vt_head = s.Hkv;  // the KV head vt holds (none yet)
         isa::with_isa(level, [&](auto tag) {
             for (std::size_t h = h0; h < h1; ++h) {

@@ -58,8 +58,7 @@ inline void ssd_recurrent_head(IsaTag tag, const SsdShape& s, const float* x, st
 
 // Floats of ssd_chunk's scratch for chunks of up to Q tokens and nh heads.
 inline std::size_t ssd_chunk_floats(const SsdShape& s, std::size_t Q, std::size_t nh) noexcept {
-    const std::size_t pack = gemm_nt_pack_floats(std::max(s.N, Q));
-    return nh * s.P * Q + Q * Q + nh * Q + s.N * Q + pack;
+    return nh * s.P * Q + Q * Q + nh * Q + gemm_nt_pack_floats(std::max(s.N, Q));
 }
 
 // One chunk of L tokens from t0 for the heads [a, a + nh) of one group, updating their states
@@ -68,23 +67,22 @@ inline std::size_t ssd_chunk_floats(const SsdShape& s, std::size_t Q, std::size_
 //   Y = diag(e^Acum_h) C S^T            one product, the nh P columns of Y at once
 //   Y_h += Lm_h (Delta x)_h             per head, Lm_h = (C B^T) o e^(Acum_l - Acum_s), s <= l
 //   S' = e^Acum_last S + X^T B          one product, X = diag(e^(Acum_last - Acum)) Delta x
-// CB: (L, L) = C B^T of this chunk and group, row stride ldcb. Scratch (ssd_chunk_floats):
-// XT (nh P, L) the scaled inputs transposed, Lm (L, L), eA (nh, Q), BT (N, L), the pack;
-// acum (nh, Q) in double. The L(L+1)/2 decays of a head run on the vector exp of `tag`'s level
-// (isa/recurrent_body.inl's exp_inplace, within 2 ulp of e^x at the float32-rounded difference):
-// one double exp each was 5-6 % of a Falcon-H1-0.5B prefill.
+// CB: (L, L) = C B^T of this chunk and group, BT: (N, L) its B transposed, both at row stride
+// Q. Scratch (ssd_chunk_floats): XT (nh P, L) the scaled inputs transposed, Lm (L, L), eA
+// (nh, Q), the pack; acum (nh, Q) in double. The L(L+1)/2 decays of a head run on the vector
+// exp of `tag`'s level (isa/recurrent_body.inl's exp_inplace, within 2 ulp of e^x at the
+// float32-rounded difference): one double exp each was 5-6 % of a Falcon-H1-0.5B prefill.
 template <class IsaTag>
-inline void ssd_chunk(IsaTag tag, bool own, const SsdShape& s, const float* x, std::size_t ld_x, const float* B,
-                      const float* C, std::size_t ld_bc, const float* dt_raw, std::size_t ld_dt, const float* dt_bias,
+inline void ssd_chunk(IsaTag tag, bool own, const SsdShape& s, const float* x, std::size_t ld_x, const float* C,
+                      std::size_t ld_bc, const float* dt_raw, std::size_t ld_dt, const float* dt_bias,
                       const float* A, const float* D, float dt_min, float dt_max, float* S, float* y,
                       std::size_t ld_y, float* dt_out, std::size_t a, std::size_t nh, std::size_t t0, std::size_t L,
-                      const float* CB, std::size_t ldcb, std::size_t Q, float* scratch, double* acum) {
+                      const float* CB, const float* BT, std::size_t Q, float* scratch, double* acum) {
     const std::size_t P = s.P, N = s.N, grp = a / (s.H / s.G), W = nh * P;
     float* XT = scratch;       // (W, L): XT[(j P + p) L + l] = Delta_l x[t0 + l, (a + j) P + p]
     float* Lm = XT + W * Q;    // (L, L) of one head
     float* eA = Lm + Q * Q;    // (nh, Q) e^Acum_l
-    float* BT = eA + nh * Q;   // (N, L) B of the chunk transposed
-    float* pack = BT + N * Q;
+    float* pack = eA + nh * Q;
     for (std::size_t j = 0; j < nh; ++j) {
         const std::size_t h = a + j;
         double* ac = acum + j * Q;
@@ -101,9 +99,6 @@ inline void ssd_chunk(IsaTag tag, bool own, const SsdShape& s, const float* x, s
         }
     }
     const float* Cc = C + t0 * ld_bc + grp * N;  // (L, N) at stride ld_bc
-    const float* Bc = B + t0 * ld_bc + grp * N;
-    for (std::size_t l = 0; l < L; ++l)
-        for (std::size_t n = 0; n < N; ++n) BT[n * L + l] = Bc[l * ld_bc + n];
     float* Y = y + t0 * ld_y + a * P;  // (L, W) at stride ld_y
     // Y = diag(e^Acum) C S^T + Lm (Delta x) + D x
     gemm_nt(own, L, W, N, 1.0f, Cc, ld_bc, S, N, Y, ld_y, false, pack);
@@ -119,7 +114,7 @@ inline void ssd_chunk(IsaTag tag, bool own, const SsdShape& s, const float* x, s
             for (std::size_t i = 0; i <= l; ++i) row[i] = static_cast<float>(ac[l] - ac[i]);
             std::fill(row + l + 1, row + n, 0.0f);
             exp_inplace(tag, row, n);
-            mul_inplace(tag, row, CB + l * ldcb, l + 1);
+            mul_inplace(tag, row, CB + l * Q, l + 1);
             std::fill(row + l + 1, row + L, 0.0f);
         }
         gemm_nt(own, L, P, L, 1.0f, Lm, L, XT + j * P * L, L, Y + j * P, ld_y, true, pack);
@@ -140,7 +135,7 @@ inline void ssd_chunk(IsaTag tag, bool own, const SsdShape& s, const float* x, s
         for (std::size_t p = 0; p < P; ++p) mul_inplace(tag, XT + (j * P + p) * L, w, L);
         scale_inplace(tag, S + j * P * N, eA[j * Q + L - 1], P * N);
     }
-    gemm_nt(own, W, N, L, 1.0f, XT, L, BT, L, S, N, true, pack);
+    gemm_nt(own, W, N, L, 1.0f, XT, L, BT, Q, S, N, true, pack);
 }
 
 }  // namespace detail
@@ -177,10 +172,13 @@ inline void ssd_chunked(const SsdShape& s, const float* x, std::size_t ld_x, con
     check<ShapeError>(chunk >= 1, "[", op, "] expected chunk >= 1, got ", chunk);
     const std::size_t Q = chunk < s.T ? chunk : s.T;
     const std::size_t n_chunks = (s.T + Q - 1) / Q;
-    // C B^T per (group, chunk): (G, n_chunks, Q, Q), shared by the H/G heads of a group.
-    thread_local std::vector<float> cb;
+    // C B^T and B transposed per (group, chunk): (G, n_chunks, Q, Q) and (G, n_chunks, N, Q), shared
+    // by the H/G heads of a group.
+    thread_local std::vector<float> cb, bt;
     cb.resize(s.G * n_chunks * Q * Q);
+    bt.resize(s.G * n_chunks * s.N * Q);
     float* CB = cb.data();
+    float* BT = bt.data();
     const simd::Level level = simd::active();
     const bool own = detail::own_gemm(level);
     parallel_for(s.G * n_chunks, [&](std::size_t i0, std::size_t i1) {
@@ -192,6 +190,9 @@ inline void ssd_chunked(const SsdShape& s, const float* x, std::size_t ld_x, con
             const float* Cc = C + t0 * ld_bc + grp * s.N;
             const float* Bc = B + t0 * ld_bc + grp * s.N;
             gemm_nt(own, L, L, s.N, 1.0f, Cc, ld_bc, Bc, ld_bc, CB + i * Q * Q, Q, false, pack.data());
+            float* bti = BT + i * s.N * Q;
+            for (std::size_t l = 0; l < L; ++l)
+                for (std::size_t n = 0; n < s.N; ++n) bti[n * Q + l] = Bc[l * ld_bc + n];
         }
     });
     const std::size_t per_group = s.H / s.G;
@@ -208,9 +209,9 @@ inline void ssd_chunked(const SsdShape& s, const float* x, std::size_t ld_x, con
                 float* S = state + a * s.P * s.N;
                 for (std::size_t c = 0; c < n_chunks; ++c) {
                     const std::size_t t0 = c * Q, L = t0 + Q <= s.T ? Q : s.T - t0;
-                    detail::ssd_chunk(tag, own, s, x, ld_x, B, C, ld_bc, dt_raw, ld_dt, dt_bias, A, D, dt_min, dt_max, S, y,
-                                      ld_y, dt_out, a, b - a, t0, L, CB + (grp * n_chunks + c) * Q * Q, Q, Q,
-                                      scratch.data(), acum.data());
+                    detail::ssd_chunk(tag, own, s, x, ld_x, C, ld_bc, dt_raw, ld_dt, dt_bias, A, D, dt_min, dt_max, S, y,
+                                      ld_y, dt_out, a, b - a, t0, L, CB + (grp * n_chunks + c) * Q * Q,
+                                      BT + (grp * n_chunks + c) * s.N * Q, Q, scratch.data(), acum.data());
                 }
                 a = b;
             }

@@ -233,20 +233,16 @@ HYLENS_TARGET_AVX512 inline void store_tile(const __m512 (&acc)[R][2], float* C,
     const __mmask16 k0 = tail_mask(nc < 16 ? nc : 16);  // (tail_mask(16) is all 16)
     const __mmask16 k1 = nc > 16 ? tail_mask(nc - 16) : __mmask16{0};
     const __m512 s = _mm512_set1_ps(alpha);
-    if (accumulate) {
-#pragma GCC unroll 14
-        for (std::size_t r = 0; r < R; ++r) {
-            float* c = C + r * ldc;
-            _mm512_mask_storeu_ps(c, k0, _mm512_add_ps(_mm512_maskz_loadu_ps(k0, c), _mm512_mul_ps(acc[r][0], s)));
-            _mm512_mask_storeu_ps(c + 16, k1,
-                                  _mm512_add_ps(_mm512_maskz_loadu_ps(k1, c + 16), _mm512_mul_ps(acc[r][1], s)));
-        }
-        return;
-    }
 #pragma GCC unroll 14
     for (std::size_t r = 0; r < R; ++r) {
-        _mm512_mask_storeu_ps(C + r * ldc, k0, _mm512_mul_ps(acc[r][0], s));
-        _mm512_mask_storeu_ps(C + r * ldc + 16, k1, _mm512_mul_ps(acc[r][1], s));
+        float* c = C + r * ldc;
+        __m512 v0 = _mm512_mul_ps(acc[r][0], s), v1 = _mm512_mul_ps(acc[r][1], s);
+        if (accumulate) {
+            v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(k0, c), v0);
+            v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(k1, c + 16), v1);
+        }
+        _mm512_mask_storeu_ps(c, k0, v0);
+        _mm512_mask_storeu_ps(c + 16, k1, v1);
     }
 }
 

@@ -11,7 +11,8 @@
 //   gemm_rows   panels of W's rows [n0, n1), each times every row tile of A
 // Each element of C is one register lane summed over k = 0, 1, ..., K - 1 in that order from
 // zero, then times alpha (then added to C's value when accumulating), whatever the range, the
-// tile and the thread: the same bits for any split of W's rows. Same rule as isa/avx512.hpp: only masked or zero-masked intrinsic forms.
+// tile and the thread: the same bits for any split of W's rows. Same rule as isa/avx512.hpp:
+// only masked or zero-masked intrinsic forms.
 
 #include <algorithm>  // std::min
 #include <cstddef>    // std::size_t

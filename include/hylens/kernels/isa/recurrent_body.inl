@@ -38,22 +38,9 @@ HYLENS_ISA_FN vf vexp_fast(vf x) noexcept {
     return vmul(p, vshift_bits(t, 0x4B400000u - 127u));  // 2^n from t's bits
 }
 
-/// v[i] <- e^v[i] for i < n by vexp_fast, the last n % kW values in one vector padded with zeros:
-/// every level computes each element with the same operations (the same bits at every level).
-/// The softmax rows of attention and the in-chunk decays of the chunked SSD.
-HYLENS_ISA_FN void exp_inplace(Tag, float* v, std::size_t n) noexcept {
-    std::size_t i = 0;
-    for (; i + kW <= n; i += kW) vstore(v + i, vexp_fast(vload(v + i)));
-    if (i < n) {
-        float lane[kW] = {};
-        for (std::size_t j = 0; i + j < n; ++j) lane[j] = v[i + j];
-        vstore(lane, vexp_fast(vload(lane)));
-        for (std::size_t j = 0; i + j < n; ++j) v[i + j] = lane[j];
-    }
-}
-
-/// v[i] <- e^(v[i] - shift) for i < n: the subtraction and then exp_inplace's exponential, the
-/// same bits as those two steps apart (the softmax rows of attention).
+/// v[i] <- e^(v[i] - shift) for i < n by vexp_fast, the last n % kW values in one vector padded
+/// with zeros: every level computes each element with the same operations (the same bits at
+/// every level). The softmax rows of attention (shift: the row's max).
 HYLENS_ISA_FN void exp_shifted_inplace(Tag, float* v, float shift, std::size_t n) noexcept {
     const vf sv = vset(shift);
     std::size_t i = 0;
@@ -65,6 +52,10 @@ HYLENS_ISA_FN void exp_shifted_inplace(Tag, float* v, float shift, std::size_t n
         for (std::size_t j = 0; i + j < n; ++j) v[i + j] = lane[j];
     }
 }
+
+/// v[i] <- e^v[i] for i < n: exp_shifted_inplace with no shift (x - 0 is x exactly, -0 and NaN
+/// included). The in-chunk decays of the chunked SSD.
+HYLENS_ISA_FN void exp_inplace(Tag tag, float* v, std::size_t n) noexcept { exp_shifted_inplace(tag, v, 0.0f, n); }
 
 /// The largest of v[0], ..., v[n - 1] (n >= 1; exact, whatever the order).
 HYLENS_ISA_FN float max_of(Tag, const float* v, std::size_t n) noexcept {
