@@ -150,10 +150,11 @@ inline RoundedInput round_input(const float* x, std::size_t ldx, std::size_t M, 
 // y = alpha round(x) W^T for a bf16 W, without the bias (linear() with precision::round_activations()).
 inline void products_rounded(const float* x, std::size_t ldx, std::size_t M, const Weight& W, float* y,
                              std::size_t ldy, float alpha) {
-    const std::size_t out = W.rows(), in = W.cols();
+    const std::size_t in = W.cols();
     const RoundedInput r = round_input(x, ldx, M, in, simd::active());
     if (r.xf) return products(r.xf, r.ld, M, W, y, ldy, alpha);
 #if HYLENS_SIMD_X86
+    const std::size_t out = W.rows();
     if (M <= kMatvecMaxRows) return matvec(r.xb, r.ld, M, W.bf16_data(), out, in, y, ldy, alpha);
     namespace bf = isa::avx512bf16;
     parallel_for((out + bf::kPanel - 1) / bf::kPanel, [&](std::size_t p0, std::size_t p1) {
@@ -233,9 +234,12 @@ inline void linear_group(const float* x, std::size_t ldx, std::size_t M, std::in
                 const std::size_t b = std::max(u0, first) - first, e = std::min(u1, first + n);
                 if (first + b < e) {
                     const std::size_t r0 = u.row(b, rows), r1 = u.row(e - first, rows);
-                    if (p.W.is_bf16() && rx.xb)
+#if HYLENS_SIMD_X86
+                    if (p.W.is_bf16() && rx.xb)  // bf16 activations: only at level avx512bf16
                         detail::matvec_rows(level, rx.xb, rx.ld, M, p.W.bf16_data(), in, r0, r1, p.y, p.ldy, alpha);
-                    else if (p.W.is_bf16())
+                    else
+#endif
+                    if (p.W.is_bf16())
                         detail::matvec_rows(level, rx.xf ? rx.xf : x, rx.xf ? rx.ld : ldx, M, p.W.bf16_data(), in, r0,
                                             r1, p.y, p.ldy, alpha);
                     else
