@@ -232,6 +232,8 @@ private:
     static void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
         _mm_pause();
+#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+        __asm__ __volatile__("yield" ::: "memory");  // the spin-wait hint (Linux's cpu_relax on arm64)
 #else
         std::this_thread::yield();
 #endif
@@ -270,7 +272,14 @@ private:
         in_worker() = false;
         if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
             std::unique_lock<std::mutex> lk(mutex_);
-            caller_waiting_.store(true, std::memory_order_seq_cst);
+            // With the worker's fetch_sub of pending_ and load of caller_waiting_ this is a
+            // Dekker handshake: one of the two sides must see the other's write. Each side writes
+            // with a read-modify-write (an exchange here, not a store): both are seq_cst either
+            // way, but QEMU's user-mode emulation of aarch64 on an x86 host runs a seq_cst store
+            // followed by a seq_cst load (STLR; LDAR) without a fence between them, so with a
+            // store both sides could read the old values and the caller sleep forever (seen
+            // under scripts/test-aarch64.sh); an exchange is a locked instruction on the host.
+            (void)caller_waiting_.exchange(true, std::memory_order_seq_cst);
             done_cv_.wait(lk, [&] { return pending_.load(std::memory_order_seq_cst) == 0; });
             caller_waiting_.store(false, std::memory_order_relaxed);
         }
