@@ -8,5 +8,5 @@ hylens_add_test_suite(test_cache
 # `hylens surgery` is exercised from the suite when the tool is built.
 if(TARGET hylens_cli)
   add_dependencies(test_cache hylens_cli)
-  target_compile_definitions(test_cache PRIVATE HYLENS_CLI="$<TARGET_FILE:hylens_cli>")
+  target_compile_definitions(test_cache PRIVATE HYLENS_CLI="${HYLENS_CLI_COMMAND}")
 endif()

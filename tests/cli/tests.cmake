@@ -8,12 +8,13 @@ if(TARGET hylens_cli)
   add_dependencies(test_cli hylens_cli)
   target_include_directories(test_cli PRIVATE ${PROJECT_SOURCE_DIR}/examples)
   target_compile_definitions(test_cli PRIVATE
-    HYLENS_CLI="$<TARGET_FILE:hylens_cli>"
+    HYLENS_CLI="${HYLENS_CLI_COMMAND}"
     HYLENS_TOKENIZER_FIXTURES="${HYLENS_TOKENIZER_FIXTURES_CLI}"
     HYLENS_CLI_DATA="${CMAKE_CURRENT_LIST_DIR}/data")
   # Piping lines through `hylens tokenize` gives the Hugging Face reference output.
   add_test(NAME cli.tokenize_pipe
     COMMAND ${CMAKE_COMMAND}
+      "-DEMULATOR=${CMAKE_CROSSCOMPILING_EMULATOR}"
       -DDRIVER=$<TARGET_FILE:hylens_cli>
       -DTOKENIZER=${HYLENS_TOKENIZER_FIXTURES_CLI}/llama2/tokenizer.json
       -DINPUT=${CMAKE_CURRENT_LIST_DIR}/cli_input.txt

@@ -7,7 +7,7 @@ hylens_add_test_suite(test_experiments
 # when the tool is built with MPI (HYLENS_WITH_MPI).
 if(TARGET hylens_cli)
   add_dependencies(test_experiments hylens_cli)
-  target_compile_definitions(test_experiments PRIVATE HYLENS_CLI="$<TARGET_FILE:hylens_cli>")
+  target_compile_definitions(test_experiments PRIVATE HYLENS_CLI="${HYLENS_CLI_COMMAND}")
   if(HYLENS_WITH_MPI)
     target_compile_definitions(test_experiments PRIVATE HYLENS_MPIRUN="${MPIEXEC_EXECUTABLE}")
   endif()

@@ -7,7 +7,7 @@ hylens_add_test_suite(test_interp
 # `hylens patch` is exercised from the suite when the command-line tool is built.
 if(TARGET hylens_cli)
   add_dependencies(test_interp hylens_cli)
-  target_compile_definitions(test_interp PRIVATE HYLENS_CLI="$<TARGET_FILE:hylens_cli>")
+  target_compile_definitions(test_interp PRIVATE HYLENS_CLI="${HYLENS_CLI_COMMAND}")
 endif()
 if(HYLENS_COMPILE_CHECKS)
 # Compile-fail: stitching a block of another model type without an adapter between hidden

@@ -9,7 +9,7 @@ target_compile_definitions(test_studies_circuit PRIVATE
   HYLENS_MODELS_DIR="${PROJECT_SOURCE_DIR}/models" HYLENS_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 if(TARGET hylens_cli)
   add_dependencies(test_studies_circuit hylens_cli)
-  target_compile_definitions(test_studies_circuit PRIVATE HYLENS_CLI="$<TARGET_FILE:hylens_cli>")
+  target_compile_definitions(test_studies_circuit PRIVATE HYLENS_CLI="${HYLENS_CLI_COMMAND}")
   if(HYLENS_WITH_MPI)
     target_compile_definitions(test_studies_circuit PRIVATE HYLENS_MPIRUN="${MPIEXEC_EXECUTABLE}")
   endif()

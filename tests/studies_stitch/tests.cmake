@@ -7,5 +7,5 @@ target_compile_definitions(test_studies_stitch PRIVATE
   HYLENS_MODELS_DIR="${PROJECT_SOURCE_DIR}/models" HYLENS_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 if(TARGET hylens_cli)
   add_dependencies(test_studies_stitch hylens_cli)
-  target_compile_definitions(test_studies_stitch PRIVATE HYLENS_CLI="$<TARGET_FILE:hylens_cli>")
+  target_compile_definitions(test_studies_stitch PRIVATE HYLENS_CLI="${HYLENS_CLI_COMMAND}")
 endif()

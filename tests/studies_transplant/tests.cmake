@@ -8,5 +8,5 @@ target_compile_definitions(test_studies_transplant PRIVATE
   HYLENS_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 if(TARGET hylens_cli)
   add_dependencies(test_studies_transplant hylens_cli)
-  target_compile_definitions(test_studies_transplant PRIVATE HYLENS_CLI="$<TARGET_FILE:hylens_cli>")
+  target_compile_definitions(test_studies_transplant PRIVATE HYLENS_CLI="${HYLENS_CLI_COMMAND}")
 endif()

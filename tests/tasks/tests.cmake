@@ -8,5 +8,5 @@ hylens_add_test_suite(test_tasks
 target_compile_definitions(test_tasks PRIVATE HYLENS_TASKS_DATA_DIR="${CMAKE_CURRENT_LIST_DIR}/data")
 if(TARGET hylens_cli)
   add_dependencies(test_tasks hylens_cli)
-  target_compile_definitions(test_tasks PRIVATE HYLENS_CLI="$<TARGET_FILE:hylens_cli>")
+  target_compile_definitions(test_tasks PRIVATE HYLENS_CLI="${HYLENS_CLI_COMMAND}")
 endif()
