@@ -15,21 +15,11 @@ SUDO=""
 if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
 
 # The native packages (headers, cmake) and the arm64 libraries beside them (Debian multiarch).
-bash scripts/install-deps.sh
 # libcld2-dev cannot be installed for two architectures at once (installing the arm64 one
 # removes the native one): only its arm64 runtime library, named to cmake below.
-ARM_PKGS="libopenblas-dev:arm64 liblapacke-dev:arm64 liblapack-dev:arm64 libpcre2-dev:arm64 \
-libutf8proc-dev:arm64 libcld2-0:arm64 zlib1g-dev:arm64"
-missing=""
-for p in g++-aarch64-linux-gnu qemu-user $ARM_PKGS; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-  export DEBIAN_FRONTEND=noninteractive
-  dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y --no-install-recommends $missing
-fi
+dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64
+bash scripts/install-deps.sh g++-aarch64-linux-gnu qemu-user libopenblas-dev:arm64 liblapacke-dev:arm64 \
+  liblapack-dev:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64 libcld2-0:arm64 zlib1g-dev:arm64
 
 # Release, no -march (there is none to give a cross compiler here), the compile-time checks
 # (standalone headers, compile-fail) left to the native suite: they do not depend on the target.

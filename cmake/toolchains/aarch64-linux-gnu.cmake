@@ -6,8 +6,9 @@ set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
 set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
-# Libraries from /usr/lib/aarch64-linux-gnu only; headers (arch-independent: xtensor, doctest,
-# nlohmann_json, CLI11) and CMake package files from /usr as usual.
+# Libraries from the arm64 multiarch directory /usr/lib/aarch64-linux-gnu
+# (CMAKE_LIBRARY_ARCHITECTURE); headers (arch-independent: xtensor, doctest, nlohmann_json,
+# CLI11) and CMake package files from /usr as usual.
 set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu)
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY BOTH)

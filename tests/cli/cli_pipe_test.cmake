@@ -1,7 +1,8 @@
 # Pipes cli_input.txt through `hylens tokenize --offsets` and compares with the reference
 # output (generated once with the Hugging Face tokenizers library, see tools/tokenizer), then
 # pipes the ids back through `hylens detokenize` and expects the input again. EMULATOR (empty
-# but when cross-compiling) is the command that runs the tool.
+# but when cross-compiling) is the command line that runs the tool.
+separate_arguments(EMULATOR UNIX_COMMAND "${EMULATOR}")
 execute_process(COMMAND ${EMULATOR} ${DRIVER} tokenize --tokenizer ${TOKENIZER} --offsets
   INPUT_FILE ${INPUT} OUTPUT_VARIABLE got RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)

@@ -14,7 +14,7 @@ if(TARGET hylens_cli)
   # Piping lines through `hylens tokenize` gives the Hugging Face reference output.
   add_test(NAME cli.tokenize_pipe
     COMMAND ${CMAKE_COMMAND}
-      "-DEMULATOR=${CMAKE_CROSSCOMPILING_EMULATOR}"
+      "-DEMULATOR=${HYLENS_EMULATOR_COMMAND}"
       -DDRIVER=$<TARGET_FILE:hylens_cli>
       -DTOKENIZER=${HYLENS_TOKENIZER_FIXTURES_CLI}/llama2/tokenizer.json
       -DINPUT=${CMAKE_CURRENT_LIST_DIR}/cli_input.txt

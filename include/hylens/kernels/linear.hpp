@@ -234,16 +234,15 @@ inline void linear_group(const float* x, std::size_t ldx, std::size_t M, std::in
                 const std::size_t b = std::max(u0, first) - first, e = std::min(u1, first + n);
                 if (first + b < e) {
                     const std::size_t r0 = u.row(b, rows), r1 = u.row(e - first, rows);
-#if HYLENS_SIMD_X86
-                    if (p.W.is_bf16() && rx.xb)  // bf16 activations: only at level avx512bf16
-                        detail::matvec_rows(level, rx.xb, rx.ld, M, p.W.bf16_data(), in, r0, r1, p.y, p.ldy, alpha);
-                    else
-#endif
-                    if (p.W.is_bf16())
+                    if (!p.W.is_bf16())
+                        detail::matvec_rows(level, x, ldx, M, p.W.f32(), in, r0, r1, p.y, p.ldy, alpha);
+                    else if (!rx.xb)
                         detail::matvec_rows(level, rx.xf ? rx.xf : x, rx.xf ? rx.ld : ldx, M, p.W.bf16_data(), in, r0,
                                             r1, p.y, p.ldy, alpha);
-                    else
-                        detail::matvec_rows(level, x, ldx, M, p.W.f32(), in, r0, r1, p.y, p.ldy, alpha);
+#if HYLENS_SIMD_X86
+                    else  // bf16 activations: only at level avx512bf16
+                        detail::matvec_rows(level, rx.xb, rx.ld, M, p.W.bf16_data(), in, r0, r1, p.y, p.ldy, alpha);
+#endif
                 }
                 first += n;
             }
