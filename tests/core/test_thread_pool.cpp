@@ -134,6 +134,22 @@ TEST_CASE("thread pool: the automatic polling rule and its reading of /proc/load
     CHECK(ThreadPool::cores_to_spare(6, 2, 4, 8));       // 4 others + 4 threads on 8 cores
     CHECK_FALSE(ThreadPool::cores_to_spare(7, 2, 4, 8));
     CHECK(ThreadPool::cores_to_spare(0, 1, 1, 1));       // a count read before ours were counted
+    // The verdict over the checks (2 threads, 2 cores): a reading with no core to spare stops
+    // the polling only when kAutoBusyChecks of them come in a row; one with cores to spare
+    // starts it again at once; an unreadable /proc/loadavg blocks at once.
+    static_assert(ThreadPool::kAutoBusyChecks == 3);
+    ThreadPool::AutoPollRule rule;
+    CHECK(rule.update(2, 2, 2, 2));        // quiet
+    CHECK(rule.update(3, 2, 2, 2));        // one busy reading (a kernel thread, a woken worker)
+    CHECK(rule.update(2, 2, 2, 2));        // quiet again: the streak starts over
+    CHECK(rule.update(2, 1, 2, 2));        // busy 1
+    CHECK(rule.update(4, 2, 2, 2));        // busy 2
+    CHECK_FALSE(rule.update(3, 2, 2, 2));  // busy 3: block
+    CHECK_FALSE(rule.update(2, 1, 2, 2));  // still busy: still blocking
+    CHECK(rule.update(1, 1, 2, 2));        // cores to spare: poll
+    CHECK_FALSE(rule.update(-1, 2, 2, 2)); // no reading: block
+    CHECK_FALSE(rule.update(3, 2, 2, 2));  // ...and a busy reading right after keeps blocking
+    CHECK(rule.update(2, 2, 2, 2));
     // In the automatic mode the polling time is one of the two the rule chooses from.
     auto& pool = ThreadPool::instance();
     const bool auto_before = pool.spin_is_auto();

@@ -15,7 +15,12 @@
 // since the polling thread takes time they need. So by default the pool decides (automatic
 // mode): at most every 100 ms the caller reads the number of runnable tasks in /proc/loadavg,
 // and the pool polls kAutoSpinMicros while the tasks that are not its own leave a core to each
-// of its threads, else blocks at once (and always where /proc/loadavg is missing).
+// of its threads, else blocks at once (and always where /proc/loadavg is missing). One reading
+// that finds no core to spare does not stop the polling, kAutoBusyChecks in a row do
+// (AutoPollRule): a single reading is often wrong on a quiet machine, since a worker just woken
+// still counts as asleep and a kernel thread may be runnable for a moment, and when one such
+// reading made the pool block, the woken workers kept it blocking (20-35 % of the regions of a
+// decode-like stream at 2 threads on a quiet machine; docs/performance.md).
 // HYLENS_POOL_SPIN_US=N (0 to 10000) or set_spin_micros(N) fixes the time instead
 // (docs/performance.md).
 //
@@ -59,6 +64,27 @@ public:
     /// (0 to 10000, or "auto") sets the mode when the pool is created, set_spin_micros /
     /// set_spin_auto at any time.
     static constexpr int kAutoSpinMicros = 50;
+    /// Consecutive checks (100 ms apart) that find no core to spare before the automatic mode
+    /// stops polling; one that finds cores to spare starts it again.
+    static constexpr int kAutoBusyChecks = 3;
+
+    /// The automatic mode's verdict over its checks: update() takes one reading of /proc/loadavg
+    /// (runnable tasks, -1 if unreadable) and says whether to poll until the next check.
+    struct AutoPollRule {
+        int busy_streak = 0;  // consecutive readings that found no core to spare
+        constexpr bool update(long runnable, std::size_t ours, std::size_t threads, std::size_t cores) noexcept {
+            if (runnable < 0) {  // nothing to go by: block
+                busy_streak = kAutoBusyChecks;
+                return false;
+            }
+            if (cores_to_spare(static_cast<std::size_t>(runnable), ours, threads, cores)) {
+                busy_streak = 0;
+                return true;
+            }
+            busy_streak = std::min(busy_streak + 1, kAutoBusyChecks);
+            return busy_streak < kAutoBusyChecks;
+        }
+    };
 
     /// Fixes the microseconds an idle thread polls before blocking (0: block at once).
     void set_spin_micros(int us) {
@@ -225,8 +251,7 @@ private:
         const std::size_t asleep = static_cast<std::size_t>(std::max(sleepers_.load(std::memory_order_relaxed), 0));
         const std::size_t ours = size() - std::min(asleep, size() - 1);
         static const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-        auto_poll_.store(runnable >= 0 && cores_to_spare(static_cast<std::size_t>(runnable), ours, size(), cores),
-                         std::memory_order_relaxed);
+        auto_poll_.store(auto_rule_.update(runnable, ours, size(), cores), std::memory_order_relaxed);
     }
 
     static void cpu_relax() noexcept {
@@ -339,6 +364,7 @@ private:
     std::atomic<int> spin_us_{kAutoSpin};
     std::atomic<bool> auto_poll_{false};     // the automatic mode's last verdict
     std::chrono::steady_clock::time_point last_check_{};
+    AutoPollRule auto_rule_;                 // the checks' history (the caller's, under job_mutex_)
 };
 
 /// Rows per parallel range for elementwise work over rows of `row_values` values (the norms, the
