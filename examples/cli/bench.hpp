@@ -14,6 +14,8 @@
 //  * decode: the pool's read bandwidth (best of 5, GB/s, dispatched dot products over a 256 MiB buffer),
 //    turned into tokens/s with the bytes a decode step must read: every tensor of the
 //    checkpoint except an untied embedding table (of which one row is read).
+// Each floor is measured right before and right after its test, and the better of the two is
+// the floor; their ratio (floor_spread) says whether the machine's rate held through the test.
 // Like llama-bench: pp runs the prompt on a fresh cache (logits of the last token only); tg
 // feeds n tokens one at a time on a fresh cache. Token ids are fixed pseudo-random (splitmix64).
 
@@ -214,10 +216,29 @@ struct Result {
     std::size_t threads = 0, n_prompt = 0, n_gen = 0;
     std::vector<double> samples;
     std::string floor_name;
-    double floor_rate = 0, floor_ts = 0;
+    double floor_before = 0, floor_after = 0;  // best of 5 right before and right after the test
+    double floor_rate = 0, floor_ts = 0;       // the better of the two, and as tokens/s
     double weight_bytes = 0, cache_bytes = 0;  // per decode token (tg rows only)
     double matrix_elements = 0, head_elements = 0;  // what the prefill floor counts (pp rows only)
 };
+
+/// The lower of the floor's two measurements over the higher: near 1 when the machine's rate
+/// held through the test; well below it when it moved (a neighbour's load came or went), and
+/// then the fraction of the floor says little.
+inline double floor_spread(const Result& r) {
+    return std::min(r.floor_before, r.floor_after) / std::max(r.floor_before, r.floor_after);
+}
+
+/// Runs the test between two measurements of its floor (rate(): best of 5) and keeps the
+/// better as the floor; tokens_per_s_of(rate) turns a rate into the floor's tokens/s.
+template <class Rate, class Test, class TokensPerS>
+void measure(Result& r, Rate rate, Test test, TokensPerS tokens_per_s_of) {
+    r.floor_before = rate();
+    test();
+    r.floor_after = rate();
+    r.floor_rate = std::max(r.floor_before, r.floor_after);
+    r.floor_ts = tokens_per_s_of(r.floor_rate);
+}
 
 inline void print_json(const Result& r, const std::string& model, const std::string& level, bool in_memory) {
     nlohmann::json j;
@@ -235,6 +256,9 @@ inline void print_json(const Result& r, const std::string& model, const std::str
     j["max_ts"] = *std::max_element(r.samples.begin(), r.samples.end());
     j["floor_name"] = r.floor_name;
     j["floor_rate"] = r.floor_rate;
+    j["floor_rate_before"] = r.floor_before;
+    j["floor_rate_after"] = r.floor_after;
+    j["floor_spread"] = floor_spread(r);
     j["floor_value"] = r.floor_ts;
     j["fraction_of_floor"] = median(r.samples) / r.floor_ts;
     if (r.n_gen > 0) {  // the bytes of one decode step the read floor divides
@@ -255,7 +279,7 @@ inline void print_row(const Result& r) {
          << r.threads << std::setw(10) << *std::min_element(r.samples.begin(), r.samples.end()) << std::setw(10) << med
          << std::setw(10) << *std::max_element(r.samples.begin(), r.samples.end()) << "   " << std::setw(18)
          << r.floor_name << std::setw(9) << r.floor_rate << std::setw(10) << r.floor_ts << std::setw(8)
-         << med / r.floor_ts;
+         << med / r.floor_ts << std::setw(8) << floor_spread(r);
     std::cout << line.str() << std::endl;
 }
 
@@ -314,7 +338,7 @@ inline int run_bench(int argc, char** argv) {
                   << " GB/token (weights " << traffic.decode_bytes / 1e9 << ", caches " << cache_bytes / 1e9
                   << "), prefill " << 2 * (traffic.matrix_elements - traffic.head_elements) / 1e9
                   << " GFLOP/token + " << 2 * traffic.head_elements / 1e9 << " for the last token's logits\n"
-                  << "test    thr    min t/s  med t/s   max t/s   floor             rate    floor t/s  frac\n";
+                  << "test    thr    min t/s  med t/s   max t/s   floor             rate    floor t/s  frac  spread\n";
     const auto prompt = bench_tokens(std::max<std::size_t>(n_prompt, 1), vocab, 1);
     const auto gen = bench_tokens(std::max<std::size_t>(n_gen, 1), vocab, 2);
     for (const std::size_t t : threads) {
@@ -328,29 +352,37 @@ inline int run_bench(int argc, char** argv) {
             }
             if (n_prompt > 0) {
                 Result r{"pp" + std::to_string(n_prompt), t, n_prompt, 0, {},
-                         bf16_floor ? "bf16_gemm_gflops" : "f32_gemm_gflops", bf16_floor ? bf16_gemm_gflops(5) : f32_gemm_gflops(5), 0};
-                r.floor_ts = r.floor_rate * 1e9 * static_cast<double>(n_prompt) / prefill_flops(traffic, n_prompt);
+                         bf16_floor ? "bf16_gemm_gflops" : "f32_gemm_gflops"};
                 r.matrix_elements = traffic.matrix_elements;
                 r.head_elements = traffic.head_elements;
-                for (int i = 0; i < reps; ++i) {
-                    auto cache = m.new_cache();
-                    const auto t0 = Clock::now();
-                    (void)m.forward(TokenBatch(prompt), cache, last);
-                    r.samples.push_back(static_cast<double>(n_prompt) / seconds_since(t0));
-                }
+                measure(
+                    r, [&] { return bf16_floor ? bf16_gemm_gflops(5) : f32_gemm_gflops(5); },
+                    [&] {
+                        for (int i = 0; i < reps; ++i) {
+                            auto cache = m.new_cache();
+                            const auto t0 = Clock::now();
+                            (void)m.forward(TokenBatch(prompt), cache, last);
+                            r.samples.push_back(static_cast<double>(n_prompt) / seconds_since(t0));
+                        }
+                    },
+                    [&](double gflops) { return gflops * 1e9 * static_cast<double>(n_prompt) / prefill_flops(traffic, n_prompt); });
                 json ? print_json(r, model_name, level, no_mmap) : print_row(r);
             }
             if (n_gen > 0) {
-                Result r{"tg" + std::to_string(n_gen), t, 0, n_gen, {}, "read_gbps", read_gbps(5), 0};
+                Result r{"tg" + std::to_string(n_gen), t, 0, n_gen, {}, "read_gbps"};
                 r.weight_bytes = traffic.decode_bytes;
                 r.cache_bytes = cache_bytes;
-                r.floor_ts = r.floor_rate * 1e9 / (traffic.decode_bytes + cache_bytes);
-                for (int i = 0; i < reps; ++i) {
-                    auto cache = m.new_cache();
-                    const auto t0 = Clock::now();
-                    for (std::size_t k = 0; k < n_gen; ++k) (void)m.forward(TokenBatch({gen[k]}), cache, last);
-                    r.samples.push_back(static_cast<double>(n_gen) / seconds_since(t0));
-                }
+                measure(
+                    r, [] { return read_gbps(5); },
+                    [&] {
+                        for (int i = 0; i < reps; ++i) {
+                            auto cache = m.new_cache();
+                            const auto t0 = Clock::now();
+                            for (std::size_t k = 0; k < n_gen; ++k) (void)m.forward(TokenBatch({gen[k]}), cache, last);
+                            r.samples.push_back(static_cast<double>(n_gen) / seconds_since(t0));
+                        }
+                    },
+                    [&](double gbps) { return gbps * 1e9 / (traffic.decode_bytes + cache_bytes); });
                 json ? print_json(r, model_name, level, no_mmap) : print_row(r);
             }
         });

@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -178,6 +179,12 @@ TEST_SUITE("cli") {
                 CHECK(j["floor_value"].get<double>() > 0);
                 CHECK(j["fraction_of_floor"].get<double>() ==
                       doctest::Approx(j["median_ts"].get<double>() / j["floor_value"].get<double>()));
+                // The floor is the better of its measurements before and after the test.
+                const double before = j["floor_rate_before"].get<double>(), after = j["floor_rate_after"].get<double>();
+                CHECK(before > 0);
+                CHECK(after > 0);
+                CHECK(j["floor_rate"].get<double>() == std::max(before, after));
+                CHECK(j["floor_spread"].get<double>() == doctest::Approx(std::min(before, after) / std::max(before, after)));
                 CHECK(j["bf16_activations"] == rounding);
                 CHECK(j["weights"] == "mapped");
                 if (rounding) CHECK(j["simd"] == "baseline");

@@ -5,9 +5,15 @@
 usage: summarize_compare.py OUT.jsonl              (prints a Markdown table)
        summarize_compare.py R1.jsonl R2.jsonl ...   (rounds of the same run: each row's ratio and
                                                     fraction per round, and their medians)
+
+A fraction whose floor moved during its test (hylens bench's floor_spread below 0.9: the rates
+measured before and after it differ by more than 10 %) is marked *, and the median of the
+fractions leaves such rounds out (all of them, if no round is steady).
 """
 import json
 import statistics
+
+STEADY = 0.9  # floor_spread at or above this: the machine's rate held through the test
 import sys
 from collections import defaultdict
 
@@ -27,7 +33,8 @@ def read(path):
         else:
             key = (r["preset"], r["dtype"], r["test"], r["threads"])
             med[key]["hylens"] = r["median_ts"]
-            frac[key] = (r["fraction_of_floor"], r["floor_name"], r["floor_rate"])
+            # rows of hylens bench before session 21 have no floor_spread: taken as steady
+            frac[key] = (r["fraction_of_floor"], r["floor_name"], r["floor_rate"], r.get("floor_spread", 1.0))
     return med, frac
 
 
@@ -43,26 +50,31 @@ def one(path):
     print("|---|---|---|---|---|---|---|---|")
     for key in rows(med):
         e = med[key]
-        f, fname, frate = frac[key]
+        f, fname, frate, spread = frac[key]
         unit = "GFLOP/s" if fname.endswith("gflops") else "GB/s"
         print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {e['llama.cpp']:.2f} | {e['hylens']:.2f} | "
-              f"{e['hylens'] / e['llama.cpp']:.2f}x | {f:.2f} ({frate:.1f} {unit}) |")
+              f"{e['hylens'] / e['llama.cpp']:.2f}x | {mark(f, spread)} ({frate:.1f} {unit}) |")
+
+
+def mark(fraction, spread):
+    return f"{fraction:.2f}" + ("" if spread >= STEADY else "*")
 
 
 def rounds(paths):
     runs = [read(p) for p in paths]
     common = set.intersection(*(set(rows(m)) for m, _ in runs))
     keys = [k for k in rows(runs[0][0]) if k in common]
-    print("| model | dtype | test | threads | hylens / llama.cpp per round | median | hylens of floor per round | median | floor per round |")
+    print("| model | dtype | test | threads | hylens / llama.cpp per round | median | hylens of floor per round (* floor moved) | median (steady rounds) | floor per round |")
     print("|---|---|---|---|---|---|---|---|---|")
     for key in keys:
         ratios = [m[key]["hylens"] / m[key]["llama.cpp"] for m, _ in runs]
         fracs = [f[key][0] for _, f in runs]
+        steady = [f[key][0] for _, f in runs if f[key][3] >= STEADY] or fracs
         unit = "GFLOP/s" if runs[0][1][key][1].endswith("gflops") else "GB/s"
         floors = " / ".join(f"{f[key][2]:.1f}" for _, f in runs)
         print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {' / '.join(f'{x:.2f}' for x in ratios)} | "
-              f"**{statistics.median(ratios):.2f}x** | {' / '.join(f'{x:.2f}' for x in fracs)} | "
-              f"{statistics.median(fracs):.2f} | {floors} {unit} |")
+              f"**{statistics.median(ratios):.2f}x** | {' / '.join(mark(f[key][0], f[key][3]) for _, f in runs)} | "
+              f"{statistics.median(steady):.2f} | {floors} {unit} |")
 
 
 if __name__ == "__main__":
