@@ -64,6 +64,24 @@ HYLENS_TARGET_AVX512 inline float dot(const float* x, const T* w, std::size_t n)
 template <class T>
 HYLENS_TARGET_AVX512 inline void dot4_from(const float* x, const T* w, std::size_t n, std::size_t rs, std::size_t i,
                                            __m512 (&acc)[4][2]) noexcept {
+    // bf16 rows: two cache lines of each row a pass, as the float32 loop below reads (the same
+    // vectors into the same accumulators in the same order as two of its passes: the same
+    // bits). In a 1-thread harness of the decode's streams this read 1.04-1.09x the one-line
+    // loop in 9 of 11 runs (docs/performance.md, § "Decode side by side in three rounds, the
+    // pool's automatic mode mended").
+    if constexpr (sizeof(T) == 2)
+        for (; i + 64 <= n; i += 64) {
+            const __m512 x0 = load(x + i), x1 = load(x + i + 16), x2 = load(x + i + 32), x3 = load(x + i + 48);
+#pragma GCC unroll 4
+            for (std::size_t j = 0; j < 4; ++j) {
+                prefetch_row_ahead(w + j * rs + i);
+                prefetch_row_ahead(w + j * rs + i + 32);
+                acc[j][0] = _mm512_fmadd_ps(x0, load(w + j * rs + i), acc[j][0]);
+                acc[j][1] = _mm512_fmadd_ps(x1, load(w + j * rs + i + 16), acc[j][1]);
+                acc[j][0] = _mm512_fmadd_ps(x2, load(w + j * rs + i + 32), acc[j][0]);
+                acc[j][1] = _mm512_fmadd_ps(x3, load(w + j * rs + i + 48), acc[j][1]);
+            }
+        }
     for (; i + 32 <= n; i += 32) {
         const __m512 x0 = load(x + i), x1 = load(x + i + 16);
 #pragma GCC unroll 4
