@@ -147,7 +147,7 @@ TEST_CASE("thread pool: the automatic polling rule and its reading of /proc/load
     CHECK_FALSE(rule.update(3, 2, 2, 2));  // busy 3: block
     CHECK_FALSE(rule.update(2, 1, 2, 2));  // still busy: still blocking
     CHECK(rule.update(1, 1, 2, 2));        // cores to spare: poll
-    CHECK_FALSE(rule.update(-1, 2, 2, 2)); // no reading: block
+    CHECK_FALSE(rule.update(-1, 2, 2, 2));  // no reading: block
     CHECK_FALSE(rule.update(3, 2, 2, 2));  // ...and a busy reading right after keeps blocking
     CHECK(rule.update(2, 2, 2, 2));
     // In the automatic mode the polling time is one of the two the rule chooses from.

@@ -12,10 +12,10 @@ fractions leaves such rounds out (all of them, if no round is steady).
 """
 import json
 import statistics
-
-STEADY = 0.9  # floor_spread at or above this: the machine's rate held through the test
 import sys
 from collections import defaultdict
+
+STEADY = 0.9  # floor_spread at or above this: the machine's rate held through the test
 
 
 def read(path):
