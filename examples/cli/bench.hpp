@@ -220,6 +220,26 @@ struct Result {
     double floor_rate = 0, floor_ts = 0;       // the better of the two, and as tokens/s
     double weight_bytes = 0, cache_bytes = 0;  // per decode token (tg rows only)
     double matrix_elements = 0, head_elements = 0;  // what the prefill floor counts (pp rows only)
+    // The pool's parallel regions over the timed runs (ThreadPool::RegionStats, summed), the
+    // tokens and the seconds of those runs.
+    double regions = 0, wait_seconds = 0, between_seconds = 0, timed_seconds = 0, tokens = 0;
+
+    /// Times one run of `tokens` tokens (run()), its seconds and the pool's regions counted.
+    template <class Run>
+    void time_run(std::size_t n_tokens, Run run) {
+        ThreadPool& pool = ThreadPool::instance();
+        pool.reset_region_stats();
+        const auto t0 = Clock::now();
+        run();
+        const double s = seconds_since(t0);
+        const ThreadPool::RegionStats st = pool.region_stats();
+        samples.push_back(static_cast<double>(n_tokens) / s);
+        regions += static_cast<double>(st.regions);
+        wait_seconds += st.wait_seconds;
+        between_seconds += st.between_seconds;
+        timed_seconds += s;
+        tokens += static_cast<double>(n_tokens);
+    }
 };
 
 /// The lower of the floor's two measurements over the higher: near 1 when the machine's rate
@@ -269,6 +289,12 @@ inline void print_json(const Result& r, const std::string& model, const std::str
         j["matrix_elements"] = r.matrix_elements;
         j["head_elements"] = r.head_elements;
     }
+    // What the thread pool's parallel regions cost the calling thread in the timed runs: regions
+    // a token, and the fractions of the time it waited at their ends for the other threads and
+    // spent between them (its serial work, the others idle). All 0 at 1 thread.
+    j["pool_regions_per_token"] = r.regions / r.tokens;
+    j["pool_wait_fraction"] = r.wait_seconds / r.timed_seconds;
+    j["pool_between_fraction"] = r.between_seconds / r.timed_seconds;
     std::cout << j.dump() << std::endl;
 }
 
@@ -279,7 +305,9 @@ inline void print_row(const Result& r) {
          << r.threads << std::setw(10) << *std::min_element(r.samples.begin(), r.samples.end()) << std::setw(10) << med
          << std::setw(10) << *std::max_element(r.samples.begin(), r.samples.end()) << "   " << std::setw(18)
          << r.floor_name << std::setw(9) << r.floor_rate << std::setw(10) << r.floor_ts << std::setw(8)
-         << med / r.floor_ts << std::setw(8) << floor_spread(r);
+         << med / r.floor_ts << std::setw(8) << floor_spread(r) << std::setw(9) << std::setprecision(0)
+         << r.regions / r.tokens << std::setprecision(1) << std::setw(7) << 100 * r.wait_seconds / r.timed_seconds
+         << std::setw(8) << 100 * r.between_seconds / r.timed_seconds;
     std::cout << line.str() << std::endl;
 }
 
@@ -338,7 +366,7 @@ inline int run_bench(int argc, char** argv) {
                   << " GB/token (weights " << traffic.decode_bytes / 1e9 << ", caches " << cache_bytes / 1e9
                   << "), prefill " << 2 * (traffic.matrix_elements - traffic.head_elements) / 1e9
                   << " GFLOP/token + " << 2 * traffic.head_elements / 1e9 << " for the last token's logits\n"
-                  << "test    thr    min t/s  med t/s   max t/s   floor             rate    floor t/s  frac  spread\n";
+                  << "test    thr    min t/s  med t/s   max t/s   floor             rate    floor t/s  frac  spread  regions wait %  betw %\n";
     const auto prompt = bench_tokens(std::max<std::size_t>(n_prompt, 1), vocab, 1);
     const auto gen = bench_tokens(std::max<std::size_t>(n_gen, 1), vocab, 2);
     for (const std::size_t t : threads) {
@@ -360,9 +388,7 @@ inline int run_bench(int argc, char** argv) {
                     [&] {
                         for (int i = 0; i < reps; ++i) {
                             auto cache = m.new_cache();
-                            const auto t0 = Clock::now();
-                            (void)m.forward(TokenBatch(prompt), cache, last);
-                            r.samples.push_back(static_cast<double>(n_prompt) / seconds_since(t0));
+                            r.time_run(n_prompt, [&] { (void)m.forward(TokenBatch(prompt), cache, last); });
                         }
                     },
                     [&](double gflops) { return gflops * 1e9 * static_cast<double>(n_prompt) / prefill_flops(traffic, n_prompt); });
@@ -377,9 +403,9 @@ inline int run_bench(int argc, char** argv) {
                     [&] {
                         for (int i = 0; i < reps; ++i) {
                             auto cache = m.new_cache();
-                            const auto t0 = Clock::now();
-                            for (std::size_t k = 0; k < n_gen; ++k) (void)m.forward(TokenBatch({gen[k]}), cache, last);
-                            r.samples.push_back(static_cast<double>(n_gen) / seconds_since(t0));
+                            r.time_run(n_gen, [&] {
+                                for (std::size_t k = 0; k < n_gen; ++k) (void)m.forward(TokenBatch({gen[k]}), cache, last);
+                            });
                         }
                     },
                     [&](double gbps) { return gbps * 1e9 / (traffic.decode_bytes + cache_bytes); });

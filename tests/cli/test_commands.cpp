@@ -187,6 +187,10 @@ TEST_SUITE("cli") {
                 CHECK(j["floor_spread"].get<double>() == doctest::Approx(std::min(before, after) / std::max(before, after)));
                 CHECK(j["bf16_activations"] == rounding);
                 CHECK(j["weights"] == "mapped");
+                // One thread: every range runs inline, no parallel region.
+                CHECK(j["pool_regions_per_token"].get<double>() == 0);
+                CHECK(j["pool_wait_fraction"].get<double>() == 0);
+                CHECK(j["pool_between_fraction"].get<double>() == 0);
                 if (rounding) CHECK(j["simd"] == "baseline");
             }
             CHECK(rows[0]["floor_name"] == floor);
@@ -211,6 +215,23 @@ TEST_SUITE("cli") {
             CHECK(rows[0]["floor_value"].get<double>() ==
                   doctest::Approx(rows[0]["floor_rate"].get<double>() * 1e9 * 8 / (2 * ((E - H) * 8 + H))));
             CHECK_FALSE(rows[1].contains("head_elements"));
+        }
+        {  // Two threads: the decode step's regions (ThreadPool::RegionStats), the fractions of the timed runs
+            const Run r = run_cli("bench --model " + kQwen + " -p 4 -n 3 -r 2 -t 2 --json");
+            REQUIRE(r.rc == 0);
+            std::istringstream lines(r.out);
+            int rows = 0;
+            for (std::string line; std::getline(lines, line); ++rows) {
+                const auto j = nlohmann::json::parse(line);
+                INFO(j.dump());
+                CHECK(j["threads"] == 2);
+                CHECK(j["pool_regions_per_token"].get<double>() > 0);
+                const double wait = j["pool_wait_fraction"].get<double>(), between = j["pool_between_fraction"].get<double>();
+                CHECK(wait >= 0);
+                CHECK(between >= 0);
+                CHECK(wait + between < 1);
+            }
+            CHECK(rows == 2);
         }
         {  // --no-mmap: the weights read into memory, said in every row
             const Run r = run_cli("bench --model " + kQwen + " -p 4 -n 2 -r 1 -t 1 --json --no-mmap");

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <thread>
 #include <vector>
 
@@ -116,6 +117,55 @@ TEST_CASE("thread pool: a worker that starts late still joins the first region a
             1, 1);
         CHECK(met.load() == 2);
     }
+    pool.resize(before);
+}
+
+TEST_CASE("thread pool: region statistics count the regions, the caller's wait at their ends and the time between") {
+    auto& pool = ThreadPool::instance();
+    const std::size_t before = pool.size();
+    using namespace std::chrono_literals;
+    pool.resize(2);
+    pool.reset_region_stats();
+    // A range run inline (one part) is not a region.
+    parallel_for(1, [](std::size_t, std::size_t) {});
+    CHECK(pool.region_stats().regions == 0);
+    // Two parts that meet before either returns, so each runs on its own thread; the worker's
+    // then sleeps 200 ms and the caller's returns: the caller waits for the worker's part.
+    const auto caller = std::this_thread::get_id();
+    std::atomic<int> started{0};
+    const auto t0 = std::chrono::steady_clock::now();
+    parallel_for(
+        2,
+        [&](std::size_t, std::size_t) {
+            started.fetch_add(1);
+            while (started.load() < 2) std::this_thread::yield();
+            if (std::this_thread::get_id() != caller) std::this_thread::sleep_for(200ms);
+        },
+        1, 1);
+    std::this_thread::sleep_for(50ms);  // serial work between two regions
+    parallel_for(2, [](std::size_t, std::size_t) {}, 1, 1);
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const ThreadPool::RegionStats st = pool.region_stats();
+    CHECK(st.regions == 2);
+    CHECK(st.between_seconds >= 0.05);  // steady clock: at least the sleep
+    CHECK(st.wait_seconds >= 0.1);      // 200 ms less the caller's own (instant) part, with a margin
+    CHECK(st.wait_seconds + st.between_seconds <= elapsed);
+    pool.reset_region_stats();
+    CHECK(pool.region_stats().regions == 0);
+    CHECK(pool.region_stats().wait_seconds == 0);
+    // Called from inside a region: an error, not a deadlock.
+    std::atomic<int> threw{0};
+    parallel_for(
+        2,
+        [&](std::size_t, std::size_t) {
+            try {
+                (void)pool.region_stats();
+            } catch (const std::exception&) {
+                threw.fetch_add(1);
+            }
+        },
+        1, 1);
+    CHECK(threw.load() == 2);
     pool.resize(before);
 }
 

@@ -138,6 +138,30 @@ public:
 
     std::size_t size() const noexcept { return workers_.size() + 1; }
 
+    /// What the parallel regions (parallel_for calls split over more than one thread) cost the
+    /// calling thread since reset_region_stats(): how many ran, the time the caller waited at
+    /// their ends for the other threads' last parts, and the time from the end of one region to
+    /// the start of the next (the caller's serial work, while the other threads have none).
+    /// `hylens bench` reports them per decode token (docs/performance.md, § hylens bench).
+    /// Three clock readings a region (~0.1 us).
+    struct RegionStats {
+        std::uint64_t regions = 0;
+        double wait_seconds = 0;
+        double between_seconds = 0;
+    };
+    /// (Neither may be called from inside a parallel region: throws.)
+    RegionStats region_stats() {
+        check(!in_worker(), "[ThreadPool] region_stats called from inside a parallel region");
+        std::lock_guard<std::mutex> one_job(job_mutex_);
+        return stats_;
+    }
+    void reset_region_stats() {
+        check(!in_worker(), "[ThreadPool] reset_region_stats called from inside a parallel region");
+        std::lock_guard<std::mutex> one_job(job_mutex_);
+        stats_ = {};
+        last_region_end_ = {};
+    }
+
     /// Changes the number of threads of a running pool (benchmarks sweep 1, 2, ... threads in
     /// one process). Must not be called from inside a parallel_for (throws); waits for a
     /// running parallel region to end.
@@ -281,6 +305,11 @@ private:
 
     // Publishes a job of `parts` parts as the tickets [base_, end_), works on it, waits for it.
     void run(std::size_t parts, std::function<void(std::size_t)>& part) {
+        using Clock = std::chrono::steady_clock;
+        const Clock::time_point start = Clock::now();
+        if (last_region_end_ != Clock::time_point{})
+            stats_.between_seconds += std::chrono::duration<double>(start - last_region_end_).count();
+        ++stats_.regions;
         if (spin_is_auto()) check_cores();
         job_.store(&part, std::memory_order_relaxed);
         pending_.store(parts, std::memory_order_relaxed);
@@ -295,6 +324,7 @@ private:
         in_worker() = true;
         work_on_current();
         in_worker() = false;
+        const Clock::time_point own_done = Clock::now();
         if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
             std::unique_lock<std::mutex> lk(mutex_);
             // With the worker's fetch_sub of pending_ and load of caller_waiting_ this is a
@@ -309,6 +339,8 @@ private:
             caller_waiting_.store(false, std::memory_order_relaxed);
         }
         job_.store(nullptr, std::memory_order_relaxed);
+        last_region_end_ = Clock::now();
+        stats_.wait_seconds += std::chrono::duration<double>(last_region_end_ - own_done).count();
     }
 
     void work_on_current() {
@@ -365,6 +397,8 @@ private:
     std::atomic<bool> auto_poll_{false};     // the automatic mode's last verdict
     std::chrono::steady_clock::time_point last_check_{};
     AutoPollRule auto_rule_;                 // the checks' history (the caller's, under job_mutex_)
+    RegionStats stats_;                      // the caller's, under job_mutex_
+    std::chrono::steady_clock::time_point last_region_end_{};
 };
 
 /// Rows per parallel range for elementwise work over rows of `row_values` values (the norms, the
