@@ -1,0 +1,98 @@
+// One build of the hylens headers as a shared object, for tools/ab/ab_decode.cpp: load a model,
+// decode tokens on a fresh cache, time it. Compiled with hidden visibility and loaded with
+// RTLD_LOCAL, each build keeps its own copy of every inline function and static (the thread
+// pool included), so builds of different revisions run side by side in one process.
+// A C interface, so that the driver needs none of the headers and builds of older revisions
+// load alike (docs: tools/ab/README.md).
+
+#include <hylens/models/load.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <vector>
+
+namespace {
+
+struct Build {
+    std::unique_ptr<hylens::AnyModel> model;
+    std::vector<std::int64_t> tokens;  // the decode's inputs, the same for every build
+};
+
+void set_error(char* err, std::size_t len, const char* what) {
+    if (err && len > 0) {
+        std::strncpy(err, what, len - 1);
+        err[len - 1] = '\0';
+    }
+}
+
+// FNV-1a over the bytes of the floats: equal hashes for bitwise equal logits.
+std::uint64_t hash_floats(const float* p, std::size_t n) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    const auto* b = reinterpret_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n * sizeof(float); ++i) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+}  // namespace
+
+#define HYLENS_AB_EXPORT extern "C" __attribute__((visibility("default")))
+
+/// Loads the model folder `dir` (weights in memory unless `mapped`) with `threads` pool threads
+/// and runs one warm-up step; nullptr and a message in err on failure.
+HYLENS_AB_EXPORT void* hylens_ab_open(const char* dir, int threads, int mapped, char* err, std::size_t err_len) {
+    try {
+        hylens::ThreadPool::instance().resize(static_cast<std::size_t>(threads));
+        auto b = std::make_unique<Build>();
+        b->model = std::make_unique<hylens::AnyModel>(hylens::load(
+            dir, hylens::LoadOptions{mapped ? hylens::io::Storage::mapped : hylens::io::Storage::in_memory}));
+        const std::uint64_t vocab = b->model->config().vocab;
+        std::uint64_t s = 0x9E3779B97F4A7C15ull;  // splitmix64: token ids below vocab
+        b->tokens.resize(4096);
+        for (auto& t : b->tokens) {
+            std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+            t = static_cast<std::int64_t>((z ^ (z >> 31)) % vocab);
+        }
+        b->model->visit([&](const auto& m) {
+            auto cache = m.new_cache();
+            (void)m.forward(hylens::TokenBatch({b->tokens[0]}), cache);
+        });
+        return b.release();
+    } catch (const std::exception& e) {
+        set_error(err, err_len, e.what());
+        return nullptr;
+    }
+}
+
+/// Decodes n tokens (at most 4096) one at a time on a fresh cache; the tokens/s of the n steps
+/// and a hash of the last step's logits. 0 on success, else -1 and a message in err.
+HYLENS_AB_EXPORT int hylens_ab_decode(void* handle, int n, double* tokens_per_s, std::uint64_t* logits_hash, char* err,
+                                      std::size_t err_len) {
+    try {
+        auto* b = static_cast<Build*>(handle);
+        if (n < 1 || static_cast<std::size_t>(n) > b->tokens.size()) {
+            set_error(err, err_len, "hylens_ab_decode: n must be 1 to 4096");
+            return -1;
+        }
+        b->model->visit([&](const auto& m) {
+            auto cache = m.new_cache();
+            hylens::ForwardOptions last;
+            last.last_only = true;
+            hylens::Tensor3 logits;
+            const auto t0 = std::chrono::steady_clock::now();
+            for (int k = 0; k < n; ++k) m.forward(hylens::TokenBatch({b->tokens[static_cast<std::size_t>(k)]}), cache, logits, last);
+            *tokens_per_s = n / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            *logits_hash = hash_floats(logits.data(), logits.size());
+        });
+        return 0;
+    } catch (const std::exception& e) {
+        set_error(err, err_len, e.what());
+        return -1;
+    }
+}
+
+HYLENS_AB_EXPORT void hylens_ab_close(void* handle) { delete static_cast<Build*>(handle); }
