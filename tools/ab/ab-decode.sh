@@ -27,24 +27,28 @@ fi
 
 sos=()
 pids=()
+declare -A building=()
 for rev in "${revs[@]}"; do
   if [ "$rev" = "." ]; then
     tree=include
     so="$out/worktree.so"
-    rm -f "$so"
+    [ -n "${building[$so]:-}" ] || rm -f "$so"
   else
     sha=$(git rev-parse --verify --quiet "$rev^{commit}") || { echo "ab-decode: no revision $rev" >&2; exit 2; }
     so="$out/$sha.so"
     tree="$out/src/$sha/include"
-    if [ ! -d "$tree" ]; then
-      mkdir -p "$out/src/$sha"
-      git archive "$sha" include | tar -x -C "$out/src/$sha"
+    if [ ! -d "$tree" ]; then  # extracted beside, then moved: never a partial tree
+      rm -rf "$out/src/$sha.tmp" && mkdir -p "$out/src/$sha.tmp"
+      git archive "$sha" include | tar -x -C "$out/src/$sha.tmp"
+      mkdir -p "$out/src/$sha" && mv "$out/src/$sha.tmp/include" "$tree" && rm -rf "$out/src/$sha.tmp"
     fi
   fi
   sos+=("$so")
   echo "ab-decode: $rev = $so" >&2
-  if [ ! -f "$so" ]; then
-    "$CXX" "${FLAGS[@]}" -I"$tree" -o "$so" tools/ab/decode_build.cpp -lopenblas -llapack &
+  if [ ! -f "$so" ] && [ -z "${building[$so]:-}" ]; then
+    building[$so]=1
+    # to a temporary name first: a failed build leaves nothing a later run would take as built
+    ( "$CXX" "${FLAGS[@]}" -I"$tree" -o "$so.tmp" tools/ab/decode_build.cpp -lopenblas -llapack && mv "$so.tmp" "$so" ) &
     pids+=($!)
   fi
 done

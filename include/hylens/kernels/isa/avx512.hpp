@@ -106,9 +106,11 @@ HYLENS_TARGET_AVX512 inline void dot4_from(const float* x, const T* w, std::size
 }
 
 /// out[j] = hsum(acc[j][0], acc[j][1]) for the four rows, bit for bit: the same additions in the
-/// same order, four rows in each instruction (lane j of a vector holds row j's partial sums),
-/// in 17 vector instructions against hsum's 4 x 9. A decode step ends a dot4 pass of four rows
-/// this way every 4-32 KiB of weights (about 180,000 times a Qwen3.5-0.8B token).
+/// same order, four rows in each instruction (lane j of a vector holds row j's partial sums):
+/// about 18 instructions where four hsum calls take about 40, each a chain of dependent shuffles
+/// and adds. A decode step ends a dot4 pass of four rows this way every 4-32 KiB of weights
+/// (about 180,000 times a Qwen3.5-0.8B token); BF16 decode at 1 thread 1.01-1.02x
+/// (docs/performance.md, § "Where the 2-thread time goes; builds compared in one process").
 HYLENS_TARGET_AVX512 inline void hsum4(const __m512 (&acc)[4][2], float* out) noexcept {
     __m512 s[4];
     for (std::size_t j = 0; j < 4; ++j) s[j] = _mm512_add_ps(acc[j][0], acc[j][1]);
