@@ -30,6 +30,7 @@
 #include <hylens/kernels/linear.hpp>
 #include <hylens/kernels/matvec.hpp>
 #include <hylens/models/load.hpp>
+#include <hylens/stack/sampling.hpp>  // SplitMix64
 
 #include <sys/mman.h>  // mmap, madvise: the read floor's buffer
 
@@ -201,13 +202,8 @@ inline double read_gbps(int reps) {
 
 inline std::vector<std::int64_t> bench_tokens(std::size_t n, std::size_t vocab, std::uint64_t seed) {
     std::vector<std::int64_t> ids(n);
-    std::uint64_t s = seed;
-    for (auto& id : ids) {
-        std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        id = static_cast<std::int64_t>((z ^ (z >> 31)) % vocab);
-    }
+    SplitMix64 rng(seed);
+    for (auto& id : ids) id = static_cast<std::int64_t>(rng.next() % vocab);
     return ids;
 }
 

@@ -6,6 +6,7 @@
 // load alike (docs: tools/ab/README.md).
 
 #include <hylens/models/load.hpp>
+#include <hylens/stack/sampling.hpp>  // SplitMix64
 
 #include <chrono>
 #include <cstdint>
@@ -49,14 +50,9 @@ HYLENS_AB_EXPORT void* hylens_ab_open(const char* dir, int threads, int mapped, 
         b->model = std::make_unique<hylens::AnyModel>(hylens::load(
             dir, hylens::LoadOptions{mapped ? hylens::io::Storage::mapped : hylens::io::Storage::in_memory}));
         const std::uint64_t vocab = b->model->config().vocab;
-        std::uint64_t s = 0x9E3779B97F4A7C15ull;  // splitmix64: token ids below vocab
+        hylens::SplitMix64 rng(0x9E3779B97F4A7C15ull);  // token ids below vocab, the same for every build
         b->tokens.resize(4096);
-        for (auto& t : b->tokens) {
-            std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-            t = static_cast<std::int64_t>((z ^ (z >> 31)) % vocab);
-        }
+        for (auto& t : b->tokens) t = static_cast<std::int64_t>(rng.next() % vocab);
         b->model->visit([&](const auto& m) {
             auto cache = m.new_cache();
             (void)m.forward(hylens::TokenBatch({b->tokens[0]}), cache);
