@@ -251,4 +251,5 @@ BENCHMARK(BM_ssd_decode)->Unit(benchmark::kMicrosecond)->UseRealTime();
 // Conv channels: Qwen3.5-0.8B [q | k | v] = 2*16*128 + 16*128; Granite-4.0-H-1B [x | B | C] = 48*64 + 2*128.
 BENCHMARK_CAPTURE(BM_conv1d, fast, false)
     ->Args({6144, 512})->Args({6144, 1})->Args({3328, 512})->Args({3328, 1})->UseRealTime();
-BENCHMARK_CAPTURE(BM_conv1d, reference, true)->Args({6144, 512})->Args({3328, 512})->UseRealTime();
+BENCHMARK_CAPTURE(BM_conv1d, reference, true)
+    ->Args({6144, 512})->Args({6144, 1})->Args({3328, 512})->Args({3328, 1})->UseRealTime();

@@ -5,7 +5,7 @@
 // the T new inputs. The state afterwards holds the last K inputs of that extended sequence, so
 // any split of a sequence into calls gives the same outputs (the continuation contract).
 // Accumulation in float32, at the instruction-set level chosen at run time (core/simd.hpp; the
-// loop is isa/recurrent_body.inl's conv_block). Plain twin: reference/conv1d.hpp.
+// loops are isa/recurrent_body.inl's conv_block, and conv_step for one token). Plain twin: reference/conv1d.hpp.
 
 #include <algorithm>  // std::min
 #include <cstddef>    // std::size_t
@@ -26,11 +26,22 @@ inline void causal_conv1d(const float* x, std::size_t ldx, std::size_t T, std::s
                           std::size_t K, const float* bias, float* state, float* y, std::size_t ldy,
                           bool apply_silu) {
     detail::check_conv_args("causal_conv1d", x, ldx, T, C, weight, K, state, y, ldy);
+    const simd::Level level = simd::active();
+    if (T == 1) {
+        // A decode step: each channel's window shifted in place, no blocks (isa conv_step); split
+        // over the pool only where a part has at least 32,768 taps (a few microseconds).
+        parallel_for(
+            C,
+            [&](std::size_t c0, std::size_t c1) {
+                isa::with_isa(level, [&](auto tag) { conv_step(tag, x, weight, K, c0, c1, bias, state, y, apply_silu); });
+            },
+            row_grain(K));
+        return;
+    }
     // Channels are independent: split them into blocks that stay in L1 (why 256: the block's
     // transposed weights and window, 2 * K * 256 floats, are 8 KB at K = 4).
     constexpr std::size_t kBlock = 256;
     const std::size_t n_blocks = (C + kBlock - 1) / kBlock;
-    const simd::Level level = simd::active();
     parallel_for(n_blocks, [&](std::size_t b0, std::size_t b1) {
         // The block's scratch: on the stack up to kStackWidth taps, so no pool thread allocates
         // on its first call (a warm decode step allocates nothing, docs/performance.md).

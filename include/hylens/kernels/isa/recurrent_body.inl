@@ -3,7 +3,7 @@
 // vstore, vset, vadd, vsub, vmul, vdiv, vmin, vmax, vneg, vshift_bits, vhsum) and compiled
 // once per level: kernels/isa/recurrent.hpp includes this file inside each level's namespace with
 // HYLENS_ISA_FN set to that level's function attributes (no include guard on purpose). The entry
-// points (conv_block, gdr_read, gdr_update, ssd_rows) take the level's Tag first, so a call with
+// points (conv_block, conv_step, gdr_read, gdr_update, ssd_rows) take the level's Tag first, so a call with
 // the tag that isa::with_isa hands out finds the level's version by argument-dependent lookup.
 //
 // Per output element every level does the same operations in the same order (the vector width
@@ -146,6 +146,49 @@ HYLENS_ISA_FN void conv_block(Tag, const float* wT, const float* win, const floa
         } else {
             conv_token(wT, [&](std::size_t k) { return ext(t + 1 + k); }, K, nc, b, yr, apply_silu);
         }
+    }
+}
+
+// conv_step's sums and shifts; KT > 0: the tap count known at compile time (K = 4, the conv width
+// of every model family here, which lets the compiler keep a channel's window in registers).
+template <std::size_t KT>
+HYLENS_ISA_FN void conv_step_taps(const float* x, const float* weight, std::size_t K_any, std::size_t c0,
+                                  std::size_t c1, const float* bias, float* state, float* yr) noexcept {
+    const std::size_t K = KT > 0 ? KT : K_any;
+    for (std::size_t c = c0; c < c1; ++c) {
+        float* s = state + c * K;
+        const float* w = weight + c * K;
+        float acc = bias ? bias[c] : 0.0f;
+        for (std::size_t k = 0; k + 1 < K; ++k) {
+            acc += w[k] * s[k + 1];
+            s[k] = s[k + 1];
+        }
+        acc += w[K - 1] * x[c];
+        s[K - 1] = x[c];
+        yr[c] = acc;
+    }
+}
+
+/// One token of causal_conv1d for channels [c0, c1) (kernels/conv1d.hpp, the decode step):
+/// yr[c] = bias[c] + sum_k weight[c][k] tap_k[c], accumulated k = 0, 1, ... (a multiply, then an
+/// add) as conv_token does, the taps being the window's last K - 1 values and x[c]; the window
+/// (state, (C, K)) shifted by one in place, then silu in vectors. The same operations per channel
+/// as conv_block's, so the same bits, without its transposes into tap-major blocks (those were
+/// four fifths of a decode step's conv: 8 us for 1,792 channels, now 1.3).
+HYLENS_ISA_FN void conv_step(Tag, const float* x, const float* weight, std::size_t K, std::size_t c0, std::size_t c1,
+                             const float* bias, float* state, float* yr, bool apply_silu) noexcept {
+    if (K == 4)
+        conv_step_taps<4>(x, weight, K, c0, c1, bias, state, yr);
+    else
+        conv_step_taps<0>(x, weight, K, c0, c1, bias, state, yr);
+    if (!apply_silu) return;
+    std::size_t c = c0;
+    for (; c + kW <= c1; c += kW) vstore(yr + c, vsilu(vload(yr + c)));
+    if (c < c1) {
+        float lane[kW] = {};
+        for (std::size_t i = 0; c + i < c1; ++i) lane[i] = yr[c + i];
+        vstore(lane, vsilu(vload(lane)));
+        for (std::size_t i = 0; c + i < c1; ++i) yr[c + i] = lane[i];
     }
 }
 
