@@ -83,6 +83,6 @@ void BM_linear(benchmark::State& state, bool bf16) {
 
 BENCHMARK_CAPTURE(BM_attention_prefill, fast, false)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_attention_prefill, reference, true)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_attention_decode)->Arg(512)->Arg(4096)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_attention_decode)->Arg(16)->Arg(64)->Arg(512)->Arg(4096)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_linear, f32, false)->Arg(1)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_linear, bf16, true)->Arg(1)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();

@@ -5,7 +5,8 @@
 // Prefill, per head and block of query rows: S = scale * Q_h K_j^T over the keys the block sees,
 // row softmax, O_h = P V_j; at the avx512 levels both products on our AVX-512 GEMM (gemm_nt,
 // V transposed), below on sgemm; heads run on the thread pool. Decode: the query heads of a KV
-// head as one block on sgemm. The probabilities can be returned (interpretability: attn_probs).
+// head as one block, on matvec's kernel and isa add_weighted_rows (no BLAS). The probabilities
+// can be returned (interpretability: attn_probs).
 
 #include <algorithm>  // std::max, std::min, std::copy, std::fill
 #include <cstddef>    // std::size_t
@@ -17,6 +18,7 @@
 #include "../core/thread_pool.hpp"
 #include "gemm_nt.hpp"
 #include "isa/recurrent.hpp"
+#include "matvec.hpp"
 
 namespace hylens::kernels {
 
@@ -68,31 +70,46 @@ inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q,
     const std::size_t rep = s.Hq / s.Hkv;
     const std::size_t offset = s.Tk - s.Tq;  // cached keys before the first query
     if (s.Tq == 1) {
-        // Decode: the rep query heads of a KV group form one [rep, hd] block, so K_j and V_j are
-        // read once per group (the step is bound by reading the cache). The scores are computed
-        // in probs when it is given (the layers pass a reused buffer even when nobody wants the
-        // probabilities: no per-thread scratch to grow), else in a per-thread scratch.
+        // Decode: the rep query heads of a KV group read K_j and V_j once (the step is bound by
+        // reading the cache). Scores: matvec's rows (K_j's rows are the keys; its kernel takes
+        // the rep queries over each four keys while they are in L1); P V: each query row's sums
+        // over the keys in key order (isa add_weighted_rows), over blocks of kDecodeKeyBlock
+        // keys so that a block of V stays in L1/L2 for the rep rows. No BLAS call: those were
+        // most of a short context's step (OpenBLAS's set-up of two tiny products a group). The
+        // scores are computed in probs when it is given (the layers pass a reused buffer even
+        // when nobody wants the probabilities: no per-thread scratch to grow), else in a
+        // per-thread scratch. Groups split over the pool only with at least 32,768 keys' and
+        // values' floats a part.
+        constexpr std::size_t kDecodeKeyBlock = 64;
         const simd::Level level = simd::active();
-        parallel_for(s.Hkv, [&](std::size_t j0, std::size_t j1) {
-            float* scratch = nullptr;
-            if (!probs) {
-                thread_local std::vector<float> scores;
-                scores.resize(rep * s.Tk);
-                scratch = scores.data();
-            }
-            for (std::size_t j = j0; j < j1; ++j) {
-                const float* Kj = K + j * ld_head;
-                const float* Vj = V + j * ld_head;
-                float* sc = probs ? probs + j * rep * s.Tk : scratch;
-                blas::gemm_serial(false, true, rep, s.Tk, s.hd, scale, q + j * rep * s.hd, s.hd, Kj, s.hd, 0.0f, sc,
-                                  s.Tk);
-                isa::with_isa(level, [&](auto tag) {
-                    for (std::size_t r = 0; r < rep; ++r) softmax_row(tag, sc + r * s.Tk, s.Tk, s.Tk);
-                });
-                blas::gemm_serial(false, false, rep, s.hd, s.Tk, 1.0f, sc, s.Tk, Vj, s.hd, 0.0f, out + j * rep * s.hd,
-                                  s.hd);
-            }
-        });
+        parallel_for(
+            s.Hkv,
+            [&](std::size_t j0, std::size_t j1) {
+                float* scratch = nullptr;
+                if (!probs) {
+                    thread_local std::vector<float> scores;
+                    scores.resize(rep * s.Tk);
+                    scratch = scores.data();
+                }
+                for (std::size_t j = j0; j < j1; ++j) {
+                    const float* Kj = K + j * ld_head;
+                    const float* Vj = V + j * ld_head;
+                    float* sc = probs ? probs + j * rep * s.Tk : scratch;
+                    float* oj = out + j * rep * s.hd;
+                    detail::matvec_rows(level, q + j * rep * s.hd, s.hd, rep, Kj, s.hd, 0, s.Tk, sc, s.Tk, scale);
+                    std::fill(oj, oj + rep * s.hd, 0.0f);
+                    isa::with_isa(level, [&](auto tag) {
+                        for (std::size_t r = 0; r < rep; ++r) softmax_row(tag, sc + r * s.Tk, s.Tk, s.Tk);
+                        for (std::size_t t0 = 0; t0 < s.Tk; t0 += kDecodeKeyBlock) {
+                            const std::size_t nt = std::min(kDecodeKeyBlock, s.Tk - t0);
+                            for (std::size_t r = 0; r < rep; ++r)
+                                add_weighted_rows(tag, sc + r * s.Tk + t0, nt, Vj + t0 * s.hd, s.hd, s.hd,
+                                                  oj + r * s.hd);
+                        }
+                    });
+                }
+            },
+            row_grain(2 * s.Tk * s.hd));
         return;
     }
     const simd::Level level = simd::active();

@@ -3,7 +3,7 @@
 // vstore, vset, vadd, vsub, vmul, vdiv, vmin, vmax, vneg, vshift_bits, vhsum) and compiled
 // once per level: kernels/isa/recurrent.hpp includes this file inside each level's namespace with
 // HYLENS_ISA_FN set to that level's function attributes (no include guard on purpose). The entry
-// points (conv_block, conv_step, gdr_read, gdr_update, ssd_rows) take the level's Tag first, so a call with
+// points (conv_block, conv_step, add_weighted_rows, gdr_read, gdr_update, ssd_rows) take the level's Tag first, so a call with
 // the tag that isa::with_isa hands out finds the level's version by argument-dependent lookup.
 //
 // Per output element every level does the same operations in the same order (the vector width
@@ -189,6 +189,36 @@ HYLENS_ISA_FN void conv_step(Tag, const float* x, const float* weight, std::size
         for (std::size_t i = 0; c + i < c1; ++i) lane[i] = yr[c + i];
         vstore(lane, vsilu(vload(lane)));
         for (std::size_t i = 0; c + i < c1; ++i) yr[c + i] = lane[i];
+    }
+}
+
+/// out[d] += sum_t p[t] V[t*ldv + d] for d < hd, t < n, accumulated t = 0, 1, ... onto out's
+/// values (a multiply, then an add): attention's P V for one query row (kernels/attention.hpp,
+/// the decode step). Every level does the same operations per element (the vector width only
+/// decides which share an instruction): the same bits at every level.
+HYLENS_ISA_FN void add_weighted_rows(Tag, const float* p, std::size_t n, const float* V, std::size_t ldv,
+                                     std::size_t hd, float* out) noexcept {
+    constexpr std::size_t NB = 8;  // accumulators held in registers over the n rows
+    std::size_t d = 0;
+    for (; d + NB * kW <= hd; d += NB * kW) {
+        vf acc[NB];
+        for (std::size_t b = 0; b < NB; ++b) acc[b] = vload(out + d + b * kW);
+        for (std::size_t t = 0; t < n; ++t) {
+            const vf pv = vset(p[t]);
+            const float* v = V + t * ldv + d;
+            for (std::size_t b = 0; b < NB; ++b) acc[b] = vadd(acc[b], vmul(pv, vload(v + b * kW)));
+        }
+        for (std::size_t b = 0; b < NB; ++b) vstore(out + d + b * kW, acc[b]);
+    }
+    for (; d + kW <= hd; d += kW) {
+        vf acc = vload(out + d);
+        for (std::size_t t = 0; t < n; ++t) acc = vadd(acc, vmul(vset(p[t]), vload(V + t * ldv + d)));
+        vstore(out + d, acc);
+    }
+    for (; d < hd; ++d) {
+        float acc = out[d];
+        for (std::size_t t = 0; t < n; ++t) acc += p[t] * V[t * ldv + d];
+        out[d] = acc;
     }
 }
 
