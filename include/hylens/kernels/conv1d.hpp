@@ -5,7 +5,8 @@
 // the T new inputs. The state afterwards holds the last K inputs of that extended sequence, so
 // any split of a sequence into calls gives the same outputs (the continuation contract).
 // Accumulation in float32, at the instruction-set level chosen at run time (core/simd.hpp; the
-// loops are isa/recurrent_body.inl's conv_block, and conv_step for one token). Plain twin: reference/conv1d.hpp.
+// loops are isa/recurrent_body.inl's conv_block, and conv_step for one token). Plain twin:
+// reference/conv1d.hpp.
 
 #include <algorithm>  // std::min
 #include <cstddef>    // std::size_t
@@ -33,7 +34,8 @@ inline void causal_conv1d(const float* x, std::size_t ldx, std::size_t T, std::s
         parallel_for(
             C,
             [&](std::size_t c0, std::size_t c1) {
-                isa::with_isa(level, [&](auto tag) { conv_step(tag, x, weight, K, c0, c1, bias, state, y, apply_silu); });
+                isa::with_isa(level,
+                              [&](auto tag) { conv_step(tag, x, weight, K, c0, c1, bias, state, y, apply_silu); });
             },
             row_grain(K));
         return;

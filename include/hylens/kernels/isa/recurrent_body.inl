@@ -3,8 +3,9 @@
 // vstore, vset, vadd, vsub, vmul, vdiv, vmin, vmax, vneg, vshift_bits, vhsum) and compiled
 // once per level: kernels/isa/recurrent.hpp includes this file inside each level's namespace with
 // HYLENS_ISA_FN set to that level's function attributes (no include guard on purpose). The entry
-// points (conv_block, conv_step, add_weighted_rows, gdr_read, gdr_update, ssd_rows) take the level's Tag first, so a call with
-// the tag that isa::with_isa hands out finds the level's version by argument-dependent lookup.
+// points (conv_block, conv_step, add_weighted_rows, gdr_read, gdr_update, ssd_rows) take the
+// level's Tag first, so a call with the tag that isa::with_isa hands out finds the level's
+// version by argument-dependent lookup.
 //
 // Per output element every level does the same operations in the same order (the vector width
 // only decides which elements share an instruction), except the SSD row's dot product with C,
