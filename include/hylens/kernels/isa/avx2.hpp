@@ -8,7 +8,6 @@
 
 #include "../../core/bf16.hpp"
 #include "../../core/simd.hpp"
-#include "row_prefetch.hpp"
 
 #if HYLENS_SIMD_X86
 #include <immintrin.h>
@@ -43,6 +42,11 @@ HYLENS_TARGET_AVX2 inline float dot(const float* x, const T* w, std::size_t n) n
     return hsum(a0, a1) + tail;
 }
 
+/// out[j] = sum_i x[i] * w[j * rs + i] for the four rows j < 4 (float32 or bf16 rows). Without
+/// the software prefetch of the other levels (row_prefetch.hpp): on the AVX2-only CPU measured
+/// (AMD Zen 3), the F32 decode ran 1.08-1.14x faster without it than with each row prefetched
+/// 1 KiB ahead (256 B ahead: 1.06-1.13x, 512 B: 1.02-1.08x), bf16 rows 0.99-1.01x (builds
+/// compared in one process: docs/performance.md, § "An AVX2-only machine").
 template <class T>
 HYLENS_TARGET_AVX2 inline void dot4(const float* x, const T* w, std::size_t n, std::size_t rs, float* out) noexcept {
     __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
@@ -50,12 +54,6 @@ HYLENS_TARGET_AVX2 inline void dot4(const float* x, const T* w, std::size_t n, s
     std::size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const __m256 x0 = load(x + i), x1 = load(x + i + 8);
-        if (i % kValuesPerLine<T> == 0) {  // one prefetch per cache line of each row (row_prefetch.hpp)
-            prefetch_row_ahead(w0 + i);
-            prefetch_row_ahead(w1 + i);
-            prefetch_row_ahead(w2 + i);
-            prefetch_row_ahead(w3 + i);
-        }
         a00 = _mm256_fmadd_ps(x0, load(w0 + i), a00);
         a01 = _mm256_fmadd_ps(x1, load(w0 + i + 8), a01);
         a10 = _mm256_fmadd_ps(x0, load(w1 + i), a10);

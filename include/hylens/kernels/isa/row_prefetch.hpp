@@ -1,7 +1,7 @@
 #pragma once
 // Software prefetch for the decode kernels' weight rows (bf16 and float32).
 //
-// dot4 (isa/baseline.hpp, avx2.hpp, avx512.hpp, avx512bf16.hpp) reads four rows as four streams,
+// dot4 (isa/baseline.hpp, avx512.hpp, avx512bf16.hpp) reads four rows as four streams,
 // which the hardware prefetchers keep fed only so far; a prefetch of each row's bytes 1 KiB
 // ahead of the loads, one per cache line, keeps more lines in flight. Measured on AMD Zen 5
 // (docs/performance.md, "Prefetching bf16 rows ahead; the caches in the decode floor" and
@@ -12,7 +12,10 @@
 // 1.12-1.18x at avx2 and 0.98-1.13x at the baseline level (once the aligned-read loop of
 // misaligned rows was prefetched too; without it float32 did not gain). A prefetch past a row's
 // end touches the next row of its stream, or at most 1 KiB past the matrix (a prefetch never
-// faults). The sums are unchanged: only when lines arrive moves.
+// faults). The sums are unchanged: only when lines arrive moves. The avx2 level does not
+// prefetch: on an AVX2-only AMD Zen 3 the F32 decode ran 1.08-1.14x faster without (isa/avx2.hpp).
+// The baseline level keeps it: it runs by default on CPUs not measured (x86-64 without AVX2,
+// aarch64).
 
 #include <cstddef>  // std::size_t
 
