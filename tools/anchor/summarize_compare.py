@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Ratio table from compare_llamacpp.sh output: hylens / llama.cpp median tokens/s per
-(preset, dtype, test, threads), and hylens's fraction of the floor measured in its own run.
+(preset, dtype, test, threads), hylens's fraction of the floor measured in its own run, and
+llama.cpp's fraction of that same floor (its tokens/s over the floor's tokens/s: both engines
+do the same work per token on these models). The last gives the ratio's ceiling: 1 / llama.cpp's
+fraction is the ratio hylens would reach running at the floor, so a target ratio above it cannot
+be met on that machine that day.
 
 usage: summarize_compare.py OUT.jsonl              (prints a Markdown table)
        summarize_compare.py R1.jsonl R2.jsonl ...   (rounds of the same run: each row's ratio and
@@ -34,8 +38,14 @@ def read(path):
             key = (r["preset"], r["dtype"], r["test"], r["threads"])
             med[key]["hylens"] = r["median_ts"]
             # rows of hylens bench before session 21 have no floor_spread: taken as steady
-            frac[key] = (r["fraction_of_floor"], r["floor_name"], r["floor_rate"], r.get("floor_spread", 1.0))
+            frac[key] = (r["fraction_of_floor"], r["floor_name"], r["floor_rate"], r.get("floor_spread", 1.0),
+                         r["floor_value"])
     return med, frac
+
+
+def llama_fraction(med, frac, key):
+    """llama.cpp's median tokens/s over the floor (tokens/s) that hylens measured beside it."""
+    return med[key]["llama.cpp"] / frac[key][4]
 
 
 def rows(med):
@@ -46,14 +56,17 @@ def rows(med):
 
 def one(path):
     med, frac = read(path)
-    print("| model | dtype | test | threads | llama.cpp t/s | hylens t/s | hylens / llama.cpp | hylens of floor (floor) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| model | dtype | test | threads | llama.cpp t/s | hylens t/s | hylens / llama.cpp | hylens of floor (floor) "
+          "| llama.cpp of floor | ratio at the floor |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for key in rows(med):
         e = med[key]
-        f, fname, frate, spread = frac[key]
+        f, fname, frate, spread, _ = frac[key]
         unit = "GFLOP/s" if fname.endswith("gflops") else "GB/s"
+        lf = llama_fraction(med, frac, key)
         print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {e['llama.cpp']:.2f} | {e['hylens']:.2f} | "
-              f"{e['hylens'] / e['llama.cpp']:.2f}x | {mark(f, spread)} ({frate:.1f} {unit}) |")
+              f"{e['hylens'] / e['llama.cpp']:.2f}x | {mark(f, spread)} ({frate:.1f} {unit}) | {mark(lf, spread)} | "
+              f"{1 / lf:.2f}x |")
 
 
 def mark(fraction, spread):
@@ -64,17 +77,22 @@ def rounds(paths):
     runs = [read(p) for p in paths]
     common = set.intersection(*(set(rows(m)) for m, _ in runs))
     keys = [k for k in rows(runs[0][0]) if k in common]
-    print("| model | dtype | test | threads | hylens / llama.cpp per round | median | hylens of floor per round (* floor moved) | median (steady rounds) | floor per round |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | dtype | test | threads | hylens / llama.cpp per round | median | hylens of floor per round "
+          "(* floor moved) | median (steady rounds) | floor per round | llama.cpp of floor, median (steady rounds) "
+          "| ratio at the floor |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for key in keys:
         ratios = [m[key]["hylens"] / m[key]["llama.cpp"] for m, _ in runs]
         fracs = [f[key][0] for _, f in runs]
         steady = [f[key][0] for _, f in runs if f[key][3] >= STEADY] or fracs
+        llama = [llama_fraction(m, f, key) for m, f in runs if f[key][3] >= STEADY] or \
+                [llama_fraction(m, f, key) for m, f in runs]
+        lf = statistics.median(llama)
         unit = "GFLOP/s" if runs[0][1][key][1].endswith("gflops") else "GB/s"
         floors = " / ".join(f"{f[key][2]:.1f}" for _, f in runs)
         print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {' / '.join(f'{x:.2f}' for x in ratios)} | "
               f"**{statistics.median(ratios):.2f}x** | {' / '.join(mark(f[key][0], f[key][3]) for _, f in runs)} | "
-              f"{statistics.median(steady):.2f} | {floors} {unit} |")
+              f"{statistics.median(steady):.2f} | {floors} {unit} | {lf:.2f} | {1 / lf:.2f}x |")
 
 
 if __name__ == "__main__":
