@@ -6,8 +6,8 @@
 //    against the triad bandwidth; the plain reference twin beside it.
 //  * linear (the projections): Qwen3.5-0.8B MLP up projection [3584, 1024] in float32 and
 //    bfloat16, for one decode token (bytes of the weight against bandwidth: bf16 moves half)
-//    and for a 512-token prefill (FLOPs against sgemm: at the AVX-512 levels linear runs our own
-//    GEMM, kernels/isa/avx512_gemm.hpp, so its fraction of that floor is its speed-up over sgemm).
+//    and for a 512-token prefill (FLOPs against sgemm: at levels avx2 and up linear runs our own
+//    GEMM, kernels/gemm_nt.hpp, so its fraction of that floor is its speed-up over sgemm).
 
 #include <hylens/kernels/attention.hpp>
 #include <hylens/kernels/linear.hpp>

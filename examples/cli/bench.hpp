@@ -2,8 +2,8 @@
 // hylens bench: the llama-bench counterpart for any model folder. Prefill (pp<N>) and decode
 // (tg<N>) tokens/s over repetitions, and beside each the floor measured in the same run and
 // the achieved fraction of it:
-//  * prefill: the rate of the pool's float32 many-row product (kernels::linear: our AVX-512 GEMM
-//    at levels avx512 / avx512bf16, OpenBLAS sgemm below; best of 5, GFLOP/s, [512 x 1024] x
+//  * prefill: the rate of the pool's float32 many-row product (kernels::linear: our own GEMM
+//    at levels avx2 and up, OpenBLAS sgemm at baseline; best of 5, GFLOP/s, [512 x 1024] x
 //    [2048 x 1024]^T), turned into tokens/s with the matrix FLOPs of the test: 2 x (weight
 //    elements) per token for every matrix but the output head, whose 2 x (elements) count once
 //    (the logits of the last token only; until 2026-12-03 the head counted per token, which

@@ -31,8 +31,9 @@ TEST_CASE("attention: matches the reference with a cached prefix, GQA and probab
         const kernels::AttentionShape s{Tq, Tk, Hq, Hkv, hd};
         std::vector<float> o(Tq * Hq * hd), r(o.size()), p(Hq * Tq * Tk), rp(p.size());
         reference::attention(s, q.data(), ldq, K.data(), V.data(), cap * hd, 0.3f, r.data(), Hq * hd, rp.data());
-        // The same bits at every level that runs the same product kernel. Prefill: our AVX-512
-        // GEMM at avx512 / avx512bf16, sgemm below (kernels::detail::own_gemm). Decode: the
+        // The same bits at every level that runs the same product kernel. Prefill: our own GEMMs
+        // at avx2 and up (each element the same FMA chain), sgemm at baseline
+        // (kernels::detail::own_gemm). Decode: the
         // scores are matvec's dot products, whose sums follow the float32 level's vector width;
         // P V (add_weighted_rows) and the softmax's vector exp give the same bits at every level.
         std::map<int, std::pair<std::vector<float>, std::vector<float>>> first;

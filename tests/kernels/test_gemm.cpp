@@ -1,7 +1,8 @@
 // The many-row products of kernels::linear (prefill) at every instruction-set level this machine
 // supports, forced in turn: against the double-precision twin on shapes that hit every tail of
-// isa::avx512::gemm_rows (K below and past its 16-wide transpose, partial panels, every row
-// tail of the 12-row tile, strided rows), and, where the level runs our own GEMM, its exact
+// isa::avx512::gemm_rows and isa::avx2::gemm_rows (K below and past their 16- and 8-wide
+// transposes, partial panels of 32 and 16, every row tail of the 12- and 6-row tiles, strided
+// rows), and, where the level runs our own GEMM (avx2 and up), its exact
 // arithmetic: each element is the float32 FMA chain over k = 0 .. K-1 from zero, times alpha,
 // so the bits equal a scalar std::fma twin's (the thread counts: test_simd_dispatch.cpp). And
 // kernels::gemm_nt, the small products of the SSD chunks and attention, on the same kernel with
@@ -43,7 +44,8 @@ std::vector<float> fma_twin(const std::vector<float>& x, std::size_t ldx, std::s
 using Shape = std::tuple<std::size_t, std::size_t, std::size_t>;  // M, out, in
 const std::vector<Shape> kShapes = {
     {5, 1, 1},     {5, 32, 16},   {13, 33, 15},  {12, 64, 17},  {24, 31, 48},  {25, 95, 100}, {11, 128, 256},
-    {37, 70, 96},  {64, 300, 64}, {7, 1100, 24}, {9, 40, 1},    {6, 16, 31},   {23, 129, 200}};
+    {37, 70, 96},  {64, 300, 64}, {7, 1100, 24}, {9, 40, 1},    {6, 16, 31},   {23, 129, 200},
+    {8, 20, 9},    {14, 7, 12}};
 
 }  // namespace
 
@@ -75,7 +77,7 @@ TEST_CASE("gemm: linear with many rows at every level against the double twin, f
     }
 }
 
-TEST_CASE("gemm: at the avx512 levels, each element is the float32 FMA chain over k, bit for bit") {
+TEST_CASE("gemm: at the levels of our GEMM (avx2 and up), each element is the float32 FMA chain over k, bit for bit") {
     std::mt19937 rng(12);
     std::size_t levels_run = 0;
     for (auto level : simd::supported_levels()) {
@@ -95,7 +97,7 @@ TEST_CASE("gemm: at the avx512 levels, each element is the float32 FMA chain ove
                 CHECK(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0);
             }
     }
-    MESSAGE("avx512 GEMM levels checked: " << levels_run);
+    MESSAGE("own GEMM levels checked: " << levels_run);
 }
 
 TEST_CASE("gemm: gemm_nt at every level, strided rows, overwrite and accumulate, against the double twin") {
@@ -109,7 +111,7 @@ TEST_CASE("gemm: gemm_nt at every level, strided rows, overwrite and accumulate,
                 const auto A = test::normal_floats(M * lda, rng), W = test::normal_floats(cols * ldw, rng);
                 const auto C0 = test::normal_floats(M * ldc, rng);
                 std::vector<float> C = C0, pack(kernels::gemm_nt_pack_floats(K));
-                kernels::gemm_nt(own, M, cols, K, 0.5f, A.data(), lda, W.data(), ldw, C.data(), ldc, accumulate,
+                kernels::gemm_nt(level, M, cols, K, 0.5f, A.data(), lda, W.data(), ldw, C.data(), ldc, accumulate,
                                  pack.data());
                 double worst = 0;
                 bool pad_kept = true, bits = true;

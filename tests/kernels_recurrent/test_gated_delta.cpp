@@ -2,6 +2,7 @@
 // recurrent == chunked == reference on random shapes around the chunk boundary, split
 // continuation, argument checks.
 
+#include <hylens/core/simd.hpp>
 #include <hylens/kernels/gated_delta.hpp>
 #include <hylens/kernels/reference/gated_delta.hpp>
 
@@ -171,6 +172,34 @@ TEST_SUITE("kernels/gated_delta_rule") {
                 c->run(&reference::gated_delta_rule_recurrent, 0, s.T, ws, wo);
                 CHECK(rtest::rel_err(c == &c0 ? o0 : o1, wo) <= 1e-5);
                 CHECK(rtest::rel_err(c == &c0 ? st0 : st1, ws) <= 1e-5);
+            }
+        }
+    }
+
+    TEST_CASE("gated delta rule: dispatch takes the form gated_delta_dispatch(level) names, bit for bit") {
+        // The measured rule: never chunked at the avx512 levels; from 8 tokens on, in chunks of 32,
+        // at avx2 and baseline. At every level the machine has: one token each side of the
+        // threshold where there is one, and 70 tokens (three chunks of 32, the last short).
+        std::mt19937 rng(9);
+        for (auto level : simd::supported_levels()) {
+            const simd::ForceLevel force(level);
+            const kernels::GatedDeltaDispatch rule = kernels::gated_delta_dispatch(level);
+            const bool own_gemm_level = static_cast<int>(level) >= static_cast<int>(simd::Level::avx512);
+            CHECK(rule.min_t == (own_gemm_level ? static_cast<std::size_t>(-1) : 8u));
+            CHECK(rule.chunk == (own_gemm_level ? 64u : 32u));
+            for (std::size_t T : {std::size_t{7}, std::size_t{8}, std::size_t{70}}) {
+                CAPTURE(simd::level_name(level));
+                CAPTURE(T);
+                const GdrCase c(GatedDeltaShape{T, 2, 4, 16, 8}, true, rng);
+                std::vector<float> st = c.state0, out(T * c.ld_o, 0.f), st_form = c.state0, out_form(T * c.ld_o, 0.f);
+                c.run(&kernels::gated_delta_rule, 0, T, st, out);
+                if (T < rule.min_t)
+                    c.run(&kernels::gated_delta_rule_recurrent, 0, T, st_form, out_form);
+                else
+                    c.run([&](auto&&... a) { kernels::gated_delta_rule_chunked(a..., rule.chunk); }, 0, T, st_form,
+                          out_form);
+                CHECK(out == out_form);
+                CHECK(st == st_form);
             }
         }
     }

@@ -187,8 +187,9 @@ TEST_CASE("recurrent dispatch: vector exp and silu gate within 2 ulp, the same b
 
 TEST_CASE("recurrent dispatch: SSD (chunked form) at every level against the reference, the same bits at the levels of one product kernel") {
     // Chunks of 4 and 64 over 1-2 chunk lengths and a tail: the in-chunk decays run on the vector
-    // exp (the same bits at every level), the products on our AVX-512 GEMM at avx512 /
-    // avx512bf16 and on sgemm below (kernels::detail::own_gemm): the same bits within each group.
+    // exp (the same bits at every level), the products on our own GEMMs at avx2 and up (each
+    // element the same FMA chain: tests/kernels/test_gemm.cpp) and on sgemm at baseline
+    // (kernels::detail::own_gemm): the same bits within each group.
     const std::vector<kernels::SsdShape> shapes = {{9, 2, 3, 8, 1}, {70, 4, 5, 16, 2}, {130, 2, 8, 33, 1},
                                                    {70, 6, 16, 32, 3}};
     for (const auto& s : shapes)

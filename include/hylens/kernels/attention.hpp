@@ -142,7 +142,7 @@ inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q,
                     const std::size_t nk = offset + t0 + nt;  // keys the block's last query sees
                     float* sc = scores.data();                // the block's nt rows, nk columns, stride Tk
                     // sc[nt, nk] = scale * Q_h [nt, hd] . K_j[0..nk]^T
-                    gemm_nt(own, nt, nk, s.hd, scale, q + t0 * ld_q + h * s.hd, ld_q, Kj, s.hd, sc, s.Tk, false,
+                    gemm_nt(level, nt, nk, s.hd, scale, q + t0 * ld_q + h * s.hd, ld_q, Kj, s.hd, sc, s.Tk, false,
                             pack.data());
                     for (std::size_t t = 0; t < nt; ++t) softmax_row(tag, sc + t * s.Tk, offset + t0 + t + 1, nk);
                     // out_h [nt, hd] = P [nt, nk] . V_j[0..nk]: on our GEMM over blocks of keys
@@ -151,7 +151,7 @@ inline void attention(const AttentionShape& s, const float* q, std::size_t ld_q,
                     float* oh = out + t0 * ld_o + h * s.hd;
                     if (own)
                         for (std::size_t k0 = 0; k0 < nk; k0 += kAttentionKeyBlock)
-                            gemm_nt(own, nt, s.hd, std::min(kAttentionKeyBlock, nk - k0), 1.0f, sc + k0, s.Tk,
+                            gemm_nt(level, nt, s.hd, std::min(kAttentionKeyBlock, nk - k0), 1.0f, sc + k0, s.Tk,
                                     vt.data() + k0, s.Tk, oh, ld_o, k0 > 0, pack.data());
                     else
                         blas::gemm_serial(false, false, nt, s.hd, nk, 1.0f, sc, s.Tk, V + j * ld_head, s.hd, 0.0f,

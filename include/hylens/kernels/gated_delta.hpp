@@ -11,10 +11,12 @@
 // Two forms with the same results (to float32 rounding), both exact continuations of any state:
 //  * gated_delta_rule_recurrent: token by token, one fused pass over S per token (the update of
 //    token t and the reads S^T k, S^T q of token t+1 share the pass), at the instruction-set
-//    level chosen at run time (core/simd.hpp, isa/recurrent_body.inl). Decode path.
+//    level chosen at run time (core/simd.hpp, isa/recurrent_body.inl). Decode path, and the
+//    prefill at the avx512 levels.
 //  * gated_delta_rule_chunked: §1.4 on chunks of `chunk` tokens (the last one shorter, which is
 //    the same as zero padding). Per chunk and head: 7 small sgemms (blas::gemm_serial) and a
-//    forward substitution for (I + A)^-1. Prefill path.
+//    forward substitution for (I + A)^-1. Prefill path where the measured rule of
+//    gated_delta_dispatch says so (levels avx2 and baseline from 8 tokens on).
 // Both run the value heads in parallel on the pool. Plain twin: reference/gated_delta.hpp.
 
 #include <cmath>    // std::exp, std::sqrt
@@ -223,23 +225,40 @@ inline void gated_delta_rule_chunked(const GatedDeltaShape& s, const float* q, s
     });
 }
 
-/// From this many tokens on gated_delta_rule takes the chunked form. Measured (docs/kernels.md
-/// "Gated delta rule"): at Qwen3.5 shapes (dk = dv = 128) the fused recurrent pass was faster
-/// than the chunked form at every T from 8 to 512 (about 2x at 512: 7 dk dv FLOPs per token and
-/// head in AVX-512 registers against about 11 dk dv in 64x128x128 sgemms, which this machine's
-/// OpenBLAS runs with its AVX2 kernels), and both costs grow linearly in T. So the dispatch
-/// stays recurrent; lower this where BLAS is faster.
-inline constexpr std::size_t kGatedDeltaChunkedMinT = static_cast<std::size_t>(-1);
+/// The form gated_delta_rule takes at an instruction-set level: the chunked form, in chunks of
+/// `chunk` tokens, from `min_t` tokens on; the recurrent form below.
+struct GatedDeltaDispatch {
+    std::size_t min_t;
+    std::size_t chunk;
+};
 
-/// Dispatch: the recurrent form for T < kGatedDeltaChunkedMinT, the chunked form (chunk 64)
-/// otherwise. Same arguments and results as gated_delta_rule_recurrent.
+/// The rule per level, measured at Qwen3.5-0.8B's 16 heads of 128 x 128 at 1 and 2 threads
+/// (docs/kernels.md "Gated delta rule"; a head's state is 64 KiB):
+///  * avx512, avx512bf16 (AMD Zen 5, 48 KiB L1 data cache): the fused recurrent pass was faster
+///    at every T from 8 to 512 (the chunked form 1.2-1.5x its time with OpenBLAS's AVX-512
+///    kernels forced, 1.8-2.1x with its default AVX2 ones): never chunked.
+///  * avx2 (AMD Zen 3, 32 KiB L1): the chunked form 1.14-1.41x faster from T = 8 on (0.83-0.87x
+///    at T = 4); chunks of 32 tokens 1.22-1.40x the recurrent form's speed from T = 64 on,
+///    where chunks of 64 gave 1.03-1.20x.
+///  * baseline (the same Zen 3 forced to it, 1 thread: the recurrent pass in SSE2, the chunked
+///    form's products still OpenBLAS's AVX2 kernels): chunked 1.8-2.2x from T = 8 (1.33x at
+///    T = 4). Unmeasured on aarch64, whose baseline is NEON.
+inline GatedDeltaDispatch gated_delta_dispatch(simd::Level level) noexcept {
+    if (static_cast<int>(level) >= static_cast<int>(simd::Level::avx512))
+        return {static_cast<std::size_t>(-1), 64};
+    return {8, 32};
+}
+
+/// Dispatch: the form gated_delta_dispatch(simd::active()) names. Same arguments and results as
+/// gated_delta_rule_recurrent (to float32 rounding).
 inline void gated_delta_rule(const GatedDeltaShape& s, const float* q, std::size_t ld_q, const float* k,
                              std::size_t ld_k, const float* v, std::size_t ld_v, const float* g, const float* beta,
                              float* state, float* out, std::size_t ld_o, bool l2norm_qk) {
-    if (s.T < kGatedDeltaChunkedMinT)
+    const GatedDeltaDispatch rule = gated_delta_dispatch(simd::active());
+    if (s.T < rule.min_t)
         gated_delta_rule_recurrent(s, q, ld_q, k, ld_k, v, ld_v, g, beta, state, out, ld_o, l2norm_qk);
     else
-        gated_delta_rule_chunked(s, q, ld_q, k, ld_k, v, ld_v, g, beta, state, out, ld_o, l2norm_qk, 64);
+        gated_delta_rule_chunked(s, q, ld_q, k, ld_k, v, ld_v, g, beta, state, out, ld_o, l2norm_qk, rule.chunk);
 }
 
 }  // namespace hylens::kernels

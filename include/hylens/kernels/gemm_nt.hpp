@@ -1,33 +1,71 @@
 #pragma once
-// The small single-threaded products inside the prefill kernels (the SSD chunks, attention's
-// scores and values): C = alpha A W^T, or C += alpha A W^T, with W's rows as the columns of C.
-// At levels avx512 and avx512bf16 on our own AVX-512 GEMM (isa/avx512_gemm.hpp): OpenBLAS 0.3.21
-// runs its AVX2 kernels on CPUs it does not know (Zen 4 / 5), half the FMA width; at the other
-// levels on OpenBLAS sgemm. The caller splits the work over the pool.
+// Our own GEMM, C = alpha A W^T (or C += alpha A W^T) with W's rows as the columns of C, at the
+// levels that have one, and the small single-threaded products inside the prefill kernels (the
+// SSD chunks, attention's scores and values) on it or on OpenBLAS sgemm:
+//   levels avx512, avx512bf16: isa/avx512_gemm.hpp (OpenBLAS 0.3.21 runs its AVX2 kernels on
+//                              CPUs it does not know, Zen 4 / 5: half the FMA width)
+//   level avx2:                isa/avx2_gemm.hpp (as fast as OpenBLAS's AVX2 kernels on the
+//                              projections, faster on the small products, and the same bits
+//                              for any thread count)
+//   level baseline:            OpenBLAS sgemm.
+// Both GEMMs sum each element of C in one lane in k order from zero, so they give the same
+// bits as each other. The caller splits the work over the pool.
 
-#include <cstddef>  // std::size_t
+#include <algorithm>  // std::max
+#include <cstddef>    // std::size_t
 
 #include "../core/blas.hpp"
 #include "../core/simd.hpp"
+#include "isa/avx2_gemm.hpp"
 #include "isa/avx512_gemm.hpp"
 
 namespace hylens::kernels {
 
-/// Floats of the scratch gemm_nt needs for an inner dimension K.
-inline constexpr std::size_t gemm_nt_pack_floats(std::size_t K) noexcept { return isa::avx512::gemm_pack_floats(K); }
+namespace detail {
+/// Whether the many-row float32 products run on our own GEMM at this level (else OpenBLAS
+/// sgemm): levels avx2, avx512 and avx512bf16 on x86-64.
+inline bool own_gemm(simd::Level level) noexcept {
+    return HYLENS_SIMD_X86 && static_cast<int>(level) >= static_cast<int>(simd::Level::avx2);
+}
+/// Rows of W per packed panel of the own GEMM at `level` (the unit a product is split by).
+inline std::size_t own_gemm_panel(simd::Level level) noexcept {
+    return static_cast<int>(level) >= static_cast<int>(simd::Level::avx512) ? isa::avx512::kGemmPanel
+                                                                            : isa::avx2::kGemmPanel;
+}
+
+/// gemm_rows of the own GEMM at `level` (own_gemm(level) must hold): rows [n0, n1) of W.
+template <class T>
+inline void own_gemm_rows(simd::Level level, const float* A, std::size_t lda, std::size_t M, const T* W,
+                          std::size_t ldw, std::size_t K, std::size_t n0, std::size_t n1, float* C, std::size_t ldc,
+                          float alpha, float* pack, bool accumulate = false) {
+#if HYLENS_SIMD_X86
+    if (static_cast<int>(level) >= static_cast<int>(simd::Level::avx512))
+        isa::avx512::gemm_rows(A, lda, M, W, ldw, K, n0, n1, C, ldc, alpha, pack, accumulate);
+    else
+        isa::avx2::gemm_rows(A, lda, M, W, ldw, K, n0, n1, C, ldc, alpha, pack, accumulate);
+#else
+    (void)level, (void)A, (void)lda, (void)M, (void)W, (void)ldw, (void)K, (void)n0, (void)n1, (void)C, (void)ldc,
+        (void)alpha, (void)pack, (void)accumulate;
+#endif
+}
+}  // namespace detail
+
+/// Floats of the scratch gemm_nt and the own GEMMs need for an inner dimension K (the wider
+/// panel's).
+inline constexpr std::size_t gemm_nt_pack_floats(std::size_t K) noexcept {
+    return std::max(isa::avx512::gemm_pack_floats(K), isa::avx2::gemm_pack_floats(K));
+}
 
 /// C[m, n] = alpha * sum_k A[m, k] * W[n, k] for m < M, n < cols, k < K, added to C[m, n] when
-/// `accumulate`: A, W, C row-major with row strides lda, ldw, ldc. own: detail::own_gemm(level)
-/// of the level the caller dispatches at; pack: gemm_nt_pack_floats(K) floats (unused by sgemm).
-inline void gemm_nt(bool own, std::size_t M, std::size_t cols, std::size_t K, float alpha, const float* A,
+/// `accumulate`: A, W, C row-major with row strides lda, ldw, ldc, at the instruction-set level
+/// the caller dispatches at (own GEMM where detail::own_gemm(level), else sgemm); pack:
+/// gemm_nt_pack_floats(K) floats (unused by sgemm).
+inline void gemm_nt(simd::Level level, std::size_t M, std::size_t cols, std::size_t K, float alpha, const float* A,
                     std::size_t lda, const float* W, std::size_t ldw, float* C, std::size_t ldc, bool accumulate,
                     float* pack) {
     if (M == 0 || cols == 0) return;
-#if HYLENS_SIMD_X86
-    if (own) return isa::avx512::gemm_rows(A, lda, M, W, ldw, K, 0, cols, C, ldc, alpha, pack, accumulate);
-#else
-    (void)own, (void)pack;
-#endif
+    if (detail::own_gemm(level))
+        return detail::own_gemm_rows(level, A, lda, M, W, ldw, K, 0, cols, C, ldc, alpha, pack, accumulate);
     blas::gemm_serial(false, true, M, cols, K, alpha, A, lda, W, ldw, accumulate ? 1.0f : 0.0f, C, ldc);
 }
 

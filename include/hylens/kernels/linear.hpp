@@ -4,13 +4,14 @@
 //  * few rows (M <= kMatvecMaxRows: decode): kernels/matvec.hpp, a dot-product kernel at the
 //    run-time instruction-set level that reads W once (bf16 widened in registers), rows of W
 //    split over the thread pool. Decode is bandwidth-bound: this reads every weight byte once.
-//  * many rows (prefill) at simd level avx512 or avx512bf16: isa::avx512::gemm_rows (our own
-//    AVX-512 GEMM, isa/avx512_gemm.hpp) over panels of 32 rows of W split over the pool; a bf16 W
-//    is widened as each panel is packed. OpenBLAS 0.3.21 runs its AVX2 kernels on CPUs it does
-//    not know (Zen 4 / 5), at half the FMA width; this kernel measured 1.8x its sgemm at 1
-//    thread on a Zen 5 core (docs/performance.md). The bits do not depend on the thread count.
-//  * float32, many rows, at the other levels: one sgemm, split over the pool by output columns.
-//  * bfloat16, many rows, at the other levels: blocks of W rows are widened into a per-thread scratch of at most
+//  * many rows (prefill) at simd levels avx2 and up: our own GEMM (kernels/gemm_nt.hpp: the
+//    AVX-512 one at avx512 / avx512bf16, panels of 32 rows of W; the AVX2 one at avx2, panels of
+//    16) over panels split over the pool; a bf16 W is widened as each panel is packed. OpenBLAS
+//    0.3.21 runs its AVX2 kernels on CPUs it does not know (Zen 4 / 5), at half the FMA width;
+//    the AVX-512 kernel measured 1.8x its sgemm at 1 thread on a Zen 5 core, the AVX2 one
+//    1.01-1.03x on a Zen 3 (docs/performance.md). The bits do not depend on the thread count.
+//  * float32, many rows, at level baseline: one sgemm, split over the pool by output columns.
+//  * bfloat16, many rows, at level baseline: blocks of W rows are widened into a per-thread scratch of at most
 //    kBf16BlockRows x in floats and multiplied with sgemm; the widening costs in/2 bytes per
 //    row against 2*M*in FLOPs, negligible once M >= 16. Why up to 512 rows: each sgemm call
 //    repacks the M x in activations, so small blocks repack them often (64-row blocks: 8x more
@@ -34,7 +35,7 @@
 #include "../core/precision.hpp"
 #include "../core/thread_pool.hpp"
 #include "../core/weight.hpp"
-#include "isa/avx512_gemm.hpp"
+#include "gemm_nt.hpp"
 #include "matvec.hpp"
 
 namespace hylens::kernels {
@@ -85,19 +86,17 @@ inline void products(const float* x, std::size_t ldx, std::size_t M, const Weigh
             matvec(x, ldx, M, W.bf16_data(), out, in, y, ldy, alpha);
         else
             matvec(x, ldx, M, W.f32(), out, in, y, ldy, alpha);
-    } else if (own_gemm(simd::active())) {
-#if HYLENS_SIMD_X86
-        namespace av = isa::avx512;
-        parallel_for((out + av::kGemmPanel - 1) / av::kGemmPanel, [&](std::size_t p0, std::size_t p1) {
+    } else if (const simd::Level level = simd::active(); own_gemm(level)) {
+        const std::size_t panel = own_gemm_panel(level);
+        parallel_for((out + panel - 1) / panel, [&](std::size_t p0, std::size_t p1) {
             thread_local std::vector<float> pack;
-            if (pack.size() < av::gemm_pack_floats(in)) pack.resize(av::gemm_pack_floats(in));
-            const std::size_t n0 = p0 * av::kGemmPanel, n1 = std::min(out, p1 * av::kGemmPanel);
+            if (pack.size() < gemm_nt_pack_floats(in)) pack.resize(gemm_nt_pack_floats(in));
+            const std::size_t n0 = p0 * panel, n1 = std::min(out, p1 * panel);
             if (W.is_bf16())
-                av::gemm_rows(x, ldx, M, W.bf16_data(), in, in, n0, n1, y, ldy, alpha, pack.data());
+                own_gemm_rows(level, x, ldx, M, W.bf16_data(), in, in, n0, n1, y, ldy, alpha, pack.data());
             else
-                av::gemm_rows(x, ldx, M, W.f32(), in, in, n0, n1, y, ldy, alpha, pack.data());
+                own_gemm_rows(level, x, ldx, M, W.f32(), in, in, n0, n1, y, ldy, alpha, pack.data());
         });
-#endif
     } else if (!W.is_bf16()) {
         blas::gemm(false, true, M, out, in, alpha, x, ldx, W.f32(), in, 0.0f, y, ldy);
     } else {

@@ -14,8 +14,8 @@
 //    padding). C B^T is computed once per group and chunk and shared by the H/G heads. Each
 //    thread takes a contiguous range of heads and stacks those of a group: per chunk one product
 //    Y = e^Acum (C S^T) for all of them, one per head Y_h += L_h (Delta x)_h, and one for the state
-//    hand-over S' = e^Acum_last S + (w Delta x)^T B of all of them, on gemm_nt (our AVX-512 GEMM
-//    at levels avx512 / avx512bf16, sgemm below). Three sgemms per head and chunk had run at
+//    hand-over S' = e^Acum_last S + (w Delta x)^T B of all of them, on gemm_nt (our own GEMM
+//    at levels avx2 and up, sgemm at baseline). Three sgemms per head and chunk had run at
 //    0.6-0.65x this speed at Granite-4.0-H-350M's and Falcon-H1-0.5B's shapes. Prefill.
 // Heads run in parallel on the pool. Plain twin: reference/ssd.hpp.
 
@@ -73,7 +73,7 @@ inline std::size_t ssd_chunk_floats(const SsdShape& s, std::size_t Q, std::size_
 // exp of `tag`'s level (isa/recurrent_body.inl's exp_inplace, within 2 ulp of e^x at the
 // float32-rounded difference): one double exp each was 5-6 % of a Falcon-H1-0.5B prefill.
 template <class IsaTag>
-inline void ssd_chunk(IsaTag tag, bool own, const SsdShape& s, const float* x, std::size_t ld_x, const float* C,
+inline void ssd_chunk(IsaTag tag, simd::Level level, const SsdShape& s, const float* x, std::size_t ld_x, const float* C,
                       std::size_t ld_bc, const float* dt_raw, std::size_t ld_dt, const float* dt_bias,
                       const float* A, const float* D, float dt_min, float dt_max, float* S, float* y,
                       std::size_t ld_y, float* dt_out, std::size_t a, std::size_t nh, std::size_t t0, std::size_t L,
@@ -101,7 +101,7 @@ inline void ssd_chunk(IsaTag tag, bool own, const SsdShape& s, const float* x, s
     const float* Cc = C + t0 * ld_bc + grp * N;  // (L, N) at stride ld_bc
     float* Y = y + t0 * ld_y + a * P;  // (L, W) at stride ld_y
     // Y = diag(e^Acum) C S^T + Lm (Delta x) + D x
-    gemm_nt(own, L, W, N, 1.0f, Cc, ld_bc, S, N, Y, ld_y, false, pack);
+    gemm_nt(level, L, W, N, 1.0f, Cc, ld_bc, S, N, Y, ld_y, false, pack);
     for (std::size_t l = 0; l < L; ++l)
         for (std::size_t j = 0; j < nh; ++j) scale_inplace(tag, Y + l * ld_y + j * P, eA[j * Q + l], P);
     for (std::size_t j = 0; j < nh; ++j) {
@@ -117,7 +117,7 @@ inline void ssd_chunk(IsaTag tag, bool own, const SsdShape& s, const float* x, s
             mul_inplace(tag, row, CB + l * Q, l + 1);
             std::fill(row + l + 1, row + L, 0.0f);
         }
-        gemm_nt(own, L, P, L, 1.0f, Lm, L, XT + j * P * L, L, Y + j * P, ld_y, true, pack);
+        gemm_nt(level, L, P, L, 1.0f, Lm, L, XT + j * P * L, L, Y + j * P, ld_y, true, pack);
     }
     if (D) {
         for (std::size_t l = 0; l < L; ++l) {
@@ -135,7 +135,7 @@ inline void ssd_chunk(IsaTag tag, bool own, const SsdShape& s, const float* x, s
         for (std::size_t p = 0; p < P; ++p) mul_inplace(tag, XT + (j * P + p) * L, w, L);
         scale_inplace(tag, S + j * P * N, eA[j * Q + L - 1], P * N);
     }
-    gemm_nt(own, W, N, L, 1.0f, XT, L, BT, Q, S, N, true, pack);
+    gemm_nt(level, W, N, L, 1.0f, XT, L, BT, Q, S, N, true, pack);
 }
 
 }  // namespace detail
@@ -180,7 +180,6 @@ inline void ssd_chunked(const SsdShape& s, const float* x, std::size_t ld_x, con
     float* CB = cb.data();
     float* BT = bt.data();
     const simd::Level level = simd::active();
-    const bool own = detail::own_gemm(level);
     parallel_for(s.G * n_chunks, [&](std::size_t i0, std::size_t i1) {
         thread_local std::vector<float> pack;
         pack.resize(gemm_nt_pack_floats(s.N));
@@ -189,7 +188,7 @@ inline void ssd_chunked(const SsdShape& s, const float* x, std::size_t ld_x, con
             const std::size_t L = t0 + Q <= s.T ? Q : s.T - t0;
             const float* Cc = C + t0 * ld_bc + grp * s.N;
             const float* Bc = B + t0 * ld_bc + grp * s.N;
-            gemm_nt(own, L, L, s.N, 1.0f, Cc, ld_bc, Bc, ld_bc, CB + i * Q * Q, Q, false, pack.data());
+            gemm_nt(level, L, L, s.N, 1.0f, Cc, ld_bc, Bc, ld_bc, CB + i * Q * Q, Q, false, pack.data());
             float* bti = BT + i * s.N * Q;
             for (std::size_t l = 0; l < L; ++l)
                 for (std::size_t n = 0; n < s.N; ++n) bti[n * Q + l] = Bc[l * ld_bc + n];
@@ -209,7 +208,7 @@ inline void ssd_chunked(const SsdShape& s, const float* x, std::size_t ld_x, con
                 float* S = state + a * s.P * s.N;
                 for (std::size_t c = 0; c < n_chunks; ++c) {
                     const std::size_t t0 = c * Q, L = t0 + Q <= s.T ? Q : s.T - t0;
-                    detail::ssd_chunk(tag, own, s, x, ld_x, C, ld_bc, dt_raw, ld_dt, dt_bias, A, D, dt_min, dt_max, S, y,
+                    detail::ssd_chunk(tag, level, s, x, ld_x, C, ld_bc, dt_raw, ld_dt, dt_bias, A, D, dt_min, dt_max, S, y,
                                       ld_y, dt_out, a, b - a, t0, L, CB + (grp * n_chunks + c) * Q * Q,
                                       BT + (grp * n_chunks + c) * s.N * Q, Q, scratch.data(), acum.data());
                 }
@@ -219,9 +218,11 @@ inline void ssd_chunked(const SsdShape& s, const float* x, std::size_t ld_x, con
     });
 }
 
-/// From this many tokens on ssd takes the chunked form where its products run on sgemm (levels
-/// below avx512). Measured at Granite-4.0-H-1B shapes (docs/kernels.md "Mamba-2 SSD"):
-/// recurrent 0.60 ms against chunked 0.67 ms at T = 8, chunked ahead from T = 16 (1.1 against 1.6 ms).
+/// From this many tokens on ssd takes the chunked form at the levels below avx512 (products on
+/// sgemm at baseline, on our AVX2 GEMM at avx2). Measured at Granite-4.0-H-1B shapes
+/// (docs/kernels.md "Mamba-2 SSD"): recurrent 0.60 ms against chunked 0.67 ms at T = 8, chunked
+/// ahead from T = 16 (1.1 against 1.6 ms); on an AVX2-only Zen 3 the crossover between 12 and 16
+/// tokens, on sgemm and on our AVX2 GEMM alike.
 inline constexpr std::size_t kSsdChunkedMinT = 16;
 
 /// The same where they run on our AVX-512 GEMM (levels avx512, avx512bf16). Measured at the
@@ -234,7 +235,8 @@ inline constexpr std::size_t kSsdChunkedMinTOwnGemm = 8;
 /// The chunked/recurrent threshold of ssd at an instruction-set level: a constant per product
 /// kernel, not a timing at run time, so the outputs do not depend on the machine's load.
 inline std::size_t ssd_chunked_min_t(simd::Level level) noexcept {
-    return detail::own_gemm(level) ? kSsdChunkedMinTOwnGemm : kSsdChunkedMinT;
+    return static_cast<int>(level) >= static_cast<int>(simd::Level::avx512) ? kSsdChunkedMinTOwnGemm
+                                                                            : kSsdChunkedMinT;
 }
 
 /// Dispatch: the recurrent form below ssd_chunked_min_t(simd::active()) tokens, the chunked form

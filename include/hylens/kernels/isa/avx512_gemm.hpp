@@ -8,7 +8,8 @@
 //               16 rows x 16 columns at a time through avx512::transpose16
 //   tile        R rows of A times the panel: an R x 32 register tile of sums, one FMA per
 //               (row, 16 columns, k), A's element broadcast
-//   gemm_rows   panels of W's rows [n0, n1), each times every row tile of A
+//   gemm_rows   panels of W's rows [n0, n1), each times every row tile of A (the loop of
+//               isa/gemm_panels.hpp, shared with the avx2 GEMM)
 // Each element of C is one register lane summed over k = 0, 1, ..., K - 1 in that order from
 // zero, then times alpha (then added to C's value when accumulating), whatever the range, the
 // tile and the thread: the same bits for any split of W's rows. Same rule as isa/avx512.hpp:
@@ -20,14 +21,7 @@
 #include "../../core/bf16.hpp"
 #include "../../core/simd.hpp"
 #include "avx512.hpp"
-
-namespace hylens::kernels::detail {
-/// Whether the many-row float32 products run on isa::avx512::gemm_rows at this level (else
-/// OpenBLAS sgemm): levels avx512 and avx512bf16 on x86-64.
-inline bool own_gemm(simd::Level level) noexcept {
-    return HYLENS_SIMD_X86 && static_cast<int>(level) >= static_cast<int>(simd::Level::avx512);
-}
-}  // namespace hylens::kernels::detail
+#include "gemm_panels.hpp"
 
 namespace hylens::kernels::isa::avx512 {
 /// Columns of C (rows of W) per packed panel and rows of A per register tile: 2 x 12 sums, two
@@ -98,36 +92,29 @@ HYLENS_TARGET_AVX512 inline void gemm_tile(const float* A, std::size_t lda, cons
     store_tile<R>(acc, C, ldc, nc, alpha, accumulate);
 }
 
-namespace detail {
-template <std::size_t R>
-HYLENS_TARGET_AVX512 inline void gemm_tail(std::size_t rows, const float* A, std::size_t lda, const float* pack,
-                                           std::size_t K, float* C, std::size_t ldc, std::size_t nc,
-                                           float alpha, bool accumulate) noexcept {
-    if constexpr (R > 0) {
-        if (rows == R) return gemm_tile<R>(A, lda, pack, K, C, ldc, nc, alpha, accumulate);
-        gemm_tail<R - 1>(rows, A, lda, pack, K, C, ldc, nc, alpha, accumulate);
+/// This level's kernel of the shared panel loop (isa/gemm_panels.hpp).
+struct Gemm {
+    static constexpr std::size_t kPanel = kGemmPanel, kTileRows = kGemmTileRows;
+    template <class T>
+    HYLENS_TARGET_AVX512 static void pack(const T* W, std::size_t ldw, std::size_t K, std::size_t n, std::size_t nc,
+                                    float* p) noexcept {
+        pack_panel(W, ldw, K, n, nc, p);
     }
-}
-}  // namespace detail
+    template <std::size_t R>
+    HYLENS_TARGET_AVX512 static void tile(const float* A, std::size_t lda, const float* p, std::size_t K, float* C,
+                                    std::size_t ldc, std::size_t nc, float alpha, bool accumulate) noexcept {
+        gemm_tile<R>(A, lda, p, K, C, ldc, nc, alpha, accumulate);
+    }
+};
 
 /// C[m, n] = alpha * sum_k A[m, k] * W[n, k] for m < M and n in [n0, n1) (C[m, n] + that sum
 /// times alpha when `accumulate`): A float32 with row stride lda, W float32 or bf16 row-major
 /// with row stride ldw, pack a scratch of gemm_pack_floats(K).
 template <class T>
-HYLENS_TARGET_AVX512 inline void gemm_rows(const float* A, std::size_t lda, std::size_t M, const T* W,
-                                           std::size_t ldw, std::size_t K, std::size_t n0, std::size_t n1, float* C,
-                                           std::size_t ldc, float alpha, float* pack,
-                                           bool accumulate = false) noexcept {
-    for (std::size_t n = n0; n < n1; n += kGemmPanel) {
-        const std::size_t nc = std::min(kGemmPanel, n1 - n);
-        pack_panel(W, ldw, K, n, nc, pack);
-        std::size_t m = 0;
-        for (; m + kGemmTileRows <= M; m += kGemmTileRows)
-            gemm_tile<kGemmTileRows>(A + m * lda, lda, pack, K, C + m * ldc + n, ldc, nc, alpha, accumulate);
-        if (m < M)
-            detail::gemm_tail<kGemmTileRows - 1>(M - m, A + m * lda, lda, pack, K, C + m * ldc + n, ldc, nc, alpha,
-                                                 accumulate);
-    }
+inline void gemm_rows(const float* A, std::size_t lda, std::size_t M, const T* W, std::size_t ldw, std::size_t K,
+                      std::size_t n0, std::size_t n1, float* C, std::size_t ldc, float alpha, float* pack,
+                      bool accumulate = false) noexcept {
+    gemm_panels<Gemm>(A, lda, M, W, ldw, K, n0, n1, C, ldc, alpha, pack, accumulate);
 }
 
 }  // namespace hylens::kernels::isa::avx512
