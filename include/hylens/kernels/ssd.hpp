@@ -73,8 +73,8 @@ inline std::size_t ssd_chunk_floats(const SsdShape& s, std::size_t Q, std::size_
 // exp of `tag`'s level (isa/recurrent_body.inl's exp_inplace, within 2 ulp of e^x at the
 // float32-rounded difference): one double exp each was 5-6 % of a Falcon-H1-0.5B prefill.
 template <class IsaTag>
-inline void ssd_chunk(IsaTag tag, simd::Level level, const SsdShape& s, const float* x, std::size_t ld_x, const float* C,
-                      std::size_t ld_bc, const float* dt_raw, std::size_t ld_dt, const float* dt_bias,
+inline void ssd_chunk(IsaTag tag, simd::Level level, const SsdShape& s, const float* x, std::size_t ld_x,
+                      const float* C, std::size_t ld_bc, const float* dt_raw, std::size_t ld_dt, const float* dt_bias,
                       const float* A, const float* D, float dt_min, float dt_max, float* S, float* y,
                       std::size_t ld_y, float* dt_out, std::size_t a, std::size_t nh, std::size_t t0, std::size_t L,
                       const float* CB, const float* BT, std::size_t Q, float* scratch, double* acum) {
