@@ -67,8 +67,8 @@ double gdr_chunked_flops(const GatedDeltaShape& s, std::size_t chunk) {
 // and the next token's S^T k, S^T q (4 per element).
 double gdr_recurrent_flops(const GatedDeltaShape& s) { return 7.0 * s.dk * s.dv * s.T * s.Hv; }
 
-// The chunk the dispatch takes at the active level.
-std::size_t gdr_chunk() { return hylens::kernels::gated_delta_dispatch(hylens::simd::active()).chunk; }
+// The rule the dispatch follows at the active level.
+hylens::kernels::GatedDeltaDispatch gdr_rule() { return hylens::kernels::gated_delta_dispatch(hylens::simd::active()); }
 
 struct GdrData {
     GatedDeltaShape s;
@@ -93,7 +93,7 @@ struct GdrData {
                 break;
             case Form::chunked:  // in the chunks the dispatch would take at this level
                 K::gated_delta_rule_chunked(s, q.data(), lq, k.data(), lq, v.data(), lv, g.data(), beta.data(),
-                                            state.data(), out.data(), lv, true, gdr_chunk());
+                                            state.data(), out.data(), lv, true, gdr_rule().chunk);
                 break;
             case Form::dispatch:
                 K::gated_delta_rule(s, q.data(), lq, k.data(), lq, v.data(), lv, g.data(), beta.data(), state.data(),
@@ -120,10 +120,10 @@ void BM_gdr_prefill(benchmark::State& st, Form form) {
     s.T = static_cast<std::size_t>(st.range(0));
     GdrData d(s);
     for (auto _ : st) d.run(form);
-    const std::size_t chunk = form == Form::reference_chunked ? 64 : gdr_chunk();
+    const hylens::kernels::GatedDeltaDispatch rule = gdr_rule();
+    const std::size_t chunk = form == Form::reference_chunked ? 64 : rule.chunk;
     const bool chunked = form == Form::chunked || form == Form::reference_chunked ||
-                         (form == Form::dispatch && s.T >= hylens::kernels::gated_delta_dispatch(
-                                                                hylens::simd::active()).min_t);
+                         (form == Form::dispatch && s.T >= rule.min_t);
     hylens::bench::report_flops(st, chunked ? gdr_chunked_flops(s, chunk) : gdr_recurrent_flops(s));
 }
 

@@ -184,9 +184,9 @@ TEST_SUITE("kernels/gated_delta_rule") {
         for (auto level : simd::supported_levels()) {
             const simd::ForceLevel force(level);
             const kernels::GatedDeltaDispatch rule = kernels::gated_delta_dispatch(level);
-            const bool own_gemm_level = static_cast<int>(level) >= static_cast<int>(simd::Level::avx512);
-            CHECK(rule.min_t == (own_gemm_level ? static_cast<std::size_t>(-1) : 8u));
-            CHECK(rule.chunk == (own_gemm_level ? 64u : 32u));
+            const bool avx512 = simd::at_least(level, simd::Level::avx512);
+            CHECK(rule.min_t == (avx512 ? static_cast<std::size_t>(-1) : 8u));
+            CHECK(rule.chunk == (avx512 ? 64u : 32u));
             for (std::size_t T : {std::size_t{7}, std::size_t{8}, std::size_t{70}}) {
                 CAPTURE(simd::level_name(level));
                 CAPTURE(T);

@@ -204,7 +204,7 @@ TEST_SUITE("kernels/ssd") {
         for (auto level : simd::supported_levels()) {
             const simd::ForceLevel force(level);
             const std::size_t min_t = kernels::ssd_chunked_min_t(level);
-            CHECK(min_t == (static_cast<int>(level) >= static_cast<int>(simd::Level::avx512) ? 8u : 16u));
+            CHECK(min_t == (simd::at_least(level, simd::Level::avx512) ? 8u : 16u));
             for (std::size_t T : {min_t - 1, min_t}) {
                 CAPTURE(simd::level_name(level));
                 CAPTURE(T);

@@ -43,6 +43,11 @@ def read(path):
     return med, frac
 
 
+def steady_or_all(values, spreads):
+    """The values whose floor held (spread >= STEADY), or all of them if none did."""
+    return [v for v, s in zip(values, spreads) if s >= STEADY] or list(values)
+
+
 def llama_fraction(med, frac, key):
     """llama.cpp's median tokens/s over the floor (tokens/s) that hylens measured beside it."""
     return med[key]["llama.cpp"] / frac[key][4]
@@ -83,11 +88,9 @@ def rounds(paths):
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for key in keys:
         ratios = [m[key]["hylens"] / m[key]["llama.cpp"] for m, _ in runs]
-        fracs = [f[key][0] for _, f in runs]
-        steady = [f[key][0] for _, f in runs if f[key][3] >= STEADY] or fracs
-        llama = [llama_fraction(m, f, key) for m, f in runs if f[key][3] >= STEADY] or \
-                [llama_fraction(m, f, key) for m, f in runs]
-        lf = statistics.median(llama)
+        spreads = [f[key][3] for _, f in runs]
+        steady = steady_or_all([f[key][0] for _, f in runs], spreads)
+        lf = statistics.median(steady_or_all([llama_fraction(m, f, key) for m, f in runs], spreads))
         unit = "GFLOP/s" if runs[0][1][key][1].endswith("gflops") else "GB/s"
         floors = " / ".join(f"{f[key][2]:.1f}" for _, f in runs)
         print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {' / '.join(f'{x:.2f}' for x in ratios)} | "

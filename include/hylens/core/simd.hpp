@@ -124,6 +124,10 @@ inline void unforce() noexcept { detail::forced().store(-1, std::memory_order_re
 /// The level of the float32 kernels for a level: avx512bf16 runs the avx512 code everywhere but
 /// in the products of bf16-rounded activations (the switch of every kernel without such a
 /// product is over this).
+/// Whether level l is `min` or above it (the levels are ordered: baseline < avx2 < avx512 <
+/// avx512bf16).
+inline constexpr bool at_least(Level l, Level min) noexcept { return static_cast<int>(l) >= static_cast<int>(min); }
+
 inline constexpr Level f32_level(Level l) noexcept { return l == Level::avx512bf16 ? Level::avx512 : l; }
 
 /// The level the kernels run at now. Throws UnsupportedError for a bad HYLENS_SIMD.

@@ -244,7 +244,7 @@ struct GatedDeltaDispatch {
 ///    form's products still OpenBLAS's AVX2 kernels): chunked 1.8-2.2x from T = 8 (1.33x at
 ///    T = 4). Unmeasured on aarch64, whose baseline is NEON.
 inline GatedDeltaDispatch gated_delta_dispatch(simd::Level level) noexcept {
-    if (static_cast<int>(level) >= static_cast<int>(simd::Level::avx512))
+    if (simd::at_least(level, simd::Level::avx512))
         return {static_cast<std::size_t>(-1), 64};
     return {8, 32};
 }

@@ -5,8 +5,8 @@
 //   levels avx512, avx512bf16: isa/avx512_gemm.hpp (OpenBLAS 0.3.21 runs its AVX2 kernels on
 //                              CPUs it does not know, Zen 4 / 5: half the FMA width)
 //   level avx2:                isa/avx2_gemm.hpp (as fast as OpenBLAS's AVX2 kernels on the
-//                              projections, faster on the small products, and the same bits
-//                              for any thread count)
+//                              projections, no faster inside the chunked SSD, and the same
+//                              bits for any thread count)
 //   level baseline:            OpenBLAS sgemm.
 // Both GEMMs sum each element of C in one lane in k order from zero, so they give the same
 // bits as each other. The caller splits the work over the pool.
@@ -25,12 +25,11 @@ namespace detail {
 /// Whether the many-row float32 products run on our own GEMM at this level (else OpenBLAS
 /// sgemm): levels avx2, avx512 and avx512bf16 on x86-64.
 inline bool own_gemm(simd::Level level) noexcept {
-    return HYLENS_SIMD_X86 && static_cast<int>(level) >= static_cast<int>(simd::Level::avx2);
+    return HYLENS_SIMD_X86 && simd::at_least(level, simd::Level::avx2);
 }
 /// Rows of W per packed panel of the own GEMM at `level` (the unit a product is split by).
 inline std::size_t own_gemm_panel(simd::Level level) noexcept {
-    return static_cast<int>(level) >= static_cast<int>(simd::Level::avx512) ? isa::avx512::kGemmPanel
-                                                                            : isa::avx2::kGemmPanel;
+    return simd::at_least(level, simd::Level::avx512) ? isa::avx512::kGemmPanel : isa::avx2::kGemmPanel;
 }
 
 /// gemm_rows of the own GEMM at `level` (own_gemm(level) must hold): rows [n0, n1) of W.
@@ -39,7 +38,7 @@ inline void own_gemm_rows(simd::Level level, const float* A, std::size_t lda, st
                           std::size_t ldw, std::size_t K, std::size_t n0, std::size_t n1, float* C, std::size_t ldc,
                           float alpha, float* pack, bool accumulate = false) {
 #if HYLENS_SIMD_X86
-    if (static_cast<int>(level) >= static_cast<int>(simd::Level::avx512))
+    if (simd::at_least(level, simd::Level::avx512))
         isa::avx512::gemm_rows(A, lda, M, W, ldw, K, n0, n1, C, ldc, alpha, pack, accumulate);
     else
         isa::avx2::gemm_rows(A, lda, M, W, ldw, K, n0, n1, C, ldc, alpha, pack, accumulate);

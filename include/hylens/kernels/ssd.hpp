@@ -230,13 +230,12 @@ inline constexpr std::size_t kSsdChunkedMinT = 16;
 /// 200: chunked / recurrent time 0.88-1.01 at T = 8, 0.75-0.93 at T = 12, 0.63-0.76 at
 /// T = 16; recurrent ahead below 8 tokens (chunked 1.05-1.33x its time at T = 4, 0.97-1.19x
 /// at T = 6).
-inline constexpr std::size_t kSsdChunkedMinTOwnGemm = 8;
+inline constexpr std::size_t kSsdChunkedMinTAvx512 = 8;
 
 /// The chunked/recurrent threshold of ssd at an instruction-set level: a constant per product
 /// kernel, not a timing at run time, so the outputs do not depend on the machine's load.
 inline std::size_t ssd_chunked_min_t(simd::Level level) noexcept {
-    return static_cast<int>(level) >= static_cast<int>(simd::Level::avx512) ? kSsdChunkedMinTOwnGemm
-                                                                            : kSsdChunkedMinT;
+    return simd::at_least(level, simd::Level::avx512) ? kSsdChunkedMinTAvx512 : kSsdChunkedMinT;
 }
 
 /// Dispatch: the recurrent form below ssd_chunked_min_t(simd::active()) tokens, the chunked form
