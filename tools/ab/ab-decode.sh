@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Decode speed of revisions of the headers side by side in one process (tools/ab/README.md).
+# Decode (or prefill) speed of revisions of the headers side by side in one process
+# (tools/ab/README.md).
 #
-#   tools/ab/ab-decode.sh REV REV [REV...] -- --model DIR [-t N] [-r N] [-n N] [--mapped] [--json]
+#   tools/ab/ab-decode.sh REV REV [REV...] -- --model DIR [-t N] [-r N] [-n N | -p N] [--mapped] [--json]
 #
 # REV is a git revision (its include/ tree) or "." (the working tree's include/). Each is built
 # into a shared object from tools/ab/decode_build.cpp with the Release build's flags without
 # -march=native (HYLENS_AB_OPT overrides -O3; CXX the compiler), kept in $HYLENS_AB_DIR (default
-# build-ab/) by commit, and the driver hylens_ab runs them interleaved with the options after --.
+# build-ab/) by commit (rebuilt when decode_build.cpp is newer), and the driver hylens_ab runs
+# them interleaved with the options after --.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-usage() { sed -n '4,4p' "$0" | sed 's/^#   /usage: /' >&2; exit 2; }
+usage() { sed -n '5,5p' "$0" | sed 's/^#   /usage: /' >&2; exit 2; }
 revs=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do revs+=("$1"); shift; done
 [ $# -gt 0 ] || usage
@@ -45,7 +47,7 @@ for rev in "${revs[@]}"; do
   fi
   sos+=("$so")
   echo "ab-decode: $rev = $so" >&2
-  if [ ! -f "$so" ] && [ -z "${building[$so]:-}" ]; then
+  if { [ ! -f "$so" ] || [ tools/ab/decode_build.cpp -nt "$so" ]; } && [ -z "${building[$so]:-}" ]; then
     building[$so]=1
     # to a temporary name first: a failed build leaves nothing a later run would take as built
     ( "$CXX" "${FLAGS[@]}" -I"$tree" -o "$so.tmp" tools/ab/decode_build.cpp -lopenblas -llapack && mv "$so.tmp" "$so" ) &

@@ -1,5 +1,5 @@
 // One build of the hylens headers as a shared object, for tools/ab/ab_decode.cpp: load a model,
-// decode tokens on a fresh cache, time it. Compiled with hidden visibility and loaded with
+// decode tokens (or prefill a prompt) on a fresh cache, time it. Compiled with hidden visibility and loaded with
 // RTLD_LOCAL, each build keeps its own copy of every inline function and static (the thread
 // pool included), so builds of different revisions run side by side in one process.
 // A C interface, so that the driver needs none of the headers and builds of older revisions
@@ -13,6 +13,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace {
@@ -64,14 +65,17 @@ HYLENS_AB_EXPORT void* hylens_ab_open(const char* dir, int threads, int mapped, 
     }
 }
 
-/// Decodes n tokens (at most 4096) one at a time on a fresh cache; the tokens/s of the n steps
-/// and a hash of the last step's logits. 0 on success, else -1 and a message in err.
-HYLENS_AB_EXPORT int hylens_ab_decode(void* handle, int n, double* tokens_per_s, std::uint64_t* logits_hash, char* err,
-                                      std::size_t err_len) {
+namespace {
+// The tokens/s of n tokens (1 to 4096) through `run(model, tokens, n, cache, logits, last)` on a
+// fresh cache, the last position's logits only, and a hash of those logits; 0 on success, else
+// -1 and a message in err.
+template <class Run>
+int timed(const char* name, void* handle, int n, double* tokens_per_s, std::uint64_t* logits_hash, char* err,
+          std::size_t err_len, Run run) {
     try {
         auto* b = static_cast<Build*>(handle);
         if (n < 1 || static_cast<std::size_t>(n) > b->tokens.size()) {
-            set_error(err, err_len, "hylens_ab_decode: n must be 1 to 4096");
+            set_error(err, err_len, (std::string(name) + ": n must be 1 to 4096").c_str());
             return -1;
         }
         b->model->visit([&](const auto& m) {
@@ -80,7 +84,7 @@ HYLENS_AB_EXPORT int hylens_ab_decode(void* handle, int n, double* tokens_per_s,
             last.last_only = true;
             hylens::Tensor3 logits;
             const auto t0 = std::chrono::steady_clock::now();
-            for (int k = 0; k < n; ++k) m.forward(hylens::TokenBatch({b->tokens[static_cast<std::size_t>(k)]}), cache, logits, last);
+            run(m, b->tokens, static_cast<std::size_t>(n), cache, logits, last);
             *tokens_per_s = n / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             *logits_hash = hash_floats(logits.data(), logits.size());
         });
@@ -89,6 +93,31 @@ HYLENS_AB_EXPORT int hylens_ab_decode(void* handle, int n, double* tokens_per_s,
         set_error(err, err_len, e.what());
         return -1;
     }
+}
+}  // namespace
+
+/// Decodes n tokens (at most 4096) one at a time on a fresh cache; the tokens/s of the n steps
+/// and a hash of the last step's logits. 0 on success, else -1 and a message in err.
+HYLENS_AB_EXPORT int hylens_ab_decode(void* handle, int n, double* tokens_per_s, std::uint64_t* logits_hash, char* err,
+                                      std::size_t err_len) {
+    return timed("hylens_ab_decode", handle, n, tokens_per_s, logits_hash, err, err_len,
+                 [](const auto& m, const auto& tokens, std::size_t count, auto& cache, auto& logits, const auto& last) {
+                     for (std::size_t k = 0; k < count; ++k)
+                         m.forward(hylens::TokenBatch({tokens[k]}), cache, logits, last);
+                 });
+}
+
+/// Prefills n tokens (at most 4096) in one forward on a fresh cache, the logits of the last
+/// position only (as `hylens bench`'s pp test); the tokens/s and a hash of those logits (the
+/// token batch is built inside the timed part: a copy of n ids). 0 on success, else -1 and a
+/// message in err.
+HYLENS_AB_EXPORT int hylens_ab_prefill(void* handle, int n, double* tokens_per_s, std::uint64_t* logits_hash, char* err,
+                                       std::size_t err_len) {
+    return timed("hylens_ab_prefill", handle, n, tokens_per_s, logits_hash, err, err_len,
+                 [](const auto& m, const auto& tokens, std::size_t count, auto& cache, auto& logits, const auto& last) {
+                     const std::vector<std::int64_t> prompt(tokens.begin(), tokens.begin() + count);
+                     m.forward(hylens::TokenBatch(prompt), cache, logits, last);
+                 });
 }
 
 HYLENS_AB_EXPORT void hylens_ab_close(void* handle) { delete static_cast<Build*>(handle); }
