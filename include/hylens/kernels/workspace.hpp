@@ -10,7 +10,11 @@
 // frame takes the slots above its parent's, and a slot is reallocated only when a call needs
 // more than it holds (capacities are powers of two bytes, so a buffer that grows by a row a
 // token is reallocated only at doublings). Buffers of more than kKeepBytes (a long prefill's
-// activations) are freed when their frame closes instead of being kept for the thread's life.
+// activations) are kept while an enclosing frame is open, so the next layer of the same forward
+// takes them again, and freed when the outermost frame closes instead of being kept for the
+// thread's life. (Freed at their own frame's close, a prefill of 512 tokens mapped and faulted in
+// its largest buffers afresh at every layer: with zeros()'s memset, 1.9-3.0 % of an F32 prefill
+// spent zeroing memory; docs/performance.md, "Prefill's buffers kept across layers".)
 //
 // One workspace per thread (thread_local): a const model may run on several threads at once.
 // The pool's worker threads never use it (the kernels' parts take no layer buffers).
@@ -27,7 +31,7 @@ namespace hylens {
 
 class Workspace {
 public:
-    /// Buffers larger than this are freed when their frame closes; smaller ones are kept.
+    /// Buffers larger than this are freed when the outermost frame closes; smaller ones are kept.
     static constexpr std::size_t kKeepBytes = std::size_t{8} << 20;
     /// Alignment of every buffer (a cache line; also covers every vector width).
     static constexpr std::size_t kAlign = 64;
@@ -113,8 +117,9 @@ private:
     }
 
     void release(std::size_t mark) noexcept {
-        for (std::size_t i = mark; i < top_; ++i)
-            if (slots_[i].bytes > kKeepBytes) free_slot(slots_[i]);
+        if (mark == 0)  // the outermost frame: no later sibling will take the large slots again
+            for (Slot& s : slots_)
+                if (s.bytes > kKeepBytes) free_slot(s);
         top_ = mark;
     }
 

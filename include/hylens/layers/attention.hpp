@@ -78,7 +78,8 @@ public:
         const std::size_t M = B * T, hd = c_.head_dim, Qd = c_.Hq * hd, KVd = c_.Hkv * hd, Hd = c_.hidden;
         const std::size_t Qp = c_.gated ? 2 * Qd : Qd;
         Workspace::Frame ws;
-        const std::span<float> qp = ws.zeros<float>(M * Qp), k = ws.zeros<float>(M * KVd), v = ws.zeros<float>(M * KVd);
+        const std::span<float> qp = ws.uninitialized<float>(M * Qp), k = ws.uninitialized<float>(M * KVd),
+                               v = ws.uninitialized<float>(M * KVd);
         kernels::linear_group(x, Hd, M,
                               {{w_.q_proj, bias(w_.q_bias), qp.data(), Qp},
                                {w_.k_proj, bias(w_.k_bias), k.data(), KVd},
@@ -89,8 +90,8 @@ public:
 
         std::span<float> q = qp, gate;
         if (c_.gated) {  // de-interleave per head [q_h | gate_h]
-            q = ws.zeros<float>(M * Qd);
-            gate = ws.zeros<float>(M * Qd);
+            q = ws.uninitialized<float>(M * Qd);
+            gate = ws.uninitialized<float>(M * Qd);
             for (std::size_t m = 0; m < M; ++m)
                 for (std::size_t h = 0; h < c_.Hq; ++h) {
                     const float* src = qp.data() + m * Qp + h * 2 * hd;
@@ -125,7 +126,7 @@ public:
                 }
         cache.commit(T);
 
-        const std::span<float> o = ws.zeros<float>(M * Qd);
+        const std::span<float> o = ws.uninitialized<float>(M * Qd);
         const bool want_probs = ctx.wants(Site::attn_probs);
         const kernels::AttentionShape shape{T, L + T, c_.Hq, c_.Hkv, hd};
         // A decode step (T = 1) has the kernel write its scores here instead of into its

@@ -77,8 +77,8 @@ public:
         check_cache(cache, B);
         const std::size_t M = B * T, H = c_.hidden, Cc = c_.conv_channels(), Vd = c_.Vd(), Hv = c_.Hv;
         Workspace::Frame ws;
-        const std::span<float> w = ws.zeros<float>(M * Cc), z = ws.zeros<float>(M * Vd),
-                               braw = ws.zeros<float>(M * Hv), araw = ws.zeros<float>(M * Hv);
+        const std::span<float> w = ws.uninitialized<float>(M * Cc), z = ws.uninitialized<float>(M * Vd),
+                               braw = ws.uninitialized<float>(M * Hv), araw = ws.uninitialized<float>(M * Hv);
         project(x, M, w.data(), z.data(), braw.data(), araw.data());
 
         const std::span<float> g = ws.zeros<float>(M * Hv), beta = ws.zeros<float>(M * Hv);
@@ -90,7 +90,7 @@ public:
         ctx.fire(Site::gate_g, g.data(), B, T, Hv, Hv);
         ctx.fire(Site::gate_beta, beta.data(), B, T, Hv, Hv);
 
-        const std::span<float> act = ws.zeros<float>(T * Cc), o = ws.zeros<float>(M * Vd);
+        const std::span<float> act = ws.uninitialized<float>(T * Cc), o = ws.uninitialized<float>(M * Vd);
         const kernels::GatedDeltaShape shape{T, c_.Hk, Hv, c_.dk, c_.dv};
         for (std::size_t b = 0; b < B; ++b) {
             kernels::causal_conv1d(w.data() + b * T * Cc, Cc, T, Cc, w_.conv.data(), c_.conv_width, nullptr,
@@ -154,7 +154,8 @@ private:
         // and ba rows are [b of r heads | a of r heads] (architectures.md §3.6.2).
         const std::size_t r = Hv / c_.Hk, dk = c_.dk, dv = c_.dv, Pg = 2 * dk + 2 * r * dv;
         Workspace::Frame ws;
-        const std::span<float> qkvz = ws.zeros<float>(M * (2 * Kd + 2 * Vd)), ba = ws.zeros<float>(M * 2 * Hv);
+        const std::span<float> qkvz = ws.uninitialized<float>(M * (2 * Kd + 2 * Vd)),
+                               ba = ws.uninitialized<float>(M * 2 * Hv);
         kernels::linear(x, H, M, w_.in_proj_qkvz, nullptr, qkvz.data(), 2 * Kd + 2 * Vd);
         kernels::linear(x, H, M, w_.in_proj_ba, nullptr, ba.data(), 2 * Hv);
         for (std::size_t m = 0; m < M; ++m) {

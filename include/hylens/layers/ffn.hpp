@@ -47,7 +47,7 @@ struct SwiGLU {
     void forward(const float* y, std::size_t M, float* out) const {
         const std::size_t I = inter;
         Workspace::Frame ws;
-        const std::span<float> gu = ws.zeros<float>(M * 2 * I);
+        const std::span<float> gu = ws.uninitialized<float>(M * 2 * I);
         if (!gate_up.empty()) {
             kernels::linear(y, hidden, M, gate_up, nullptr, gu.data(), 2 * I);
         } else {
@@ -58,7 +58,7 @@ struct SwiGLU {
         // The gating, rows split over the pool (row_grain: M x I exps, on one thread ~3 % of a
         // 2-thread prefill; a decode step's single row runs inline).
         // Each value is computed alike whatever the split.
-        const std::span<float> act = ws.zeros<float>(M * I);
+        const std::span<float> act = ws.uninitialized<float>(M * I);
         parallel_for(
             M,
             [&](std::size_t m0, std::size_t m1) {

@@ -94,7 +94,7 @@ public:
         const std::size_t M = B * T, Hd = c_.hidden, Di = c_.d_inner(), GN = c_.G * c_.N, Z = c_.proj_rows(),
                           Cm = c_.conv_channels();
         Workspace::Frame ws;
-        const std::span<float> zeta = ws.zeros<float>(M * Z);  // [M, z | xBC | dt]
+        const std::span<float> zeta = ws.uninitialized<float>(M * Z);  // [M, z | xBC | dt], written in full
         kernels::linear(x, Hd, M, w_.in_proj, w_.in_proj_bias.empty() ? nullptr : w_.in_proj_bias.data(),
                         zeta.data(), Z, c_.in_multiplier);
         if (has_mup_) {
@@ -108,7 +108,7 @@ public:
                 },
                 row_grain(Z));
         }
-        const std::span<float> act = ws.zeros<float>(T * Cm), y = ws.zeros<float>(M * Di),
+        const std::span<float> act = ws.uninitialized<float>(T * Cm), y = ws.uninitialized<float>(M * Di),
                                dt = ws.zeros<float>(ctx.wants(Site::gate_dt) ? M * c_.H : 0);
         const kernels::SsdShape shape{T, c_.H, c_.P, c_.N, c_.G};
         for (std::size_t b = 0; b < B; ++b) {
