@@ -6,7 +6,8 @@
 // arithmetic: each element is the float32 FMA chain over k = 0 .. K-1 from zero, times alpha,
 // so the bits equal a scalar std::fma twin's (the thread counts: test_simd_dispatch.cpp). And
 // kernels::gemm_nt, the small products of the SSD chunks and attention, on the same kernel with
-// strided W rows and accumulation into C.
+// strided W rows and accumulation into C; and kernels::gemm_nn (B row-major, A or A^T, any
+// beta), the gated delta rule's chunk products.
 
 #include <hylens/core/simd.hpp>
 #include <hylens/kernels/gemm_nt.hpp>
@@ -139,5 +140,55 @@ TEST_CASE("gemm: gemm_nt at every level, strided rows, overwrite and accumulate,
                 CHECK(pad_kept);
                 CHECK(bits);
             }
+    }
+}
+
+TEST_CASE("gemm: gemm_nn at every level, A or A^T, beta 0, 1 and 0.75, against the double twin") {
+    // The gated delta rule's chunk products. Where the level has our own kernel, each element is
+    // the float32 FMA chain over k from zero, times alpha, plus beta times C: bit for bit. With
+    // beta 0, C starts as NaN (BLAS does not read it).
+    std::mt19937 rng(17);
+    for (auto level : simd::supported_levels()) {
+        const simd::ForceLevel force(level);
+        const bool own = kernels::detail::own_gemm(level);
+        for (bool trans : {false, true})
+            for (float beta : {0.0f, 1.0f, 0.75f})
+                for (auto [M, N, K] : kShapes) {
+                    const std::size_t lda = (trans ? M : K) + 2, ldb = N + 5, ldc = N + 3;
+                    const auto A = test::normal_floats((trans ? K : M) * lda, rng), B = test::normal_floats(K * ldb, rng);
+                    auto C0 = test::normal_floats(M * ldc, rng);
+                    if (beta == 0.0f)
+                        for (std::size_t m = 0; m < M; ++m)
+                            for (std::size_t n = 0; n < N; ++n) C0[m * ldc + n] = std::nanf("");
+                    std::vector<float> C = C0;
+                    kernels::gemm_nn(level, trans, M, N, K, -0.5f, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+                    double worst = 0;
+                    bool pad_kept = true, bits = true;
+                    for (std::size_t m = 0; m < M; ++m) {
+                        for (std::size_t n = 0; n < N; ++n) {
+                            double want = 0;
+                            float chain = 0.0f;
+                            for (std::size_t k = 0; k < K; ++k) {
+                                const float a = trans ? A[k * lda + m] : A[m * lda + k];
+                                want += double(a) * B[k * ldb + n];
+                                chain = std::fma(a, B[k * ldb + n], chain);
+                            }
+                            want *= -0.5;
+                            if (beta != 0.0f) want += double(beta) * C0[m * ldc + n];
+                            const float got = C[m * ldc + n];
+                            worst = std::max(worst, std::fabs(got - want) / (1.0 + std::fabs(want)));
+                            const float scaled = chain * -0.5f;
+                            const float exact = beta != 0.0f ? scaled + beta * C0[m * ldc + n] : scaled;
+                            bits = bits && (!own || std::memcmp(&got, &exact, sizeof got) == 0);
+                        }
+                        for (std::size_t n = N; n < ldc; ++n)
+                            pad_kept = pad_kept && std::memcmp(&C[m * ldc + n], &C0[m * ldc + n], sizeof(float)) == 0;
+                    }
+                    INFO("level " << std::string(simd::level_name(level)) << " trans " << trans << " beta " << beta
+                                  << " M " << M << " N " << N << " K " << K);
+                    CHECK(worst <= 1e-5);
+                    CHECK(pad_kept);
+                    CHECK(bits);
+                }
     }
 }

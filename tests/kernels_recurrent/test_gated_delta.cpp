@@ -177,17 +177,19 @@ TEST_SUITE("kernels/gated_delta_rule") {
     }
 
     TEST_CASE("gated delta rule: dispatch takes the form gated_delta_dispatch(level) names, bit for bit") {
-        // The measured rule: never chunked at the avx512 levels; from 8 tokens on, in chunks of 32,
-        // at avx2 and baseline. At every level the machine has: one token each side of the
-        // threshold where there is one, and 70 tokens (three chunks of 32, the last short).
+        // The measured rule: never chunked at the avx512 levels; from 4 tokens on, in chunks of
+        // 16, at avx2; from 8 tokens on, in chunks of 32, at baseline. At every level the machine
+        // has: one token each side of both thresholds, and 70 tokens (chunks of 16 or 32, the
+        // last short).
         std::mt19937 rng(9);
         for (auto level : simd::supported_levels()) {
             const simd::ForceLevel force(level);
             const kernels::GatedDeltaDispatch rule = kernels::gated_delta_dispatch(level);
             const bool avx512 = simd::at_least(level, simd::Level::avx512);
-            CHECK(rule.min_t == (avx512 ? static_cast<std::size_t>(-1) : 8u));
-            CHECK(rule.chunk == (avx512 ? 64u : 32u));
-            for (std::size_t T : {std::size_t{7}, std::size_t{8}, std::size_t{70}}) {
+            const bool avx2 = !avx512 && simd::at_least(level, simd::Level::avx2);
+            CHECK(rule.min_t == (avx512 ? static_cast<std::size_t>(-1) : avx2 ? 4u : 8u));
+            CHECK(rule.chunk == (avx512 ? 64u : avx2 ? 16u : 32u));
+            for (std::size_t T : {std::size_t{3}, std::size_t{4}, std::size_t{7}, std::size_t{8}, std::size_t{70}}) {
                 CAPTURE(simd::level_name(level));
                 CAPTURE(T);
                 const GdrCase c(GatedDeltaShape{T, 2, 4, 16, 8}, true, rng);

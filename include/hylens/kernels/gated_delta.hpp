@@ -14,9 +14,10 @@
 //    level chosen at run time (core/simd.hpp, isa/recurrent_body.inl). Decode path, and the
 //    prefill at the avx512 levels.
 //  * gated_delta_rule_chunked: §1.4 on chunks of `chunk` tokens (the last one shorter, which is
-//    the same as zero padding). Per chunk and head: 7 small sgemms (blas::gemm_serial) and a
-//    forward substitution for (I + A)^-1. Prefill path where the measured rule of
-//    gated_delta_dispatch says so (levels avx2 and baseline from 8 tokens on).
+//    the same as zero padding). Per chunk and head: 7 small products (kernels/gemm_nt.hpp: our
+//    own kernels at avx2 and up, OpenBLAS sgemm at baseline) and a forward substitution for
+//    (I + A)^-1. Prefill path where the measured rule of gated_delta_dispatch says so (levels
+//    avx2 and baseline from 8 tokens on).
 // Both run the value heads in parallel on the pool. Plain twin: reference/gated_delta.hpp.
 
 #include <cmath>    // std::exp, std::sqrt
@@ -24,9 +25,9 @@
 #include <utility>  // std::swap
 #include <vector>   // std::vector
 
-#include "../core/blas.hpp"
 #include "../core/simd.hpp"
 #include "../core/thread_pool.hpp"
+#include "gemm_nt.hpp"
 #include "isa/recurrent.hpp"
 #include "recurrent_common.hpp"
 
@@ -101,9 +102,9 @@ inline void gdr_recurrent_head(IsaTag tag, const GatedDeltaShape& s, const float
 
 // One chunk of L tokens starting at t0 for value head h (§1.4), updating S in place.
 // Scratch sizes are for chunk length C >= L.
-inline void gdr_chunk(const GatedDeltaShape& s, const float* q, std::size_t ld_q, const float* k, std::size_t ld_k,
-                      const float* v, std::size_t ld_v, const float* g, const float* beta, float* S, float* out,
-                      std::size_t ld_o, bool l2norm_qk, std::size_t h, std::size_t t0, std::size_t L,
+inline void gdr_chunk(simd::Level level, const GatedDeltaShape& s, const float* q, std::size_t ld_q, const float* k,
+                      std::size_t ld_k, const float* v, std::size_t ld_v, const float* g, const float* beta, float* S,
+                      float* out, std::size_t ld_o, bool l2norm_qk, std::size_t h, std::size_t t0, std::size_t L,
                       std::size_t C, float* scratch, double* gam) {
     const std::size_t dk = s.dk, dv = s.dv, kh = h / (s.Hv / s.Hk), ldu = dv + dk;
     float* Qs = scratch;          // (L, dk) q^, later e^gamma q^
@@ -114,6 +115,7 @@ inline void gdr_chunk(const GatedDeltaShape& s, const float* q, std::size_t ld_q
     float* UW = Tb + C * C;       // (L, dv + dk): [U | W], then U <- V_new
     float* eg = UW + C * ldu;     // (L) e^gamma_i
     float* ew = eg + C;           // (L) e^(gamma_last - gamma_i)
+    float* pack = ew + C;         // gemm_nt_pack_floats(dk): the packed K^ of the first product
     const float* bt = beta + t0 * s.Hv + h;  // beta of row i at bt[i * Hv]
 
     double acc = 0;
@@ -126,7 +128,7 @@ inline void gdr_chunk(const GatedDeltaShape& s, const float* q, std::size_t ld_q
         ew[i] = static_cast<float>(std::exp(gam[L - 1] - gam[i]));
     }
     // [Q; K] K^T in one product: (2L, dk) x (dk, L).
-    blas::gemm_serial(false, true, 2 * L, L, dk, 1.0f, Qs, dk, Ks, dk, 0.0f, Gm, L);
+    gemm_nt(level, 2 * L, L, dk, 1.0f, Qs, dk, Ks, dk, Gm, L, false, pack);
     float* M = Gm;       // (L, L)
     float* A = Gm + L * L;  // (L, L)
     for (std::size_t i = 0; i < L; ++i) {
@@ -161,20 +163,20 @@ inline void gdr_chunk(const GatedDeltaShape& s, const float* q, std::size_t ld_q
     }
     float* U = UW;
     float* W = UW + dv;
-    blas::gemm_serial(false, false, L, dv, L, 1.0f, Tb, L, v + t0 * ld_v + h * dv, ld_v, 0.0f, U, ldu);
-    blas::gemm_serial(false, false, L, dk, L, 1.0f, Tm, L, Ks, dk, 0.0f, W, ldu);
+    gemm_nn(level, false, L, dv, L, 1.0f, Tb, L, v + t0 * ld_v + h * dv, ld_v, 0.0f, U, ldu);
+    gemm_nn(level, false, L, dk, L, 1.0f, Tm, L, Ks, dk, 0.0f, W, ldu);
     // V_new = U - W S
-    blas::gemm_serial(false, false, L, dv, dk, -1.0f, W, ldu, S, dv, 1.0f, U, ldu);
+    gemm_nn(level, false, L, dv, dk, -1.0f, W, ldu, S, dv, 1.0f, U, ldu);
     // O = diag(e^gamma) Q^ S + M V_new, written straight into out.
     for (std::size_t i = 0; i < L; ++i)
         for (std::size_t j = 0; j < dk; ++j) Qs[i * dk + j] *= eg[i];
     float* O = out + t0 * ld_o + h * dv;
-    blas::gemm_serial(false, false, L, dv, dk, 1.0f, Qs, dk, S, dv, 0.0f, O, ld_o);
-    blas::gemm_serial(false, false, L, dv, L, 1.0f, M, L, U, ldu, 1.0f, O, ld_o);
+    gemm_nn(level, false, L, dv, dk, 1.0f, Qs, dk, S, dv, 0.0f, O, ld_o);
+    gemm_nn(level, false, L, dv, L, 1.0f, M, L, U, ldu, 1.0f, O, ld_o);
     // S' = e^gamma_last S + (diag(e^(gamma_last - gamma)) K^)^T V_new
     for (std::size_t i = 0; i < L; ++i)
         for (std::size_t j = 0; j < dk; ++j) Ks[i * dk + j] *= ew[i];
-    blas::gemm_serial(true, false, dk, dv, L, 1.0f, Ks, dk, U, ldu, eg[L - 1], S, dv);
+    gemm_nn(level, true, dk, dv, L, 1.0f, Ks, dk, U, ldu, eg[L - 1], S, dv);
 }
 
 }  // namespace detail
@@ -208,7 +210,8 @@ inline void gated_delta_rule_chunked(const GatedDeltaShape& s, const float* q, s
     detail::check_gated_delta_args(op, s, q, ld_q, k, ld_k, v, ld_v, g, beta, state, out, ld_o);
     check<ShapeError>(chunk >= 1, "[", op, "] expected chunk >= 1, got ", chunk);
     const std::size_t C = chunk < s.T ? chunk : s.T;  // a chunk longer than T only wastes scratch
-    const std::size_t floats = 2 * C * s.dk + 4 * C * C + C * (s.dv + s.dk) + 2 * C;
+    const std::size_t floats = 2 * C * s.dk + 4 * C * C + C * (s.dv + s.dk) + 2 * C + gemm_nt_pack_floats(s.dk);
+    const simd::Level level = simd::active();
     parallel_for(s.Hv, [&](std::size_t h0, std::size_t h1) {
         thread_local std::vector<float> scratch;  // grows once, reused by every call on this thread
         thread_local std::vector<double> gam;
@@ -218,8 +221,8 @@ inline void gated_delta_rule_chunked(const GatedDeltaShape& s, const float* q, s
             float* S = state + h * s.dk * s.dv;
             for (std::size_t t0 = 0; t0 < s.T; t0 += C) {
                 const std::size_t L = t0 + C <= s.T ? C : s.T - t0;
-                detail::gdr_chunk(s, q, ld_q, k, ld_k, v, ld_v, g, beta, S, out, ld_o, l2norm_qk, h, t0, L, C,
-                                  scratch.data(), gam.data());
+                detail::gdr_chunk(level, s, q, ld_q, k, ld_k, v, ld_v, g, beta, S, out, ld_o, l2norm_qk, h, t0, L,
+                                  C, scratch.data(), gam.data());
             }
         }
     });
@@ -237,15 +240,20 @@ struct GatedDeltaDispatch {
 ///  * avx512, avx512bf16 (AMD Zen 5, 48 KiB L1 data cache): the fused recurrent pass was faster
 ///    at every T from 8 to 512 (the chunked form 1.2-1.5x its time with OpenBLAS's AVX-512
 ///    kernels forced, 1.8-2.1x with its default AVX2 ones): never chunked.
-///  * avx2 (AMD Zen 3, 32 KiB L1): the chunked form 1.14-1.41x faster from T = 8 on (0.83-0.87x
-///    at T = 4); chunks of 32 tokens 1.22-1.40x the recurrent form's speed from T = 64 on,
-///    where chunks of 64 gave 1.03-1.20x.
+///  * avx2 (AMD Zen 3, 32 KiB L1), the chunk's products on our own kernels (gemm_nt, gemm_nn):
+///    chunks of 16 tokens 1.04-1.41x the recurrent form's speed at T = 4 to 8 and 1.3-1.6x from
+///    T = 16 on (chunks of 32: 1.1-1.3x, of 64: 0.85-1.04x); the recurrent form faster at T = 2
+///    (chunked 0.8x), even at T = 3. (On OpenBLAS's products, session 25: chunks of 32 from T = 8.)
 ///  * baseline (the same Zen 3 forced to it, 1 thread: the recurrent pass in SSE2, the chunked
 ///    form's products still OpenBLAS's AVX2 kernels): chunked 1.8-2.2x from T = 8 (1.33x at
 ///    T = 4). Unmeasured on aarch64, whose baseline is NEON.
+/// (The avx512 levels' verdict was measured with the products on OpenBLAS; the chunk now runs
+/// them on the avx2 kernels there too, not measured on an AVX-512 machine since.)
 inline GatedDeltaDispatch gated_delta_dispatch(simd::Level level) noexcept {
     if (simd::at_least(level, simd::Level::avx512))
         return {static_cast<std::size_t>(-1), 64};
+    if (simd::at_least(level, simd::Level::avx2))
+        return {4, 16};
     return {8, 32};
 }
 

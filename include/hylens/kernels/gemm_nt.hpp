@@ -10,6 +10,8 @@
 //   level baseline:            OpenBLAS sgemm.
 // Both GEMMs sum each element of C in one lane in k order from zero, so they give the same
 // bits as each other. The caller splits the work over the pool.
+// gemm_nn, C = alpha op(A) B + beta C with B row-major (the gated delta rule's chunk products):
+// isa/avx2_gemm_nn.hpp where the level has our own GEMM (avx2 and up), else OpenBLAS sgemm.
 
 #include <algorithm>  // std::max
 #include <cstddef>    // std::size_t
@@ -17,6 +19,7 @@
 #include "../core/blas.hpp"
 #include "../core/simd.hpp"
 #include "isa/avx2_gemm.hpp"
+#include "isa/avx2_gemm_nn.hpp"
 #include "isa/avx512_gemm.hpp"
 
 namespace hylens::kernels {
@@ -66,6 +69,27 @@ inline void gemm_nt(simd::Level level, std::size_t M, std::size_t cols, std::siz
     if (detail::own_gemm(level))
         return detail::own_gemm_rows(level, A, lda, M, W, ldw, K, 0, cols, C, ldc, alpha, pack, accumulate);
     blas::gemm_serial(false, true, M, cols, K, alpha, A, lda, W, ldw, accumulate ? 1.0f : 0.0f, C, ldc);
+}
+
+/// C = alpha op(A) B + beta C (C not read when beta is zero): op(A) M x K (A row-major, M x K
+/// with row stride lda, or K x M when trans_a), B row-major K x N (row stride ldb), C row-major
+/// M x N (row stride ldc), at the level the caller dispatches at: our own kernel where
+/// detail::own_gemm(level) (each element the FMA chain over k from zero, then alpha times it plus
+/// beta times C), else sgemm. Single-threaded.
+inline void gemm_nn(simd::Level level, bool trans_a, std::size_t M, std::size_t N, std::size_t K, float alpha,
+                    const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
+                    std::size_t ldc) {
+    if (M == 0 || N == 0) return;
+#if HYLENS_SIMD_X86
+    if (detail::own_gemm(level)) {
+        if (trans_a)
+            isa::avx2::gemm_nn<true>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        else
+            isa::avx2::gemm_nn<false>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+#endif
+    blas::gemm_serial(trans_a, false, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 }  // namespace hylens::kernels
