@@ -1,9 +1,9 @@
 // Interleaved decode (or prefill) A/B of builds of the hylens headers (tools/ab/README.md): each
 // BUILD is a shared object made from tools/ab/decode_build.cpp at some revision; all are loaded
 // into this one process, each round decodes (prefills) once with every build in rotated order,
-// and the per-round ratios to the first build are reported. Interleaving in one process takes the machine's drift
-// (a shared VM's memory bandwidth moves by 2x over minutes) out of the comparison, which runs of
-// separate processes alternating do not.
+// and the per-round ratios to the first build are reported. Interleaving in one process takes
+// the machine's drift (a shared VM's memory bandwidth moves by 2x over minutes) out of the
+// comparison, which runs of separate processes alternating do not.
 //
 //   hylens_ab --model DIR [-t THREADS] [-r ROUNDS] [-n TOKENS | -p TOKENS] [--mapped] [--json] BUILD.so BUILD.so ...
 

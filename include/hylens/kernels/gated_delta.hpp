@@ -16,8 +16,8 @@
 //  * gated_delta_rule_chunked: §1.4 on chunks of `chunk` tokens (the last one shorter, which is
 //    the same as zero padding). Per chunk and head: 7 small products (kernels/gemm_nt.hpp: our
 //    own kernels at avx2 and up, OpenBLAS sgemm at baseline) and a forward substitution for
-//    (I + A)^-1. Prefill path where the measured rule of gated_delta_dispatch says so (levels
-//    avx2 and baseline from 8 tokens on).
+//    (I + A)^-1. Prefill path where the measured rule of gated_delta_dispatch says so (level
+//    avx2 from 4 tokens on, baseline from 8).
 // Both run the value heads in parallel on the pool. Plain twin: reference/gated_delta.hpp.
 
 #include <cmath>    // std::exp, std::sqrt
@@ -243,7 +243,8 @@ struct GatedDeltaDispatch {
 ///  * avx2 (AMD Zen 3, 32 KiB L1), the chunk's products on our own kernels (gemm_nt, gemm_nn):
 ///    chunks of 16 tokens 1.04-1.41x the recurrent form's speed at T = 4 to 8 and 1.3-1.6x from
 ///    T = 16 on (chunks of 32: 1.1-1.3x, of 64: 0.85-1.04x); the recurrent form faster at T = 2
-///    (chunked 0.8x), even at T = 3. (On OpenBLAS's products, session 25: chunks of 32 from T = 8.)
+///    (chunked 0.8x), the two about even at T = 3 (0.93-1.08x). (On OpenBLAS's products,
+///    session 25: chunks of 32 from T = 8.)
 ///  * baseline (the same Zen 3 forced to it, 1 thread: the recurrent pass in SSE2, the chunked
 ///    form's products still OpenBLAS's AVX2 kernels): chunked 1.8-2.2x from T = 8 (1.33x at
 ///    T = 4). Unmeasured on aarch64, whose baseline is NEON.

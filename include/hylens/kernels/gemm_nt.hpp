@@ -1,7 +1,8 @@
 #pragma once
 // Our own GEMM, C = alpha A W^T (or C += alpha A W^T) with W's rows as the columns of C, at the
 // levels that have one, and the small single-threaded products inside the prefill kernels (the
-// SSD chunks, attention's scores and values) on it or on OpenBLAS sgemm:
+// SSD chunks, attention's scores and values, the gated delta rule's chunks) on it or on
+// OpenBLAS sgemm:
 //   levels avx512, avx512bf16: isa/avx512_gemm.hpp (OpenBLAS 0.3.21 runs its AVX2 kernels on
 //                              CPUs it does not know, Zen 4 / 5: half the FMA width)
 //   level avx2:                isa/avx2_gemm.hpp (as fast as OpenBLAS's AVX2 kernels on the
