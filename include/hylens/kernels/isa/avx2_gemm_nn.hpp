@@ -13,7 +13,8 @@
 #include <cstddef>    // std::size_t
 
 #include "../../core/simd.hpp"
-#include "avx2_gemm.hpp"  // kGemmPanel, kGemmTileRows, lane_mask
+#include "avx2_gemm.hpp"    // kGemmPanel, kGemmTileRows, lane_mask
+#include "gemm_panels.hpp"  // with_tile_rows
 
 #if HYLENS_SIMD_X86
 #include <immintrin.h>
@@ -62,19 +63,6 @@ HYLENS_TARGET_AVX2 inline void gemm_nn_tile(const float* A, std::size_t lda, con
     }
 }
 
-namespace detail {
-// The tile of the `rows` (< kGemmTileRows) rows left.
-template <std::size_t R, bool TransA>
-HYLENS_TARGET_AVX2 inline void gemm_nn_rows_left(std::size_t rows, const float* A, std::size_t lda, const float* B,
-                                                 std::size_t ldb, std::size_t K, float* C, std::size_t ldc,
-                                                 std::size_t nc, float alpha, float beta) noexcept {
-    if constexpr (R > 0) {
-        if (rows == R) return gemm_nn_tile<R, TransA>(A, lda, B, ldb, K, C, ldc, nc, alpha, beta);
-        gemm_nn_rows_left<R - 1, TransA>(rows, A, lda, B, ldb, K, C, ldc, nc, alpha, beta);
-    }
-}
-}  // namespace detail
-
 /// C = alpha op(A) B + beta C for an M x K op(A) (A row-major with row stride lda: M x K, or
 /// K x M when TransA), a row-major K x N B (row stride ldb) and a row-major M x N C (row
 /// stride ldc); C is not read when beta is zero. Single-threaded.
@@ -90,8 +78,10 @@ HYLENS_TARGET_AVX2 inline void gemm_nn(std::size_t M, std::size_t N, std::size_t
             gemm_nn_tile<R, TransA>(TransA ? A + m : A + m * lda, lda, B + n, ldb, K, C + m * ldc + n, ldc, nc, alpha,
                                     beta);
         if (m < M)
-            detail::gemm_nn_rows_left<R - 1, TransA>(M - m, TransA ? A + m : A + m * lda, lda, B + n, ldb, K,
-                                                     C + m * ldc + n, ldc, nc, alpha, beta);
+            with_tile_rows<R - 1>(M - m, [&](auto rows) {
+                gemm_nn_tile<decltype(rows)::value, TransA>(TransA ? A + m : A + m * lda, lda, B + n, ldb, K,
+                                                            C + m * ldc + n, ldc, nc, alpha, beta);
+            });
     }
 }
 

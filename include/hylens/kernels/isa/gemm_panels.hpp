@@ -13,22 +13,21 @@
 // per R x kPanel x K products (not timed apart; the models' prefill at avx2 ran within the
 // noise of the inlined loop it replaced).
 
-#include <algorithm>  // std::min
-#include <cstddef>    // std::size_t
+#include <algorithm>    // std::min
+#include <cstddef>      // std::size_t
+#include <type_traits>  // std::integral_constant
 
 namespace hylens::kernels::isa {
 
-namespace detail {
-// The tile of the `rows` (< Kernel::kTileRows) rows left.
-template <class Kernel, std::size_t R>
-inline void gemm_rows_left(std::size_t rows, const float* A, std::size_t lda, const float* pack, std::size_t K,
-                           float* C, std::size_t ldc, std::size_t nc, float alpha, bool accumulate) noexcept {
-    if constexpr (R > 0) {
-        if (rows == R) return Kernel::template tile<R>(A, lda, pack, K, C, ldc, nc, alpha, accumulate);
-        gemm_rows_left<Kernel, R - 1>(rows, A, lda, pack, K, C, ldc, nc, alpha, accumulate);
+/// Calls tile(std::integral_constant<std::size_t, R>{}) with R == rows, for 0 < rows <= Max: the
+/// row tile of a GEMM's rows left over, its row count a template argument.
+template <std::size_t Max, class Tile>
+inline void with_tile_rows(std::size_t rows, Tile&& tile) noexcept {
+    if constexpr (Max > 0) {
+        if (rows == Max) return tile(std::integral_constant<std::size_t, Max>{});
+        with_tile_rows<Max - 1>(rows, tile);
     }
 }
-}  // namespace detail
 
 /// C[m, n] = alpha * sum_k A[m, k] * W[n, k] for m < M and n in [n0, n1) (C[m, n] + that sum
 /// times alpha when `accumulate`): A float32 with row stride lda, W float32 or bf16 row-major
@@ -45,8 +44,10 @@ inline void gemm_panels(const float* A, std::size_t lda, std::size_t M, const T*
         for (; m + R <= M; m += R)
             Kernel::template tile<R>(A + m * lda, lda, pack, K, C + m * ldc + n, ldc, nc, alpha, accumulate);
         if (m < M)
-            detail::gemm_rows_left<Kernel, R - 1>(M - m, A + m * lda, lda, pack, K, C + m * ldc + n, ldc, nc, alpha,
-                                                  accumulate);
+            with_tile_rows<R - 1>(M - m, [&](auto rows) {
+                Kernel::template tile<decltype(rows)::value>(A + m * lda, lda, pack, K, C + m * ldc + n, ldc, nc, alpha,
+                                                             accumulate);
+            });
     }
 }
 
