@@ -8,13 +8,21 @@
 //    bfloat16, for one decode token (bytes of the weight against bandwidth: bf16 moves half)
 //    and for a 512-token prefill (FLOPs against sgemm: at levels avx2 and up linear runs our own
 //    GEMM, kernels/gemm_nt.hpp, so its fraction of that floor is its speed-up over sgemm).
+//  * the two avx2 GEMMs for a prefill's projection, W [3584, 1024] float32 evicted from the
+//    caches before each product (as a layer's weight arrives from memory): W packed
+//    (isa/avx2_gemm.hpp) and A packed (isa/avx2_gemm_packed_a.hpp, linear()'s for few rows), at
+//    M = 16 to 512 rows; the same bits, so the ratio of the two is what the rule in
+//    kernels/gemm_nt.hpp (detail::packed_a_gemm) picks by.
 
+#include <hylens/core/simd.hpp>
 #include <hylens/kernels/attention.hpp>
+#include <hylens/kernels/isa/avx2_gemm_packed_a.hpp>
 #include <hylens/kernels/linear.hpp>
 #include <hylens/kernels/reference/attention.hpp>
 
 #include <benchmark/benchmark.h>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -79,6 +87,35 @@ void BM_linear(benchmark::State& state, bool bf16) {
         bench::report_flops(state, 2.0 * M * out * in);
 }
 
+#if HYLENS_SIMD_X86
+void BM_avx2_gemm(benchmark::State& state, bool pack_a) {
+    if (!simd::at_least(simd::detected(), simd::Level::avx2)) {
+        state.SkipWithError("no avx2 on this machine");
+        return;
+    }
+    namespace a2 = kernels::isa::avx2;
+    const std::size_t M = static_cast<std::size_t>(state.range(0)), N = 3584, K = 1024;
+    const auto W = random_vec(N * K, 4), A = random_vec(M * K, 5);
+    std::vector<float> C(M * N), pack(a2::gemm_pack_floats(K)), packed(a2::packed_a_floats(M, K));
+    std::vector<char> evict(64 << 20);
+    char fill = 0;
+    for (auto _ : state) {
+        state.PauseTiming();
+        std::memset(evict.data(), ++fill, evict.size());  // W out of the caches
+        benchmark::DoNotOptimize(evict.data());
+        state.ResumeTiming();
+        if (pack_a) {
+            for (std::size_t p = 0; p * a2::kPackedARows < M; ++p) a2::pack_a_panel(A.data(), K, M, K, p, packed.data());
+            a2::gemm_rows_packed_a(packed.data(), M, K, W.data(), K, 0, N, C.data(), N, 1.0f);
+        } else {
+            a2::gemm_rows(A.data(), K, M, W.data(), K, K, 0, N, C.data(), N, 1.0f, pack.data());
+        }
+        benchmark::DoNotOptimize(C.data());
+    }
+    bench::report_flops(state, 2.0 * M * N * K, true);  // one thread
+}
+#endif
+
 }  // namespace
 
 BENCHMARK_CAPTURE(BM_attention_prefill, fast, false)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -86,3 +123,7 @@ BENCHMARK_CAPTURE(BM_attention_prefill, reference, true)->Arg(512)->Unit(benchma
 BENCHMARK(BM_attention_decode)->Arg(16)->Arg(64)->Arg(512)->Arg(4096)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_linear, f32, false)->Arg(1)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_linear, bf16, true)->Arg(1)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
+#if HYLENS_SIMD_X86
+BENCHMARK_CAPTURE(BM_avx2_gemm, w_packed, false)->Arg(16)->Arg(64)->Arg(128)->Arg(192)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_avx2_gemm, a_packed, true)->Arg(16)->Arg(64)->Arg(128)->Arg(192)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
+#endif

@@ -7,10 +7,13 @@
 // so the bits equal a scalar std::fma twin's (the thread counts: test_simd_dispatch.cpp). And
 // kernels::gemm_nt, the small products of the SSD chunks and attention, on the same kernel with
 // strided W rows and accumulation into C; and kernels::gemm_nn (B row-major, A or A^T, any
-// beta), the gated delta rule's chunk products.
+// beta), the gated delta rule's chunk products. At level avx2 linear() packs A instead of W for
+// few rows (kernels::detail::packed_a_gemm): kShapes falls on both sides of that rule, and the
+// A-packed kernel is checked against the W-packed one bit for bit on every tail of its own.
 
 #include <hylens/core/simd.hpp>
 #include <hylens/kernels/gemm_nt.hpp>
+#include <hylens/kernels/isa/avx2_gemm_packed_a.hpp>
 #include <hylens/kernels/linear.hpp>
 #include <hylens/kernels/reference/linear.hpp>
 
@@ -23,6 +26,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 using namespace hylens;
@@ -46,7 +50,7 @@ using Shape = std::tuple<std::size_t, std::size_t, std::size_t>;  // M, out, in
 const std::vector<Shape> kShapes = {
     {5, 1, 1},     {5, 32, 16},   {13, 33, 15},  {12, 64, 17},  {24, 31, 48},  {25, 95, 100}, {11, 128, 256},
     {37, 70, 96},  {64, 300, 64}, {7, 1100, 24}, {9, 40, 1},    {6, 16, 31},   {23, 129, 200},
-    {8, 20, 9},    {14, 7, 12}};
+    {8, 20, 9},    {14, 7, 12},   {37, 80, 96},  {17, 40, 8},   {192, 390, 20}, {193, 400, 9}};
 
 }  // namespace
 
@@ -191,4 +195,50 @@ TEST_CASE("gemm: gemm_nn at every level, A or A^T, beta 0, 1 and 0.75, against t
                     CHECK(bits);
                 }
     }
+}
+
+#if HYLENS_SIMD_X86
+TEST_CASE("gemm: the product with A packed (avx2, few rows) gives the W-packed GEMM's bits on every tail") {
+    // Panels of 16 rows of A (every row count of the last one), groups of 6 rows of W (every
+    // remainder), ranges [n0, n1) of W's rows as the pool's parts take them, K past and below
+    // the 8-wide transposes, blocks of panels (K = 2,048: 2 panels a block, 5 panels). C's
+    // other columns and rows untouched.
+    if (!simd::at_least(simd::detected(), simd::Level::avx2)) {
+        MESSAGE("no avx2 on this machine: skipped");
+        return;
+    }
+    namespace a2 = kernels::isa::avx2;
+    std::mt19937 rng(19);
+    const std::vector<Shape> shapes = {{1, 6, 8},   {5, 13, 7},  {16, 12, 16},   {17, 25, 33},
+                                       {31, 40, 1}, {48, 7, 64}, {70, 100, 2048}, {9, 64, 300}};
+    for (auto [M, N, K] : shapes)
+        for (auto [n0, n1] : {std::pair<std::size_t, std::size_t>{0, N}, {N / 3, N - N / 4}}) {
+            const std::size_t lda = K + 3, ldw = K + 2, ldc = N + 4;
+            const auto A = test::normal_floats(M * lda, rng), W = test::normal_floats(N * ldw, rng);
+            const auto C0 = test::normal_floats(M * ldc, rng);
+            std::vector<float> want = C0, got = C0, pack(a2::gemm_pack_floats(K)), packed(a2::packed_a_floats(M, K), -3.0f);
+            for (std::size_t p = 0; p * a2::kPackedARows < M; ++p) a2::pack_a_panel(A.data(), lda, M, K, p, packed.data());
+            a2::gemm_rows(A.data(), lda, M, W.data(), ldw, K, n0, n1, want.data(), ldc, 0.75f, pack.data());
+            a2::gemm_rows_packed_a(packed.data(), M, K, W.data(), ldw, n0, n1, got.data(), ldc, 0.75f);
+            INFO("M " << M << " N " << N << " K " << K << " rows of W " << n0 << ".." << n1);
+            CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+        }
+}
+#endif
+
+TEST_CASE("gemm: linear packs A at level avx2 for few rows of A, many of a float32 W, else W") {
+    using kernels::detail::packed_a_gemm;
+    const auto avx2 = simd::Level::avx2;
+    const bool x86 = HYLENS_SIMD_X86;                       // avx2 is an x86 level
+    CHECK(packed_a_gemm(avx2, 5, 10, false) == x86);     // 11 rows of padding: the most allowed
+    CHECK(packed_a_gemm(avx2, 64, 128, false) == x86);   // W twice A's rows
+    CHECK(packed_a_gemm(avx2, 128, 256, false) == x86);  // the most rows
+    CHECK_FALSE(packed_a_gemm(avx2, 64, 127, false));
+    CHECK_FALSE(packed_a_gemm(avx2, 144, 4000, false));  // no padding, but too many rows
+    CHECK_FALSE(packed_a_gemm(avx2, 180, 4000, false));  // 12 rows of padding
+    CHECK_FALSE(packed_a_gemm(avx2, 33, 4000, false));
+    CHECK_FALSE(packed_a_gemm(avx2, 64, 4000, true));    // bf16 W: packed as before
+    CHECK_FALSE(packed_a_gemm(simd::Level::baseline, 64, 4000, false));
+    CHECK_FALSE(packed_a_gemm(simd::Level::avx512, 64, 4000, false));
+    CHECK_FALSE(packed_a_gemm(simd::Level::avx512bf16, 64, 4000, false));
 }

@@ -225,7 +225,7 @@ inline void gated_delta_rule_chunked(const GatedDeltaShape& s, const float* q, s
                                   C, scratch.data(), gam.data());
             }
         }
-    });
+    }, 1, kChunkedPartsPerThread);
 }
 
 /// The form gated_delta_rule takes at an instruction-set level: the chunked form, in chunks of

@@ -6,10 +6,18 @@
 //    split over the thread pool. Decode is bandwidth-bound: this reads every weight byte once.
 //  * many rows (prefill) at simd levels avx2 and up: our own GEMM (kernels/gemm_nt.hpp: the
 //    AVX-512 one at avx512 / avx512bf16, panels of 32 rows of W; the AVX2 one at avx2, panels of
-//    16) over panels split over the pool; a bf16 W is widened as each panel is packed. OpenBLAS
+//    16) over panels split over the pool in guided parts (detail::guided_parts: a quarter of
+//    the panels a thread first, shrinking towards the end, so that a thread whose core the host
+//    takes for a while is taken over, not waited for); a bf16 W is widened as each panel is packed. OpenBLAS
 //    0.3.21 runs its AVX2 kernels on CPUs it does not know (Zen 4 / 5), at half the FMA width;
 //    the AVX-512 kernel measured 1.8x its sgemm at 1 thread on a Zen 5 core, the AVX2 one
 //    1.01-1.03x on a Zen 3 (docs/performance.md). The bits do not depend on the thread count.
+//  * few rows, float32 W, at level avx2 (a short prompt: M <= 128, W at least 2 M rows, the last
+//    panel of A mostly filled; detail::packed_a_gemm): A packed into panels of 16 rows once, W's
+//    rows read in place, in groups of 6 split over the pool (isa/avx2_gemm_packed_a.hpp): the
+//    W-packed GEMM reads and packs all of W, about as long as 11 rows of A take to multiply,
+//    which dominated the product of a few rows (in the models: prefills of 16 to 128 tokens
+//    1.03-1.43x). The same bits as the W-packed GEMM.
 //  * float32, many rows, at level baseline: one sgemm, split over the pool by output columns.
 //  * bfloat16, many rows, at level baseline: blocks of W rows are widened into a per-thread scratch of at most
 //    kBf16BlockRows x in floats and multiplied with sgemm; the widening costs in/2 bytes per
@@ -86,9 +94,25 @@ inline void products(const float* x, std::size_t ldx, std::size_t M, const Weigh
             matvec(x, ldx, M, W.bf16_data(), out, in, y, ldy, alpha);
         else
             matvec(x, ldx, M, W.f32(), out, in, y, ldy, alpha);
-    } else if (const simd::Level level = simd::active(); own_gemm(level)) {
+    } else if (const simd::Level level = simd::active(); packed_a_gemm(level, M, out, W.is_bf16())) {
+#if HYLENS_SIMD_X86
+        namespace a2 = isa::avx2;
+        // A's panels packed once (in parallel), then W's row groups split over the pool, each
+        // thread reading the caller's packed A (its pointer: `packed` is thread_local).
+        thread_local std::vector<float> packed;
+        if (packed.size() < a2::packed_a_floats(M, in)) packed.resize(a2::packed_a_floats(M, in));
+        float* const pa = packed.data();
+        parallel_for((M + a2::kPackedARows - 1) / a2::kPackedARows, [&](std::size_t p0, std::size_t p1) {
+            for (std::size_t p = p0; p < p1; ++p) a2::pack_a_panel(x, ldx, M, in, p, pa);
+        });
+        parallel_for_guided((out + a2::kPackedAWRows - 1) / a2::kPackedAWRows, 1, [&](std::size_t g0, std::size_t g1) {
+            const std::size_t n0 = g0 * a2::kPackedAWRows, n1 = std::min(out, g1 * a2::kPackedAWRows);
+            a2::gemm_rows_packed_a(pa, M, in, W.f32(), in, n0, n1, y, ldy, alpha);
+        });
+#endif
+    } else if (own_gemm(level)) {
         const std::size_t panel = own_gemm_panel(level);
-        parallel_for((out + panel - 1) / panel, [&](std::size_t p0, std::size_t p1) {
+        parallel_for_guided((out + panel - 1) / panel, 1, [&](std::size_t p0, std::size_t p1) {
             thread_local std::vector<float> pack;
             if (pack.size() < gemm_nt_pack_floats(in)) pack.resize(gemm_nt_pack_floats(in));
             const std::size_t n0 = p0 * panel, n1 = std::min(out, p1 * panel);

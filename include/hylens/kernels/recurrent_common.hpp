@@ -24,6 +24,12 @@ struct SsdShape {
     std::size_t T, H, P, N, G;
 };
 
+/// Parts per pool thread of the chunked forms' regions over heads (prefill: milliseconds a
+/// region): the threads claim parts as they come free, so when the host takes one core for a
+/// while (a shared VM) the other takes over its heads instead of waiting at the region's end.
+/// The heads are independent and each is computed alike in any part, so the bits do not change.
+inline constexpr std::size_t kChunkedPartsPerThread = 4;
+
 /// y = scale * x / sqrt(sum(x^2) + 1e-6) over d values (architectures.md §0.2 L2Norm; eps
 /// inside the root as HF/FLA `l2norm`). scale = 1 gives the plain norm. y may alias x.
 inline void l2_normalize(const float* x, std::size_t d, float scale, float* y) noexcept {

@@ -215,7 +215,7 @@ inline void ssd_chunked(const SsdShape& s, const float* x, std::size_t ld_x, con
                 a = b;
             }
         });
-    });
+    }, 1, kChunkedPartsPerThread);
 }
 
 /// From this many tokens on ssd takes the chunked form at the levels below avx512 (products on
