@@ -105,7 +105,8 @@ void BM_avx2_gemm(benchmark::State& state, bool pack_a) {
         benchmark::DoNotOptimize(evict.data());
         state.ResumeTiming();
         if (pack_a) {
-            for (std::size_t p = 0; p * a2::kPackedARows < M; ++p) a2::pack_a_panel(A.data(), K, M, K, p, packed.data());
+            for (std::size_t p = 0; p * a2::kPackedARows < M; ++p)
+                a2::pack_a_panel(A.data(), K, M, K, p, packed.data());
             a2::gemm_rows_packed_a(packed.data(), M, K, W.data(), K, 0, N, C.data(), N, 1.0f);
         } else {
             a2::gemm_rows(A.data(), K, M, W.data(), K, K, 0, N, C.data(), N, 1.0f, pack.data());
@@ -124,6 +125,8 @@ BENCHMARK(BM_attention_decode)->Arg(16)->Arg(64)->Arg(512)->Arg(4096)->Unit(benc
 BENCHMARK_CAPTURE(BM_linear, f32, false)->Arg(1)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_linear, bf16, true)->Arg(1)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
 #if HYLENS_SIMD_X86
-BENCHMARK_CAPTURE(BM_avx2_gemm, w_packed, false)->Arg(16)->Arg(64)->Arg(128)->Arg(192)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_avx2_gemm, a_packed, true)->Arg(16)->Arg(64)->Arg(128)->Arg(192)->Arg(512)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_avx2_gemm, w_packed, false)->Arg(16)->Arg(64)->Arg(128)->Arg(192)->Arg(512)
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_avx2_gemm, a_packed, true)->Arg(16)->Arg(64)->Arg(128)->Arg(192)->Arg(512)
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
 #endif

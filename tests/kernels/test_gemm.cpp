@@ -216,8 +216,10 @@ TEST_CASE("gemm: the product with A packed (avx2, few rows) gives the W-packed G
             const std::size_t lda = K + 3, ldw = K + 2, ldc = N + 4;
             const auto A = test::normal_floats(M * lda, rng), W = test::normal_floats(N * ldw, rng);
             const auto C0 = test::normal_floats(M * ldc, rng);
-            std::vector<float> want = C0, got = C0, pack(a2::gemm_pack_floats(K)), packed(a2::packed_a_floats(M, K), -3.0f);
-            for (std::size_t p = 0; p * a2::kPackedARows < M; ++p) a2::pack_a_panel(A.data(), lda, M, K, p, packed.data());
+            std::vector<float> want = C0, got = C0, pack(a2::gemm_pack_floats(K));
+            std::vector<float> packed(a2::packed_a_floats(M, K), -3.0f);
+            for (std::size_t p = 0; p * a2::kPackedARows < M; ++p)
+                a2::pack_a_panel(A.data(), lda, M, K, p, packed.data());
             a2::gemm_rows(A.data(), lda, M, W.data(), ldw, K, n0, n1, want.data(), ldc, 0.75f, pack.data());
             a2::gemm_rows_packed_a(packed.data(), M, K, W.data(), ldw, n0, n1, got.data(), ldc, 0.75f);
             INFO("M " << M << " N " << N << " K " << K << " rows of W " << n0 << ".." << n1);

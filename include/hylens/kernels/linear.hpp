@@ -8,10 +8,11 @@
 //    AVX-512 one at avx512 / avx512bf16, panels of 32 rows of W; the AVX2 one at avx2, panels of
 //    16) over panels split over the pool in guided parts (detail::guided_parts: a quarter of
 //    the panels a thread first, shrinking towards the end, so that a thread whose core the host
-//    takes for a while is taken over, not waited for); a bf16 W is widened as each panel is packed. OpenBLAS
-//    0.3.21 runs its AVX2 kernels on CPUs it does not know (Zen 4 / 5), at half the FMA width;
-//    the AVX-512 kernel measured 1.8x its sgemm at 1 thread on a Zen 5 core, the AVX2 one
-//    1.01-1.03x on a Zen 3 (docs/performance.md). The bits do not depend on the thread count.
+//    takes for a while is taken over, not waited for); a bf16 W is widened as each panel is
+//    packed. OpenBLAS 0.3.21 runs its AVX2 kernels on CPUs it does not know (Zen 4 / 5), at
+//    half the FMA width; the AVX-512 kernel measured 1.8x its sgemm at 1 thread on a Zen 5 core,
+//    the AVX2 one 1.01-1.03x on a Zen 3 (docs/performance.md). The bits do not depend on the
+//    thread count.
 //  * few rows, float32 W, at level avx2 (a short prompt: M <= 128, W at least 2 M rows, the last
 //    panel of A mostly filled; detail::packed_a_gemm): A packed into panels of 16 rows once, W's
 //    rows read in place, in groups of 6 split over the pool (isa/avx2_gemm_packed_a.hpp): the

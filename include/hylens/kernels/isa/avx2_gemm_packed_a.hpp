@@ -92,7 +92,8 @@ inline void gemm_rows_packed_a(const float* packed, std::size_t M, std::size_t K
                                std::size_t n0, std::size_t n1, float* C, std::size_t ldc, float alpha) noexcept {
     constexpr std::size_t P = kPackedARows, G = kPackedAWRows;
     const std::size_t panels = (M + P - 1) / P;
-    const std::size_t block = std::max<std::size_t>(1, kPackedABlockBytes / std::max<std::size_t>(1, P * K * sizeof(float)));
+    const std::size_t panel_bytes = std::max<std::size_t>(1, P * K * sizeof(float));
+    const std::size_t block = std::max<std::size_t>(1, kPackedABlockBytes / panel_bytes);
     for (std::size_t b0 = 0; b0 < panels; b0 += block) {
         const std::size_t b1 = std::min(panels, b0 + block);
         for (std::size_t n = n0; n < n1; n += G) {
