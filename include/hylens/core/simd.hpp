@@ -37,6 +37,14 @@
 #else
 #define HYLENS_SIMD_X86 0
 #endif
+/// On a helper that takes a block of registers by pointer (the GEMMs' 8 x 8 and 16 x 16
+/// transposes): g++ 12 left transpose8 out of line in a portable build (no -march), so the block
+/// went through memory around each of its calls (docs/performance.md, "Short prompts").
+#if defined(__GNUC__) || defined(__clang__)
+#define HYLENS_ALWAYS_INLINE __attribute__((always_inline))
+#else
+#define HYLENS_ALWAYS_INLINE
+#endif
 
 #if defined(__GNUC__) || defined(__clang__)
 #define HYLENS_SIMD_VECTOR_EXT 1  // GCC/Clang vector extensions for the baseline level

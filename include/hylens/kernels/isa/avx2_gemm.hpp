@@ -46,7 +46,7 @@ inline constexpr std::size_t kPackAhead = 64;
 
 // An 8 x 8 transpose of floats: r[i] holds row i; afterwards r[j] holds column j. 32-bit then
 // 64-bit interleaves within the 128-bit lanes, then the lanes' halves exchanged.
-HYLENS_TARGET_AVX2 inline void transpose8(__m256* r) noexcept {
+HYLENS_TARGET_AVX2 HYLENS_ALWAYS_INLINE inline void transpose8(__m256* r) noexcept {
     __m256 t[8], s[8];
     for (int i = 0; i < 4; ++i) {
         t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);

@@ -239,7 +239,7 @@ HYLENS_TARGET_AVX512 inline void widen(const bf16* src, float* dst, std::size_t 
 // A 16 x 16 transpose of 32-bit words: r[i] holds row i's words 0-15; afterwards r[j] holds
 // word j of rows 0-15 (the zero-masked forms: see above). Per 128-bit lane, 32-bit then 64-bit interleaves make each lane hold
 // four rows of one word; two rounds of 128-bit lane shuffles then gather the four row groups.
-HYLENS_TARGET_AVX512 inline void transpose16(__m512i* r) noexcept {
+HYLENS_TARGET_AVX512 HYLENS_ALWAYS_INLINE inline void transpose16(__m512i* r) noexcept {
     __m512i t[16];
     for (int i = 0; i < 8; ++i) {
         t[2 * i] = _mm512_maskz_unpacklo_epi32(0xFFFF, r[2 * i], r[2 * i + 1]);
