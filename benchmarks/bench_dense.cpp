@@ -105,8 +105,7 @@ void BM_avx2_gemm(benchmark::State& state, bool pack_a) {
         benchmark::DoNotOptimize(evict.data());
         state.ResumeTiming();
         if (pack_a) {
-            for (std::size_t p = 0; p * a2::kPackedARows < M; ++p)
-                a2::pack_a_panel(A.data(), K, M, K, p, packed.data());
+            a2::pack_a_panels(A.data(), K, M, K, 0, a2::packed_a_panels(M), packed.data());
             a2::gemm_rows_packed_a(packed.data(), M, K, W.data(), K, 0, N, C.data(), N, 1.0f);
         } else {
             a2::gemm_rows(A.data(), K, M, W.data(), K, K, 0, N, C.data(), N, 1.0f, pack.data());

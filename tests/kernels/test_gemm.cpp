@@ -50,7 +50,7 @@ using Shape = std::tuple<std::size_t, std::size_t, std::size_t>;  // M, out, in
 const std::vector<Shape> kShapes = {
     {5, 1, 1},     {5, 32, 16},   {13, 33, 15},  {12, 64, 17},  {24, 31, 48},  {25, 95, 100}, {11, 128, 256},
     {37, 70, 96},  {64, 300, 64}, {7, 1100, 24}, {9, 40, 1},    {6, 16, 31},   {23, 129, 200},
-    {8, 20, 9},    {14, 7, 12},   {37, 80, 96},  {17, 40, 8},   {192, 390, 20}, {193, 400, 9}};
+    {8, 20, 9},    {14, 7, 12},   {37, 80, 96},  {17, 40, 8},   {128, 256, 20}, {192, 390, 20}, {193, 400, 9}};
 
 }  // namespace
 
@@ -218,8 +218,7 @@ TEST_CASE("gemm: the product with A packed (avx2, few rows) gives the W-packed G
             const auto C0 = test::normal_floats(M * ldc, rng);
             std::vector<float> want = C0, got = C0, pack(a2::gemm_pack_floats(K));
             std::vector<float> packed(a2::packed_a_floats(M, K), -3.0f);
-            for (std::size_t p = 0; p * a2::kPackedARows < M; ++p)
-                a2::pack_a_panel(A.data(), lda, M, K, p, packed.data());
+            a2::pack_a_panels(A.data(), lda, M, K, 0, a2::packed_a_panels(M), packed.data());
             a2::gemm_rows(A.data(), lda, M, W.data(), ldw, K, n0, n1, want.data(), ldc, 0.75f, pack.data());
             a2::gemm_rows_packed_a(packed.data(), M, K, W.data(), ldw, n0, n1, got.data(), ldc, 0.75f);
             INFO("M " << M << " N " << N << " K " << K << " rows of W " << n0 << ".." << n1);

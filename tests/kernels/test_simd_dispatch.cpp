@@ -264,7 +264,8 @@ TEST_CASE("linear: the same result with 1, 2 and 3 threads at every level (bitwi
     for (auto level : simd::supported_levels()) {
         const simd::ForceLevel force(level);
         for (bool bf : {false, true})
-            for (std::size_t M : {1u, 4u, 37u, 200u}) {  // 37 rows: A packed at avx2 (float32 W); 200: W packed
+            // 37 rows: A packed at avx2 (float32 W); 200: W packed
+            for (std::size_t M : {1u, 4u, 37u, 200u}) {
                 const auto wv = test::normal_floats(out * in, rng), x = test::normal_floats(M * in, rng);
                 const Weight W = bf ? Weight::from_floats_bf16(wv, {out, in}, "w") : Weight::from_floats(wv, {out, in}, "w");
                 std::vector<std::vector<float>> ys;

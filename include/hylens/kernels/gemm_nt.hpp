@@ -55,7 +55,7 @@ inline constexpr std::size_t kPackedAMaxRows = 128, kPackedAMaxPadRows = 11;
 /// packed"). Not at the avx512 levels: unmeasured there (no AVX-512 machine since the kernel
 /// was written). The two give the same bits, so the rule changes only the speed.
 inline bool packed_a_gemm(simd::Level level, std::size_t M, std::size_t N, bool bf16_w) noexcept {
-    const std::size_t pad = (isa::avx2::kPackedARows - M % isa::avx2::kPackedARows) % isa::avx2::kPackedARows;
+    const std::size_t pad = isa::avx2::packed_a_floats(M, 1) - M;  // zero rows of the last panel
     return HYLENS_SIMD_X86 && level == simd::Level::avx2 && !bf16_w && M <= kPackedAMaxRows && N >= 2 * M &&
            pad <= kPackedAMaxPadRows;
 }

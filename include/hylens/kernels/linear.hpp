@@ -103,9 +103,8 @@ inline void products(const float* x, std::size_t ldx, std::size_t M, const Weigh
         thread_local std::vector<float> packed;
         if (packed.size() < a2::packed_a_floats(M, in)) packed.resize(a2::packed_a_floats(M, in));
         float* const pa = packed.data();
-        parallel_for((M + a2::kPackedARows - 1) / a2::kPackedARows, [&](std::size_t p0, std::size_t p1) {
-            for (std::size_t p = p0; p < p1; ++p) a2::pack_a_panel(x, ldx, M, in, p, pa);
-        });
+        parallel_for(a2::packed_a_panels(M),
+                     [&](std::size_t p0, std::size_t p1) { a2::pack_a_panels(x, ldx, M, in, p0, p1, pa); });
         parallel_for_guided((out + a2::kPackedAWRows - 1) / a2::kPackedAWRows, 1, [&](std::size_t g0, std::size_t g1) {
             const std::size_t n0 = g0 * a2::kPackedAWRows, n1 = std::min(out, g1 * a2::kPackedAWRows);
             a2::gemm_rows_packed_a(pa, M, in, W.f32(), in, n0, n1, y, ldy, alpha);

@@ -5,8 +5,8 @@
 // structure of isa/avx512_gemm.hpp on 8-float vectors:
 //   pack_panel  16 rows of W transposed into k-major order: pack[k * 16 + c] = W[n + c, k],
 //               8 rows x 8 columns at a time through transpose8
-//   gemm_tile   R rows of A times the panel: an R x 16 register tile of sums (12 accumulators
-//               at R = 6), one FMA per (row, 8 columns, k), A's element broadcast
+//   gemm_tile   R rows of A times the panel: an R x 16 register tile of sums (tile_sums, 12
+//               accumulators at R = 6), one FMA per (row, 8 columns, k), A's element broadcast
 //   gemm_rows   panels of W's rows [n0, n1), each times every row tile of A (the loop of
 //               isa/gemm_panels.hpp, shared with the avx512 GEMM)
 // Each element of C is one register lane summed over k = 0, 1, ..., K - 1 in that order from
@@ -93,12 +93,14 @@ HYLENS_TARGET_AVX2 inline __m256i lane_mask(std::size_t n) noexcept {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/// R rows of A (row stride lda) times the packed panel: C[r, c] = alpha * sum_k A[r, k] *
-/// pack[k * 16 + c] for c < nc (masked stores), added to C[r, c] when `accumulate`.
+/// The sums of a register tile: lane c of acc[r][h] = sum_k A[r, k] * pack[k * 16 + 8 h + c], one
+/// FMA a k in order from zero, for R rows of A (row stride lda, each element broadcast) and a
+/// packed panel of 16 columns. Shared by gemm_tile (the panel W's rows) and
+/// isa/avx2_gemm_packed_a.hpp's gemm_tile_w (the "A" W's rows, the panel A's); always inlined,
+/// so acc stays in registers.
 template <std::size_t R>
-HYLENS_TARGET_AVX2 inline void gemm_tile(const float* A, std::size_t lda, const float* pack, std::size_t K, float* C,
-                                         std::size_t ldc, std::size_t nc, float alpha, bool accumulate) noexcept {
-    __m256 acc[R][2];
+HYLENS_TARGET_AVX2 HYLENS_ALWAYS_INLINE inline void tile_sums(const float* A, std::size_t lda, const float* pack,
+                                                              std::size_t K, __m256 (&acc)[R][2]) noexcept {
 #pragma GCC unroll 6
     for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (std::size_t k = 0; k < K; ++k) {
@@ -110,6 +112,15 @@ HYLENS_TARGET_AVX2 inline void gemm_tile(const float* A, std::size_t lda, const 
             acc[r][1] = _mm256_fmadd_ps(a, w1, acc[r][1]);
         }
     }
+}
+
+/// R rows of A (row stride lda) times the packed panel: C[r, c] = alpha * sum_k A[r, k] *
+/// pack[k * 16 + c] for c < nc (masked stores), added to C[r, c] when `accumulate`.
+template <std::size_t R>
+HYLENS_TARGET_AVX2 inline void gemm_tile(const float* A, std::size_t lda, const float* pack, std::size_t K, float* C,
+                                         std::size_t ldc, std::size_t nc, float alpha, bool accumulate) noexcept {
+    __m256 acc[R][2];
+    tile_sums<R>(A, lda, pack, K, acc);
     // The stores unrolled too: a loop over r that indexes acc would keep it in memory, stored
     // every k (measured: a third of the speed).
     const __m256i m0 = lane_mask(nc < 8 ? nc : 8), m1 = lane_mask(nc > 8 ? nc - 8 : 0);

@@ -1,12 +1,12 @@
 #pragma once
 // The avx2 level's product for few rows of A (short prompts), C = alpha A W^T over a range of
 // W's rows, W float32, with A packed instead of W:
-//   pack_a_panel  16 rows of A transposed into k-major order (isa/avx2_gemm.hpp's pack_panel),
-//                 once per product for all of W (A is M x K, W is N x K: the W-packed GEMM reads
+//   pack_a_panels 16 rows of A a panel, transposed into k-major order (isa/avx2_gemm.hpp's
+//                 pack_panel), once per product for all of W (A is M x K, W is N x K: the W-packed GEMM reads
 //                 and packs N x K, all of W, once per product)
-//   gemm_tile_w   R <= 6 rows of W times a packed panel of 16 rows of A: an R x 16 register tile
-//                 of sums (12 accumulators at R = 6), W's element broadcast, the panel's two
-//                 vectors loaded; the tile transposed in registers as it is stored
+//   gemm_tile_w   R <= 6 rows of W times a packed panel of 16 rows of A: the W-packed tile's
+//                 sums (isa/avx2_gemm.hpp's tile_sums, 12 accumulators at R = 6) with the roles
+//                 swapped, W's element broadcast; the tile transposed in registers as it is stored
 //   gemm_rows_packed_a  for each block of panels that fits in L2, every group of 6 rows of W
 //                 (read in place) times each panel of the block
 // Each element of C is one register lane summed over k = 0, 1, ..., K - 1 in that order from
@@ -31,9 +31,11 @@ inline constexpr std::size_t kPackedARows = 16, kPackedAWRows = 6;
 /// (half of a Zen 3 core's 512 KiB L2).
 inline constexpr std::size_t kPackedABlockBytes = 256 * 1024;
 
-/// Floats of the packed A of M rows and K columns (whole panels, the last padded with zeros).
+/// Panels of the packed A of M rows (the last padded with zero rows).
+inline constexpr std::size_t packed_a_panels(std::size_t M) noexcept { return (M + kPackedARows - 1) / kPackedARows; }
+/// Floats of the packed A of M rows and K columns.
 inline constexpr std::size_t packed_a_floats(std::size_t M, std::size_t K) noexcept {
-    return (M + kPackedARows - 1) / kPackedARows * kPackedARows * K;
+    return packed_a_panels(M) * kPackedARows * K;
 }
 }  // namespace hylens::kernels::isa::avx2
 
@@ -42,12 +44,14 @@ inline constexpr std::size_t packed_a_floats(std::size_t M, std::size_t K) noexc
 
 namespace hylens::kernels::isa::avx2 {
 
-/// Panel p of the packed A: rows [16 p, 16 p + 16) of A (row stride lda, K values a row),
-/// pack[k * 16 + r] = A[16 p + r, k], rows past M zero.
-inline void pack_a_panel(const float* A, std::size_t lda, std::size_t M, std::size_t K, std::size_t p,
-                         float* packed) noexcept {
-    const std::size_t m0 = p * kPackedARows;
-    pack_panel(A, lda, K, m0, std::min(kPackedARows, M - m0), packed + m0 * K);
+/// Panels [p0, p1) of the packed A of M rows (row stride lda, K values a row): panel p holds
+/// rows [16 p, 16 p + 16) as pack[k * 16 + r] = A[16 p + r, k], rows past M zero.
+inline void pack_a_panels(const float* A, std::size_t lda, std::size_t M, std::size_t K, std::size_t p0,
+                          std::size_t p1, float* packed) noexcept {
+    for (std::size_t p = p0; p < p1; ++p) {
+        const std::size_t m0 = p * kPackedARows;
+        pack_panel(A, lda, K, m0, std::min(kPackedARows, M - m0), packed + m0 * K);
+    }
 }
 
 /// R rows of W (row stride ldw, float32) times the packed panel ap of 16 rows of A:
@@ -55,18 +59,9 @@ inline void pack_a_panel(const float* A, std::size_t lda, std::size_t M, std::si
 template <std::size_t R>
 HYLENS_TARGET_AVX2 inline void gemm_tile_w(const float* W, std::size_t ldw, const float* ap, std::size_t K, float* C,
                                            std::size_t ldc, std::size_t mc, float alpha) noexcept {
+    static_assert(kPackedARows == kGemmPanel, "the packed A's panels are tile_sums' panels");
     __m256 acc[R][2];
-#pragma GCC unroll 6
-    for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    for (std::size_t k = 0; k < K; ++k) {
-        const __m256 a0 = _mm256_loadu_ps(ap + k * kPackedARows), a1 = _mm256_loadu_ps(ap + k * kPackedARows + 8);
-#pragma GCC unroll 6
-        for (std::size_t r = 0; r < R; ++r) {
-            const __m256 w = _mm256_broadcast_ss(W + r * ldw + k);
-            acc[r][0] = _mm256_fmadd_ps(w, a0, acc[r][0]);
-            acc[r][1] = _mm256_fmadd_ps(w, a1, acc[r][1]);
-        }
-    }
+    tile_sums<R>(W, ldw, ap, K, acc);  // W's element broadcast, the panel of A's rows loaded
     // Rows 8 h .. 8 h + 7 of the tile: the R sums of each (with zeros to 8) transposed, then R
     // lanes stored a row. Every loop over acc unrolled: an indexed acc would live in memory,
     // stored every k (a third of the speed, as in gemm_tile).
@@ -86,12 +81,12 @@ HYLENS_TARGET_AVX2 inline void gemm_tile_w(const float* W, std::size_t ldw, cons
 }
 
 /// C[m, n] = alpha * sum_k A[m, k] * W[n, k] for m < M and n in [n0, n1): A as packed by
-/// pack_a_panel (every panel of its M rows), W float32 row-major with row stride ldw, C
+/// pack_a_panels (every panel of its M rows), W float32 row-major with row stride ldw, C
 /// row-major with row stride ldc.
 inline void gemm_rows_packed_a(const float* packed, std::size_t M, std::size_t K, const float* W, std::size_t ldw,
                                std::size_t n0, std::size_t n1, float* C, std::size_t ldc, float alpha) noexcept {
     constexpr std::size_t P = kPackedARows, G = kPackedAWRows;
-    const std::size_t panels = (M + P - 1) / P;
+    const std::size_t panels = packed_a_panels(M);
     const std::size_t panel_bytes = std::max<std::size_t>(1, P * K * sizeof(float));
     const std::size_t block = std::max<std::size_t>(1, kPackedABlockBytes / panel_bytes);
     for (std::size_t b0 = 0; b0 < panels; b0 += block) {
