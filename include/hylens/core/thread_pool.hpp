@@ -413,4 +413,17 @@ void parallel_for(std::size_t n, F&& fn, std::size_t grain = 1, std::size_t part
     ThreadPool::instance().parallel_for(n, std::forward<F>(fn), grain, parts_per_thread);
 }
 
+/// fn(r) for every row r < rows of elementwise work over rows of `row_values` values, the rows
+/// split over the process-wide pool in ranges of row_grain(row_values) rows or more (a decode
+/// step's single row runs inline). Each row is computed alike whatever the split.
+template <class F>
+void for_each_row(std::size_t rows, std::size_t row_values, F&& fn) {
+    parallel_for(
+        rows,
+        [&](std::size_t r0, std::size_t r1) {
+            for (std::size_t r = r0; r < r1; ++r) fn(r);
+        },
+        row_grain(row_values));
+}
+
 }  // namespace hylens

@@ -4,6 +4,7 @@
 // them: f_j = 1 / theta^(float(2j)/float(R)), angle = float(p) * f_j (one float32 multiply);
 // computing them in double shifts cos/sin by up to 1e-3 at large positions.
 
+#include <algorithm>  // std::min
 #include <cmath>    // std::pow, std::cos, std::sin
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::int64_t
@@ -11,6 +12,7 @@
 #include <vector>   // std::vector
 
 #include "../core/error.hpp"
+#include "../core/thread_pool.hpp"
 #include "workspace.hpp"
 
 namespace hylens::kernels {
@@ -43,25 +45,32 @@ struct Rope {
         check<ShapeError>(rot_dim % 2 == 0 && rot_dim <= head_dim, "[rope] rotary dim ", rot_dim,
                           " must be even and <= head dim ", head_dim);
         const std::size_t half = rot_dim / 2;
-        Workspace::Frame ws;  // reused buffers: no allocation in a warm decode step
-        const std::span<float> f = ws.zeros<float>(half), c = ws.zeros<float>(half), s = ws.zeros<float>(half);
+        Workspace::Frame ws;  // a reused buffer: no allocation in a warm decode step
+        const std::span<float> f = ws.uninitialized<float>(half);
         inv_freq_into(f.data());
-        for (std::size_t t = 0; t < T; ++t) {
+        // Tokens split over the pool (a decode step's single token runs inline); each token's
+        // angles in blocks of kBlock on the stack (the pool's workers take no workspace).
+        for_each_row(T, heads * rot_dim, [&](std::size_t t) {
+            constexpr std::size_t kBlock = 64;
+            float c[kBlock], s[kBlock];
             const float p = static_cast<float>(pos[t]);
-            for (std::size_t j = 0; j < half; ++j) {
-                const float a = p * f[j];
-                c[j] = std::cos(a);
-                s[j] = std::sin(a);
-            }
-            for (std::size_t h = 0; h < heads; ++h) {
-                float* v = x + t * ldx + h * head_dim;
-                for (std::size_t j = 0; j < half; ++j) {
-                    const float a = v[j], b = v[j + half];
-                    v[j] = a * c[j] - b * s[j];
-                    v[j + half] = b * c[j] + a * s[j];
+            for (std::size_t j0 = 0; j0 < half; j0 += kBlock) {
+                const std::size_t nj = std::min(kBlock, half - j0);
+                for (std::size_t j = 0; j < nj; ++j) {
+                    const float a = p * f[j0 + j];
+                    c[j] = std::cos(a);
+                    s[j] = std::sin(a);
+                }
+                for (std::size_t h = 0; h < heads; ++h) {
+                    float* v = x + t * ldx + h * head_dim + j0;
+                    for (std::size_t j = 0; j < nj; ++j) {
+                        const float a = v[j], b = v[j + half];
+                        v[j] = a * c[j] - b * s[j];
+                        v[j + half] = b * c[j] + a * s[j];
+                    }
                 }
             }
-        }
+        });
     }
 };
 

@@ -18,6 +18,7 @@
 
 #include "../cache/kv_cache.hpp"
 #include "../core/error.hpp"
+#include "../core/thread_pool.hpp"
 #include "../core/weight.hpp"
 #include "../kernels/activations.hpp"
 #include "../kernels/attention.hpp"
@@ -85,19 +86,24 @@ public:
                                {w_.k_proj, bias(w_.k_bias), k.data(), KVd},
                                {w_.v_proj, bias(w_.v_bias), v.data(), KVd}},
                               c_.in_multiplier);
+        // The elementwise passes below split their rows (tokens) over the pool; a decode step's
+        // single row runs inline.
         if (c_.key_multiplier != 1.0f)
-            for (float& e : k) e *= c_.key_multiplier;
+            for_each_row(M, KVd, [&](std::size_t m) {
+                for (std::size_t i = m * KVd; i < (m + 1) * KVd; ++i) k[i] *= c_.key_multiplier;
+            });
 
         std::span<float> q = qp, gate;
         if (c_.gated) {  // de-interleave per head [q_h | gate_h]
             q = ws.uninitialized<float>(M * Qd);
             gate = ws.uninitialized<float>(M * Qd);
-            for (std::size_t m = 0; m < M; ++m)
+            for_each_row(M, Qp, [&](std::size_t m) {
                 for (std::size_t h = 0; h < c_.Hq; ++h) {
                     const float* src = qp.data() + m * Qp + h * 2 * hd;
                     std::copy(src, src + hd, q.data() + m * Qd + h * hd);
                     std::copy(src + hd, src + 2 * hd, gate.data() + m * Qd + h * hd);
                 }
+            });
         }
         ctx.fire(Site::q, q.data(), B, T, Qd, Qd);
         ctx.fire(Site::k, k.data(), B, T, KVd, KVd);
@@ -145,7 +151,9 @@ public:
         if (want_probs) ctx.fire(Site::attn_probs, probs.data(), B, c_.Hq * T, L + T, L + T);
 
         if (c_.gated)
-            for (std::size_t i = 0; i < M * Qd; ++i) o[i] *= kernels::sigmoid(gate[i]);
+            for_each_row(M, Qd, [&](std::size_t m) {
+                for (std::size_t i = m * Qd; i < (m + 1) * Qd; ++i) o[i] *= kernels::sigmoid(gate[i]);
+            });
         ctx.fire(Site::head_out, o.data(), B, T, Qd, Qd);
         kernels::linear(o.data(), Qd, M, w_.o_proj, bias(w_.o_bias), out, Hd);
     }

@@ -2,7 +2,9 @@
 // The contract of a token-mixer kind (DeltaNetLayer, Mamba2Layer, AttentionLayer,
 // ParallelLayer): a cache type that declares its channels, a cache factory and one forward
 // entry for any T >= 1 tokens that starts from whatever the cache holds (the continuation
-// contract: feeding tokens in any split gives the same result as one call).
+// contract: feeding tokens in any split gives the same result as one call). forward writes every
+// element of out ([B * T, hidden]): DecoderLayer and ParallelLayer hand it buffers they do not
+// zero.
 
 #include <concepts>  // std::same_as
 #include <cstddef>   // std::size_t

@@ -11,6 +11,7 @@
 #include <vector>   // std::vector
 
 #include "../core/error.hpp"
+#include "../core/thread_pool.hpp"
 #include "../kernels/rms_norm.hpp"
 #include "concepts.hpp"
 #include "ffn.hpp"
@@ -55,21 +56,31 @@ public:
         const std::size_t H = c_.hidden, M = B * T;
         ctx.fire(Site::resid_pre, h, B, T, H, H);
         Workspace::Frame ws;
-        const std::span<float> x = ws.zeros<float>(M * H), m = ws.zeros<float>(M * H);
+        // Both written in full before they are read (the norm's rows, the mixer's and the
+        // feed-forward's outputs): not zeroed.
+        const std::span<float> x = ws.uninitialized<float>(M * H), m = ws.uninitialized<float>(M * H);
         kernels::rms_norm(h, H, M, H, in_norm_.data(), c_.eps, x.data(), H, c_.norm_one_plus);
         ctx.fire(Site::mixer_in, x.data(), B, T, H, H);
         mixer_.forward(x.data(), B, T, m.data(), cache, ctx);
         ctx.fire(Site::mixer_out, m.data(), B, T, H, H);
-        const float r = c_.residual_multiplier;
-        for (std::size_t i = 0; i < M * H; ++i) h[i] += r * m[i];
+        add_residual(h, m.data(), M);
         kernels::rms_norm(h, H, M, H, post_norm_.data(), c_.eps, x.data(), H, c_.norm_one_plus);
         ffn_.forward(x.data(), M, m.data());
         ctx.fire(Site::mlp_out, m.data(), B, T, H, H);
-        for (std::size_t i = 0; i < M * H; ++i) h[i] += r * m[i];
+        add_residual(h, m.data(), M);
         ctx.fire(Site::resid_post, h, B, T, H, H);
     }
 
 private:
+    // h += residual_multiplier * m over M rows of the stream, rows split over the pool.
+    void add_residual(float* h, const float* m, std::size_t M) const {
+        const std::size_t H = c_.hidden;
+        const float r = c_.residual_multiplier;
+        for_each_row(M, H, [&](std::size_t row) {
+            for (std::size_t i = row * H; i < (row + 1) * H; ++i) h[i] += r * m[i];
+        });
+    }
+
     DecoderConfig c_;
     std::vector<float> in_norm_;
     Kind mixer_;

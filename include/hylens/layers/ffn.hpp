@@ -68,7 +68,9 @@ struct SwiGLU {
             row_grain(I));
         kernels::linear(act.data(), I, M, down, down_bias.empty() ? nullptr : down_bias.data(), out, hidden);
         if (down_mult != 1.0f)
-            for (std::size_t i = 0; i < M * hidden; ++i) out[i] *= down_mult;
+            for_each_row(M, hidden, [&](std::size_t r) {
+                for (std::size_t i = r * hidden; i < (r + 1) * hidden; ++i) out[i] *= down_mult;
+            });
     }
 };
 
