@@ -29,7 +29,11 @@
 
 #include "error.hpp"
 
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+// HYLENS_NO_X86_LEVELS (defined before the first hylens header) compiles the x86 levels out on
+// x86-64 too: the baseline level only, the code an aarch64 build compiles (the test suite's
+// headers.portable check compiles the library so, warnings as errors).
+#if !defined(HYLENS_NO_X86_LEVELS) && (defined(__x86_64__) || defined(_M_X64)) && \
+    (defined(__GNUC__) || defined(__clang__))
 #define HYLENS_SIMD_X86 1
 #define HYLENS_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define HYLENS_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))

@@ -101,9 +101,9 @@ inline void gemm_nt(simd::Level level, std::size_t M, std::size_t cols, std::siz
 /// M x N (row stride ldc), at the level the caller dispatches at: our own kernel where
 /// detail::own_gemm(level) (each element the FMA chain over k from zero, then alpha times it plus
 /// beta times C), else sgemm. Single-threaded.
-inline void gemm_nn(simd::Level level, bool trans_a, std::size_t M, std::size_t N, std::size_t K, float alpha,
-                    const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta, float* C,
-                    std::size_t ldc) {
+inline void gemm_nn([[maybe_unused]] simd::Level level, bool trans_a, std::size_t M, std::size_t N, std::size_t K,
+                    float alpha, const float* A, std::size_t lda, const float* B, std::size_t ldb, float beta,
+                    float* C, std::size_t ldc) {
     if (M == 0 || N == 0) return;
 #if HYLENS_SIMD_X86
     if (detail::own_gemm(level)) {
