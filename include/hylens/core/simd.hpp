@@ -29,9 +29,10 @@
 
 #include "error.hpp"
 
-// HYLENS_NO_X86_LEVELS (defined before the first hylens header) compiles the x86 levels out on
-// x86-64 too: the baseline level only, the code an aarch64 build compiles (the test suite's
-// headers.portable check compiles the library so, warnings as errors).
+// HYLENS_NO_X86_LEVELS compiles the x86 levels out on x86-64 too: the baseline level only, the
+// code an aarch64 build compiles (the test suite's headers.portable check compiles the library
+// so, warnings as errors). A compile definition of every translation unit of a program, never
+// of some: the inline kernels differ with it.
 #if !defined(HYLENS_NO_X86_LEVELS) && (defined(__x86_64__) || defined(_M_X64)) && \
     (defined(__GNUC__) || defined(__clang__))
 #define HYLENS_SIMD_X86 1
