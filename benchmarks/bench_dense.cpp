@@ -8,15 +8,17 @@
 //    bfloat16, for one decode token (bytes of the weight against bandwidth: bf16 moves half)
 //    and for a 512-token prefill (FLOPs against sgemm: at levels avx2 and up linear runs our own
 //    GEMM, kernels/gemm_nt.hpp, so its fraction of that floor is its speed-up over sgemm).
-//  * the two avx2 GEMMs for a prefill's projection, W [3584, 1024] float32 evicted from the
-//    caches before each product (as a layer's weight arrives from memory): W packed
-//    (isa/avx2_gemm.hpp) and A packed (isa/avx2_gemm_packed_a.hpp, linear()'s for few rows), at
+//  * the two GEMMs of each x86 level (avx2, avx512) for a prefill's projection, W [3584, 1024]
+//    float32 evicted from the caches before each product (as a layer's weight arrives from
+//    memory): W packed (isa/avx2_gemm.hpp, isa/avx512_gemm.hpp) and A packed
+//    (isa/avx2_gemm_packed_a.hpp, isa/avx512_gemm_packed_a.hpp: linear()'s for few rows), at
 //    M = 16 to 512 rows; the same bits, so the ratio of the two is what the rule in
 //    kernels/gemm_nt.hpp (detail::packed_a_gemm) picks by.
 
 #include <hylens/core/simd.hpp>
 #include <hylens/kernels/attention.hpp>
 #include <hylens/kernels/isa/avx2_gemm_packed_a.hpp>
+#include <hylens/kernels/isa/avx512_gemm_packed_a.hpp>
 #include <hylens/kernels/linear.hpp>
 #include <hylens/kernels/reference/attention.hpp>
 
@@ -88,15 +90,18 @@ void BM_linear(benchmark::State& state, bool bf16) {
 }
 
 #if HYLENS_SIMD_X86
-void BM_avx2_gemm(benchmark::State& state, bool pack_a) {
-    if (!simd::at_least(simd::detected(), simd::Level::avx2)) {
-        state.SkipWithError("no avx2 on this machine");
+// One level's two GEMMs (PackedA: isa::avx2::PackedA or isa::avx512::PackedA; wpacked: that
+// level's gemm_rows) for M rows of A times W [3584, 1024] evicted from the caches.
+template <class PackedA, class WPacked>
+void gemm_w_or_a_packed(benchmark::State& state, simd::Level level, std::size_t pack_floats, bool pack_a,
+                        WPacked wpacked) {
+    if (!simd::at_least(simd::detected(), level)) {
+        state.SkipWithError("this level is not on this machine");
         return;
     }
-    namespace a2 = kernels::isa::avx2;
     const std::size_t M = static_cast<std::size_t>(state.range(0)), N = 3584, K = 1024;
     const auto W = random_vec(N * K, 4), A = random_vec(M * K, 5);
-    std::vector<float> C(M * N), pack(a2::gemm_pack_floats(K)), packed(a2::packed_a_floats(M, K));
+    std::vector<float> C(M * N), pack(pack_floats), packed(PackedA::floats(M, K));
     std::vector<char> evict(64 << 20);
     char fill = 0;
     for (auto _ : state) {
@@ -105,14 +110,26 @@ void BM_avx2_gemm(benchmark::State& state, bool pack_a) {
         benchmark::DoNotOptimize(evict.data());
         state.ResumeTiming();
         if (pack_a) {
-            a2::pack_a_panels(A.data(), K, M, K, 0, a2::packed_a_panels(M), packed.data());
-            a2::gemm_rows_packed_a(packed.data(), M, K, W.data(), K, 0, N, C.data(), N, 1.0f);
+            PackedA::pack(A.data(), K, M, K, 0, PackedA::panels(M), packed.data());
+            PackedA::rows(packed.data(), M, K, W.data(), K, 0, N, C.data(), N, 1.0f);
         } else {
-            a2::gemm_rows(A.data(), K, M, W.data(), K, K, 0, N, C.data(), N, 1.0f, pack.data());
+            wpacked(A.data(), K, M, W.data(), K, K, 0, N, C.data(), N, 1.0f, pack.data());
         }
         benchmark::DoNotOptimize(C.data());
     }
     bench::report_flops(state, 2.0 * M * N * K, true);  // one thread
+}
+
+void BM_avx2_gemm(benchmark::State& state, bool pack_a) {
+    namespace a2 = kernels::isa::avx2;
+    gemm_w_or_a_packed<a2::PackedA>(state, simd::Level::avx2, a2::gemm_pack_floats(1024), pack_a,
+                                    [](auto... args) { a2::gemm_rows(args...); });
+}
+
+void BM_avx512_gemm(benchmark::State& state, bool pack_a) {
+    namespace a5 = kernels::isa::avx512;
+    gemm_w_or_a_packed<a5::PackedA>(state, simd::Level::avx512, a5::gemm_pack_floats(1024), pack_a,
+                                    [](auto... args) { a5::gemm_rows(args...); });
 }
 #endif
 
@@ -127,5 +144,9 @@ BENCHMARK_CAPTURE(BM_linear, bf16, true)->Arg(1)->Arg(512)->Unit(benchmark::kMic
 BENCHMARK_CAPTURE(BM_avx2_gemm, w_packed, false)->Arg(16)->Arg(64)->Arg(128)->Arg(192)->Arg(512)
     ->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_avx2_gemm, a_packed, true)->Arg(16)->Arg(64)->Arg(128)->Arg(192)->Arg(512)
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_avx512_gemm, w_packed, false)->Arg(32)->Arg(64)->Arg(128)->Arg(192)->Arg(512)
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_avx512_gemm, a_packed, true)->Arg(32)->Arg(64)->Arg(128)->Arg(192)->Arg(512)
     ->Unit(benchmark::kMicrosecond)->UseRealTime();
 #endif

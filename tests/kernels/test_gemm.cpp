@@ -7,13 +7,15 @@
 // so the bits equal a scalar std::fma twin's (the thread counts: test_simd_dispatch.cpp). And
 // kernels::gemm_nt, the small products of the SSD chunks and attention, on the same kernel with
 // strided W rows and accumulation into C; and kernels::gemm_nn (B row-major, A or A^T, any
-// beta), the gated delta rule's chunk products. At level avx2 linear() packs A instead of W for
-// few rows (kernels::detail::packed_a_gemm): kShapes falls on both sides of that rule, and the
-// A-packed kernel is checked against the W-packed one bit for bit on every tail of its own.
+// beta), the gated delta rule's chunk products. At levels avx2 and up linear() packs A instead of
+// W for few rows (kernels::detail::packed_a_gemm): kShapes falls on both sides of that rule, and
+// each level's A-packed kernel is checked against its W-packed one bit for bit on every tail of
+// its own.
 
 #include <hylens/core/simd.hpp>
 #include <hylens/kernels/gemm_nt.hpp>
 #include <hylens/kernels/isa/avx2_gemm_packed_a.hpp>
+#include <hylens/kernels/isa/avx512_gemm_packed_a.hpp>
 #include <hylens/kernels/linear.hpp>
 #include <hylens/kernels/reference/linear.hpp>
 
@@ -198,39 +200,63 @@ TEST_CASE("gemm: gemm_nn at every level, A or A^T, beta 0, 1 and 0.75, against t
 }
 
 #if HYLENS_SIMD_X86
-TEST_CASE("gemm: the product with A packed (avx2, few rows) gives the W-packed GEMM's bits on every tail") {
-    // Panels of 16 rows of A (every row count of the last one), groups of 6 rows of W (every
-    // remainder), ranges [n0, n1) of W's rows as the pool's parts take them, K past and below
-    // the 8-wide transposes, blocks of panels (K = 2,048: 2 panels a block, 5 panels). C's
-    // other columns and rows untouched.
-    if (!simd::at_least(simd::detected(), simd::Level::avx2)) {
-        MESSAGE("no avx2 on this machine: skipped");
-        return;
-    }
-    namespace a2 = kernels::isa::avx2;
+namespace {
+// The A-packed product of one level (PackedA: isa::avx2::PackedA or isa::avx512::PackedA)
+// against that level's W-packed GEMM (wpacked: its gemm_rows), bit for bit; C's other columns
+// and rows untouched.
+template <class PackedA, class WPacked>
+void check_packed_a_bits(const std::vector<Shape>& shapes, std::size_t pack_floats_per_k, WPacked wpacked) {
     std::mt19937 rng(19);
-    const std::vector<Shape> shapes = {{1, 6, 8},   {5, 13, 7},  {16, 12, 16},   {17, 25, 33},
-                                       {31, 40, 1}, {48, 7, 64}, {70, 100, 2048}, {9, 64, 300}};
     for (auto [M, N, K] : shapes)
         for (auto [n0, n1] : {std::pair<std::size_t, std::size_t>{0, N}, {N / 3, N - N / 4}}) {
             const std::size_t lda = K + 3, ldw = K + 2, ldc = N + 4;
             const auto A = test::normal_floats(M * lda, rng), W = test::normal_floats(N * ldw, rng);
             const auto C0 = test::normal_floats(M * ldc, rng);
-            std::vector<float> want = C0, got = C0, pack(a2::gemm_pack_floats(K));
-            std::vector<float> packed(a2::packed_a_floats(M, K), -3.0f);
-            a2::pack_a_panels(A.data(), lda, M, K, 0, a2::packed_a_panels(M), packed.data());
-            a2::gemm_rows(A.data(), lda, M, W.data(), ldw, K, n0, n1, want.data(), ldc, 0.75f, pack.data());
-            a2::gemm_rows_packed_a(packed.data(), M, K, W.data(), ldw, n0, n1, got.data(), ldc, 0.75f);
+            std::vector<float> want = C0, got = C0, pack(pack_floats_per_k * K);
+            std::vector<float> packed(PackedA::floats(M, K), -3.0f);  // the padding rows too
+            PackedA::pack(A.data(), lda, M, K, 0, PackedA::panels(M), packed.data());
+            wpacked(A.data(), lda, M, W.data(), ldw, K, n0, n1, want.data(), ldc, 0.75f, pack.data());
+            PackedA::rows(packed.data(), M, K, W.data(), ldw, n0, n1, got.data(), ldc, 0.75f);
             INFO("M " << M << " N " << N << " K " << K << " rows of W " << n0 << ".." << n1);
             CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
         }
 }
+}  // namespace
+
+TEST_CASE("gemm: the product with A packed (avx2, few rows) gives the W-packed GEMM's bits on every tail") {
+    // Panels of 16 rows of A (every row count of the last one), groups of 6 rows of W (every
+    // remainder), ranges [n0, n1) of W's rows as the pool's parts take them, K past and below
+    // the 8-wide transposes, blocks of panels (K = 2,048: 2 panels a block, 5 panels).
+    if (!simd::at_least(simd::detected(), simd::Level::avx2)) {
+        MESSAGE("no avx2 on this machine: skipped");
+        return;
+    }
+    namespace a2 = kernels::isa::avx2;
+    check_packed_a_bits<a2::PackedA>({{1, 6, 8}, {5, 13, 7}, {16, 12, 16}, {17, 25, 33}, {31, 40, 1}, {48, 7, 64},
+                                      {70, 100, 2048}, {9, 64, 300}},
+                                     a2::kGemmPanel, [](auto... args) { a2::gemm_rows(args...); });
+}
+
+TEST_CASE("gemm: the product with A packed (avx512, few rows) gives the W-packed GEMM's bits on every tail") {
+    // Panels of 32 rows of A (every row count of the last one: 1-32, two halves of 16 in the
+    // store's transposes), groups of 12 rows of W (every remainder), ranges of W's rows, K past
+    // and below the 16-wide transposes, blocks of panels (K = 2,048: 1 panel a block, 3 panels).
+    if (!simd::at_least(simd::detected(), simd::Level::avx512)) {
+        MESSAGE("no avx512 on this machine: skipped");
+        return;
+    }
+    namespace a5 = kernels::isa::avx512;
+    std::vector<Shape> shapes = {{1, 12, 16}, {5, 13, 7}, {16, 24, 17}, {17, 25, 33}, {31, 40, 1}, {33, 7, 64},
+                                 {70, 100, 2048}, {9, 64, 300}, {96, 150, 40}};
+    for (std::size_t M = 1; M <= 32; ++M) shapes.emplace_back(M, 12 + M % 12, 20);  // every last panel, every group
+    check_packed_a_bits<a5::PackedA>(shapes, a5::kGemmPanel, [](auto... args) { a5::gemm_rows(args...); });
+}
 #endif
 
-TEST_CASE("gemm: linear packs A at level avx2 for few rows of A, many of a float32 W, else W") {
+TEST_CASE("gemm: linear packs A at levels avx2 and up for few rows of A, many of a float32 W, else W") {
     using kernels::detail::packed_a_gemm;
     const auto avx2 = simd::Level::avx2;
-    const bool x86 = HYLENS_SIMD_X86;                       // avx2 is an x86 level
+    const bool x86 = HYLENS_SIMD_X86;                       // avx2 and avx512 are x86 levels
     CHECK(packed_a_gemm(avx2, 5, 10, false) == x86);     // 11 rows of padding: the most allowed
     CHECK(packed_a_gemm(avx2, 64, 128, false) == x86);   // W twice A's rows
     CHECK(packed_a_gemm(avx2, 128, 256, false) == x86);  // the most rows
@@ -240,6 +266,16 @@ TEST_CASE("gemm: linear packs A at level avx2 for few rows of A, many of a float
     CHECK_FALSE(packed_a_gemm(avx2, 33, 4000, false));
     CHECK_FALSE(packed_a_gemm(avx2, 64, 4000, true));    // bf16 W: packed as before
     CHECK_FALSE(packed_a_gemm(simd::Level::baseline, 64, 4000, false));
-    CHECK_FALSE(packed_a_gemm(simd::Level::avx512, 64, 4000, false));
-    CHECK_FALSE(packed_a_gemm(simd::Level::avx512bf16, 64, 4000, false));
+    for (const auto avx512 : {simd::Level::avx512, simd::Level::avx512bf16}) {
+        CHECK(packed_a_gemm(avx512, 24, 48, false) == x86);    // 8 rows of padding: the most allowed
+        CHECK(packed_a_gemm(avx512, 64, 128, false) == x86);   // W twice A's rows
+        CHECK(packed_a_gemm(avx512, 128, 256, false) == x86);  // the most rows
+        CHECK(packed_a_gemm(avx512, 120, 4000, false) == x86);
+        CHECK_FALSE(packed_a_gemm(avx512, 64, 127, false));
+        CHECK_FALSE(packed_a_gemm(avx512, 160, 4000, false));  // no padding, but too many rows
+        CHECK_FALSE(packed_a_gemm(avx512, 23, 4000, false));   // 9 rows of padding
+        CHECK_FALSE(packed_a_gemm(avx512, 48, 4000, false));   // 16
+        CHECK_FALSE(packed_a_gemm(avx512, 8, 4000, false));    // 24
+        CHECK_FALSE(packed_a_gemm(avx512, 64, 4000, true));    // bf16 W
+    }
 }

@@ -9,8 +9,9 @@
 //                              projections, no faster inside the chunked SSD, and the same
 //                              bits for any thread count)
 //   level baseline:            OpenBLAS sgemm.
-// linear() at level avx2 multiplies few rows of A (short prompts) with A packed instead of W
-// (isa/avx2_gemm_packed_a.hpp, detail::packed_a_gemm: the rule), the same bits.
+// linear() at levels avx2 and up multiplies few rows of A (short prompts) with A packed instead
+// of W (isa/avx2_gemm_packed_a.hpp, isa/avx512_gemm_packed_a.hpp; detail::packed_a_gemm: the
+// rule), the same bits.
 // Both GEMMs sum each element of C in one lane in k order from zero, so they give the same
 // bits as each other. The caller splits the work over the pool.
 // gemm_nn, C = alpha op(A) B + beta C with B row-major (the gated delta rule's chunk products):
@@ -25,6 +26,7 @@
 #include "isa/avx2_gemm_nn.hpp"
 #include "isa/avx2_gemm_packed_a.hpp"
 #include "isa/avx512_gemm.hpp"
+#include "isa/avx512_gemm_packed_a.hpp"
 
 namespace hylens::kernels {
 
@@ -39,25 +41,27 @@ inline std::size_t own_gemm_panel(simd::Level level) noexcept {
     return simd::at_least(level, simd::Level::avx512) ? isa::avx512::kGemmPanel : isa::avx2::kGemmPanel;
 }
 
-/// Most rows of A, and most rows of padding in the last packed panel, with which linear() at
-/// level avx2 packs A instead of W (below).
-inline constexpr std::size_t kPackedAMaxRows = 128, kPackedAMaxPadRows = 11;
+/// Most rows of A with which linear() packs A instead of W (below), and most rows of padding in
+/// the last packed panel: panels of 16 rows of A at level avx2, of 32 at the avx512 levels.
+inline constexpr std::size_t kPackedAMaxRows = 128, kPackedAMaxPadRows = 11, kPackedAMaxPadRows512 = 8;
 
 /// Whether linear()'s product of M rows of A with a float32 W of N rows packs A
-/// (isa/avx2_gemm_packed_a.hpp) rather than W (the own GEMM): at level avx2, W float32,
-/// M <= kPackedAMaxRows, N >= 2 M, and the last panel of 16 rows of A at most kPackedAMaxPadRows
-/// rows of padding. Packing W reads all of it from memory once a product, about as long as 11
-/// rows of A take in the tiles (K = 1,024), which dominates at few rows; packing A costs the
-/// padding of its last panel, and from ~150 rows on reading W once per block of panels costs as
-/// much as packing it. A bf16 W is packed as before: its pack reads half the bytes, and widening
-/// the rows of W for the A-packed tiles measured 0.75-1.14x at 8-48 rows (measured on a Zen 3,
-/// one thread, W from memory: docs/performance.md, "Short prompts: the product with A
-/// packed"). Not at the avx512 levels: unmeasured there (no AVX-512 machine since the kernel
-/// was written). The two give the same bits, so the rule changes only the speed.
+/// (isa/avx2_gemm_packed_a.hpp, isa/avx512_gemm_packed_a.hpp) rather than W (the own GEMM): at
+/// levels avx2 and up, W float32, M <= kPackedAMaxRows, N >= 2 M, and at most kPackedAMaxPadRows
+/// rows of padding in the last panel of 16 rows of A (level avx2), kPackedAMaxPadRows512 in the
+/// last panel of 32 (the avx512 levels). Packing W reads all of it from memory once a product,
+/// about as long as 11 rows of A take in the avx2 tiles (K = 1,024), which dominates at few rows;
+/// packing A costs the padding of its last panel, and from ~150 rows on reading W once per block
+/// of panels costs as much as packing it. A bf16 W is packed as before: its pack reads half the
+/// bytes, and widening the rows of W for the A-packed tiles measured 0.75-1.14x at 8-48 rows
+/// (avx2). Measured at one thread, W from memory, on a Zen 3 (avx2) and an Intel Xeon with
+/// AVX-512 (docs/performance.md, "Short prompts: the product with A packed" and "... at the
+/// avx512 levels"). The two give the same bits, so the rule changes only the speed.
 inline bool packed_a_gemm(simd::Level level, std::size_t M, std::size_t N, bool bf16_w) noexcept {
-    const std::size_t pad = isa::avx2::packed_a_floats(M, 1) - M;  // zero rows of the last panel
-    return HYLENS_SIMD_X86 && level == simd::Level::avx2 && !bf16_w && M <= kPackedAMaxRows && N >= 2 * M &&
-           pad <= kPackedAMaxPadRows;
+    if (!HYLENS_SIMD_X86 || bf16_w || M > kPackedAMaxRows || N < 2 * M) return false;
+    const auto padding = [M](std::size_t panel) { return (M + panel - 1) / panel * panel - M; };
+    if (simd::at_least(level, simd::Level::avx512)) return padding(isa::avx512::kPackedARows) <= kPackedAMaxPadRows512;
+    return level == simd::Level::avx2 && padding(isa::avx2::kPackedARows) <= kPackedAMaxPadRows;
 }
 
 /// gemm_rows of the own GEMM at `level` (own_gemm(level) must hold): rows [n0, n1) of W.

@@ -13,12 +13,13 @@
 //    half the FMA width; the AVX-512 kernel measured 1.8x its sgemm at 1 thread on a Zen 5 core,
 //    the AVX2 one 1.01-1.03x on a Zen 3 (docs/performance.md). The bits do not depend on the
 //    thread count.
-//  * few rows, float32 W, at level avx2 (a short prompt: M <= 128, W at least 2 M rows, the last
-//    panel of A mostly filled; detail::packed_a_gemm): A packed into panels of 16 rows once, W's
-//    rows read in place, in groups of 6 split over the pool (isa/avx2_gemm_packed_a.hpp): the
-//    W-packed GEMM reads and packs all of W, about as long as 11 rows of A take to multiply,
-//    which dominated the product of a few rows (in the models: prefills of 16 to 128 tokens
-//    1.03-1.43x). The same bits as the W-packed GEMM.
+//  * few rows, float32 W, at levels avx2 and up (a short prompt: M <= 128, W at least 2 M rows,
+//    the last panel of A mostly filled; detail::packed_a_gemm): A packed into panels of 16 rows
+//    (avx2) or 32 (avx512) once, W's rows read in place, in groups of 6 or 12 split over the
+//    pool (isa/avx2_gemm_packed_a.hpp, isa/avx512_gemm_packed_a.hpp): the W-packed GEMM reads
+//    and packs all of W, about as long as 11 rows of A take to multiply at avx2, which dominated
+//    the product of a few rows (in the models: prefills of 16 to 128 tokens 1.03-1.43x at avx2,
+//    32 to 128 tokens 1.08-1.47x at avx512). The same bits as the W-packed GEMM.
 //  * float32, many rows, at level baseline: one sgemm, split over the pool by output columns.
 //  * bfloat16, many rows, at level baseline: blocks of W rows are widened into a per-thread scratch of at most
 //    kBf16BlockRows x in floats and multiplied with sgemm; the widening costs in/2 bytes per
@@ -86,6 +87,25 @@ inline MatvecUnits units_of(const Weight& W, std::size_t M) {
     return MatvecUnits(M, W.cols() * (W.is_bf16() ? sizeof(bf16) : sizeof(float)));
 }
 
+#if HYLENS_SIMD_X86
+// y = alpha x W^T for a float32 W with A packed (PackedA: isa::avx2::PackedA or
+// isa::avx512::PackedA): A's panels packed once (in parallel), then W's row groups split over
+// the pool in guided parts, each thread reading the caller's packed A (its pointer: `packed` is
+// thread_local).
+template <class PackedA>
+void packed_a_products(const float* x, std::size_t ldx, std::size_t M, const Weight& W, float* y, std::size_t ldy,
+                       float alpha) {
+    const std::size_t out = W.rows(), in = W.cols(), G = PackedA::kWRows;
+    thread_local std::vector<float> packed;
+    if (packed.size() < PackedA::floats(M, in)) packed.resize(PackedA::floats(M, in));
+    float* const pa = packed.data();
+    parallel_for(PackedA::panels(M), [&](std::size_t p0, std::size_t p1) { PackedA::pack(x, ldx, M, in, p0, p1, pa); });
+    parallel_for_guided((out + G - 1) / G, 1, [&](std::size_t g0, std::size_t g1) {
+        PackedA::rows(pa, M, in, W.f32(), in, g0 * G, std::min(out, g1 * G), y, ldy, alpha);
+    });
+}
+#endif
+
 // y = alpha x W^T without the bias, x as given (linear() without rounding).
 inline void products(const float* x, std::size_t ldx, std::size_t M, const Weight& W, float* y, std::size_t ldy,
                      float alpha) {
@@ -97,18 +117,10 @@ inline void products(const float* x, std::size_t ldx, std::size_t M, const Weigh
             matvec(x, ldx, M, W.f32(), out, in, y, ldy, alpha);
     } else if (const simd::Level level = simd::active(); packed_a_gemm(level, M, out, W.is_bf16())) {
 #if HYLENS_SIMD_X86
-        namespace a2 = isa::avx2;
-        // A's panels packed once (in parallel), then W's row groups split over the pool, each
-        // thread reading the caller's packed A (its pointer: `packed` is thread_local).
-        thread_local std::vector<float> packed;
-        if (packed.size() < a2::packed_a_floats(M, in)) packed.resize(a2::packed_a_floats(M, in));
-        float* const pa = packed.data();
-        parallel_for(a2::packed_a_panels(M),
-                     [&](std::size_t p0, std::size_t p1) { a2::pack_a_panels(x, ldx, M, in, p0, p1, pa); });
-        parallel_for_guided((out + a2::kPackedAWRows - 1) / a2::kPackedAWRows, 1, [&](std::size_t g0, std::size_t g1) {
-            const std::size_t n0 = g0 * a2::kPackedAWRows, n1 = std::min(out, g1 * a2::kPackedAWRows);
-            a2::gemm_rows_packed_a(pa, M, in, W.f32(), in, n0, n1, y, ldy, alpha);
-        });
+        if (simd::at_least(level, simd::Level::avx512))
+            packed_a_products<isa::avx512::PackedA>(x, ldx, M, W, y, ldy, alpha);
+        else
+            packed_a_products<isa::avx2::PackedA>(x, ldx, M, W, y, ldy, alpha);
 #endif
     } else if (own_gemm(level)) {
         const std::size_t panel = own_gemm_panel(level);

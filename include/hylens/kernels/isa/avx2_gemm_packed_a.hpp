@@ -1,14 +1,15 @@
 #pragma once
 // The avx2 level's product for few rows of A (short prompts), C = alpha A W^T over a range of
 // W's rows, W float32, with A packed instead of W:
-//   pack_a_panels 16 rows of A a panel, transposed into k-major order (isa/avx2_gemm.hpp's
-//                 pack_panel), once per product for all of W (A is M x K, W is N x K: the W-packed GEMM reads
-//                 and packs N x K, all of W, once per product)
-//   gemm_tile_w   R <= 6 rows of W times a packed panel of 16 rows of A: the W-packed tile's
-//                 sums (isa/avx2_gemm.hpp's tile_sums, 12 accumulators at R = 6) with the roles
-//                 swapped, W's element broadcast; the tile transposed in registers as it is stored
-//   gemm_rows_packed_a  for each block of panels that fits in L2, every group of 6 rows of W
-//                 (read in place) times each panel of the block
+//   PackedA::pack  16 rows of A a panel, transposed into k-major order (isa/avx2_gemm.hpp's
+//                  pack_panel), once per product for all of W (A is M x K, W is N x K: the
+//                  W-packed GEMM reads and packs N x K, all of W, once per product)
+//   gemm_tile_w    R <= 6 rows of W times a packed panel of 16 rows of A: the W-packed tile's
+//                  sums (isa/avx2_gemm.hpp's tile_sums, 12 accumulators at R = 6) with the roles
+//                  swapped, W's element broadcast; the tile transposed in registers as it is
+//                  stored
+//   PackedA::rows  for each block of panels that fits in L2, every group of 6 rows of W (read
+//                  in place) times each panel of the block (the loop of isa/gemm_packed_a.hpp)
 // Each element of C is one register lane summed over k = 0, 1, ..., K - 1 in that order from
 // zero, then times alpha: the arithmetic of isa/avx2_gemm.hpp, so the same bits as it (and as
 // the avx512 GEMM) for any split of W's rows. Measured on an AVX2-only AMD Zen 3, one thread,
@@ -18,11 +19,12 @@
 // block of panels); slower when W has fewer rows than 2 M (N = 64, M = 64: 0.93x) or when the
 // last panel is mostly padding (M = 180: 0.96x). kernels/gemm_nt.hpp holds the rule.
 
-#include <algorithm>  // std::min, std::max
+#include <algorithm>  // std::min
 #include <cstddef>    // std::size_t
 
 #include "../../core/simd.hpp"
 #include "avx2_gemm.hpp"
+#include "gemm_packed_a.hpp"
 
 namespace hylens::kernels::isa::avx2 {
 /// Rows of A per packed panel, rows of W per register tile.
@@ -30,29 +32,12 @@ inline constexpr std::size_t kPackedARows = 16, kPackedAWRows = 6;
 /// Bytes of packed panels a block keeps in L2 while every row group of W passes over them
 /// (half of a Zen 3 core's 512 KiB L2).
 inline constexpr std::size_t kPackedABlockBytes = 256 * 1024;
-
-/// Panels of the packed A of M rows (the last padded with zero rows).
-inline constexpr std::size_t packed_a_panels(std::size_t M) noexcept { return (M + kPackedARows - 1) / kPackedARows; }
-/// Floats of the packed A of M rows and K columns.
-inline constexpr std::size_t packed_a_floats(std::size_t M, std::size_t K) noexcept {
-    return packed_a_panels(M) * kPackedARows * K;
-}
 }  // namespace hylens::kernels::isa::avx2
 
 #if HYLENS_SIMD_X86
 #include <immintrin.h>
 
 namespace hylens::kernels::isa::avx2 {
-
-/// Panels [p0, p1) of the packed A of M rows (row stride lda, K values a row): panel p holds
-/// rows [16 p, 16 p + 16) as pack[k * 16 + r] = A[16 p + r, k], rows past M zero.
-inline void pack_a_panels(const float* A, std::size_t lda, std::size_t M, std::size_t K, std::size_t p0,
-                          std::size_t p1, float* packed) noexcept {
-    for (std::size_t p = p0; p < p1; ++p) {
-        const std::size_t m0 = p * kPackedARows;
-        pack_panel(A, lda, K, m0, std::min(kPackedARows, M - m0), packed + m0 * K);
-    }
-}
 
 /// R rows of W (row stride ldw, float32) times the packed panel ap of 16 rows of A:
 /// C[i, r] = alpha * sum_k ap[k * 16 + i] * W[r, k] for i < mc (rows of C, stride ldc), r < R.
@@ -80,30 +65,21 @@ HYLENS_TARGET_AVX2 inline void gemm_tile_w(const float* W, std::size_t ldw, cons
     }
 }
 
-/// C[m, n] = alpha * sum_k A[m, k] * W[n, k] for m < M and n in [n0, n1): A as packed by
-/// pack_a_panels (every panel of its M rows), W float32 row-major with row stride ldw, C
-/// row-major with row stride ldc.
-inline void gemm_rows_packed_a(const float* packed, std::size_t M, std::size_t K, const float* W, std::size_t ldw,
-                               std::size_t n0, std::size_t n1, float* C, std::size_t ldc, float alpha) noexcept {
-    constexpr std::size_t P = kPackedARows, G = kPackedAWRows;
-    const std::size_t panels = packed_a_panels(M);
-    const std::size_t panel_bytes = std::max<std::size_t>(1, P * K * sizeof(float));
-    const std::size_t block = std::max<std::size_t>(1, kPackedABlockBytes / panel_bytes);
-    for (std::size_t b0 = 0; b0 < panels; b0 += block) {
-        const std::size_t b1 = std::min(panels, b0 + block);
-        for (std::size_t n = n0; n < n1; n += G) {
-            const std::size_t R = std::min(G, n1 - n);
-            for (std::size_t p = b0; p < b1; ++p) {
-                const std::size_t mc = std::min(P, M - p * P);
-                const float* ap = packed + p * P * K;
-                float* c = C + p * P * ldc + n;
-                with_tile_rows<G>(R, [&](auto rows) {
-                    gemm_tile_w<decltype(rows)::value>(W + n * ldw, ldw, ap, K, c, ldc, mc, alpha);
-                });
-            }
-        }
+/// This level's kernel of the shared A-packed loop (isa/gemm_packed_a.hpp).
+struct PackedATile {
+    static constexpr std::size_t kARows = kPackedARows, kWRows = kPackedAWRows, kBlockBytes = kPackedABlockBytes;
+    static void pack_panel(const float* A, std::size_t lda, std::size_t K, std::size_t m0, std::size_t mc,
+                           float* pack) noexcept {
+        avx2::pack_panel(A, lda, K, m0, mc, pack);
     }
-}
+    template <std::size_t R>
+    static void tile(const float* W, std::size_t ldw, const float* ap, std::size_t K, float* C, std::size_t ldc,
+                     std::size_t mc, float alpha) noexcept {
+        gemm_tile_w<R>(W, ldw, ap, K, C, ldc, mc, alpha);
+    }
+};
+/// This level's A-packed product (kernels/linear.hpp's for few rows).
+using PackedA = isa::PackedA<PackedATile>;
 
 }  // namespace hylens::kernels::isa::avx2
 #endif

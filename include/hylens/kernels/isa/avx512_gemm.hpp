@@ -71,6 +71,27 @@ HYLENS_TARGET_AVX512 inline void pack_panel(const T* W, std::size_t ldw, std::si
     }
 }
 
+/// The sums of an R x 32 register tile: acc[r][h] lane c = sum_k B[r * ldb + k] * pack[k * 32 +
+/// 16 h + c], one FMA chain over k from zero, B's element broadcast against the panel's two
+/// vectors. The W-packed tile (B = A's rows) and the A-packed one (B = W's rows,
+/// isa/avx512_gemm_packed_a.hpp) share it: a product of two floats does not depend on their
+/// order, so the two give the same bits.
+template <std::size_t R>
+HYLENS_TARGET_AVX512 HYLENS_ALWAYS_INLINE inline void tile_sums(const float* B, std::size_t ldb, const float* pack,
+                                                                std::size_t K, __m512 (&acc)[R][2]) noexcept {
+#pragma GCC unroll 12
+    for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (std::size_t k = 0; k < K; ++k) {
+        const __m512 w0 = _mm512_loadu_ps(pack + k * kGemmPanel), w1 = _mm512_loadu_ps(pack + k * kGemmPanel + 16);
+#pragma GCC unroll 12
+        for (std::size_t r = 0; r < R; ++r) {
+            const __m512 b = _mm512_set1_ps(B[r * ldb + k]);
+            acc[r][0] = _mm512_fmadd_ps(b, w0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(b, w1, acc[r][1]);
+        }
+    }
+}
+
 /// R rows of A (row stride lda) times the packed panel: C[r, c] = alpha * sum_k A[r, k] *
 /// pack[k * 32 + c] for c < nc (masked stores), added to C[r, c] when `accumulate`.
 template <std::size_t R>
@@ -78,17 +99,7 @@ HYLENS_TARGET_AVX512 inline void gemm_tile(const float* A, std::size_t lda, cons
                                            float* C, std::size_t ldc, std::size_t nc, float alpha,
                                            bool accumulate) noexcept {
     __m512 acc[R][2];
-#pragma GCC unroll 12
-    for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    for (std::size_t k = 0; k < K; ++k) {
-        const __m512 w0 = _mm512_loadu_ps(pack + k * kGemmPanel), w1 = _mm512_loadu_ps(pack + k * kGemmPanel + 16);
-#pragma GCC unroll 12
-        for (std::size_t r = 0; r < R; ++r) {
-            const __m512 a = _mm512_set1_ps(A[r * lda + k]);
-            acc[r][0] = _mm512_fmadd_ps(a, w0, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(a, w1, acc[r][1]);
-        }
-    }
+    tile_sums<R>(A, lda, pack, K, acc);
     store_tile<R>(acc, C, ldc, nc, alpha, accumulate);
 }
 
