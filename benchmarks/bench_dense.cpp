@@ -93,15 +93,14 @@ void BM_linear(benchmark::State& state, bool bf16) {
 // One level's two GEMMs (PackedA: isa::avx2::PackedA or isa::avx512::PackedA; wpacked: that
 // level's gemm_rows) for M rows of A times W [3584, 1024] evicted from the caches.
 template <class PackedA, class WPacked>
-void gemm_w_or_a_packed(benchmark::State& state, simd::Level level, std::size_t pack_floats, bool pack_a,
-                        WPacked wpacked) {
+void gemm_w_or_a_packed(benchmark::State& state, simd::Level level, bool pack_a, WPacked wpacked) {
     if (!simd::at_least(simd::detected(), level)) {
         state.SkipWithError("this level is not on this machine");
         return;
     }
     const std::size_t M = static_cast<std::size_t>(state.range(0)), N = 3584, K = 1024;
     const auto W = random_vec(N * K, 4), A = random_vec(M * K, 5);
-    std::vector<float> C(M * N), pack(pack_floats), packed(PackedA::floats(M, K));
+    std::vector<float> C(M * N), pack(kernels::gemm_nt_pack_floats(K)), packed(PackedA::floats(M, K));
     std::vector<char> evict(64 << 20);
     char fill = 0;
     for (auto _ : state) {
@@ -122,14 +121,12 @@ void gemm_w_or_a_packed(benchmark::State& state, simd::Level level, std::size_t 
 
 void BM_avx2_gemm(benchmark::State& state, bool pack_a) {
     namespace a2 = kernels::isa::avx2;
-    gemm_w_or_a_packed<a2::PackedA>(state, simd::Level::avx2, a2::gemm_pack_floats(1024), pack_a,
-                                    [](auto... args) { a2::gemm_rows(args...); });
+    gemm_w_or_a_packed<a2::PackedA>(state, simd::Level::avx2, pack_a, [](auto... args) { a2::gemm_rows(args...); });
 }
 
 void BM_avx512_gemm(benchmark::State& state, bool pack_a) {
     namespace a5 = kernels::isa::avx512;
-    gemm_w_or_a_packed<a5::PackedA>(state, simd::Level::avx512, a5::gemm_pack_floats(1024), pack_a,
-                                    [](auto... args) { a5::gemm_rows(args...); });
+    gemm_w_or_a_packed<a5::PackedA>(state, simd::Level::avx512, pack_a, [](auto... args) { a5::gemm_rows(args...); });
 }
 #endif
 

@@ -205,14 +205,14 @@ namespace {
 // against that level's W-packed GEMM (wpacked: its gemm_rows), bit for bit; C's other columns
 // and rows untouched.
 template <class PackedA, class WPacked>
-void check_packed_a_bits(const std::vector<Shape>& shapes, std::size_t pack_floats_per_k, WPacked wpacked) {
+void check_packed_a_bits(const std::vector<Shape>& shapes, WPacked wpacked) {
     std::mt19937 rng(19);
     for (auto [M, N, K] : shapes)
         for (auto [n0, n1] : {std::pair<std::size_t, std::size_t>{0, N}, {N / 3, N - N / 4}}) {
             const std::size_t lda = K + 3, ldw = K + 2, ldc = N + 4;
             const auto A = test::normal_floats(M * lda, rng), W = test::normal_floats(N * ldw, rng);
             const auto C0 = test::normal_floats(M * ldc, rng);
-            std::vector<float> want = C0, got = C0, pack(pack_floats_per_k * K);
+            std::vector<float> want = C0, got = C0, pack(kernels::gemm_nt_pack_floats(K));
             std::vector<float> packed(PackedA::floats(M, K), -3.0f);  // the padding rows too
             PackedA::pack(A.data(), lda, M, K, 0, PackedA::panels(M), packed.data());
             wpacked(A.data(), lda, M, W.data(), ldw, K, n0, n1, want.data(), ldc, 0.75f, pack.data());
@@ -234,7 +234,7 @@ TEST_CASE("gemm: the product with A packed (avx2, few rows) gives the W-packed G
     namespace a2 = kernels::isa::avx2;
     check_packed_a_bits<a2::PackedA>({{1, 6, 8}, {5, 13, 7}, {16, 12, 16}, {17, 25, 33}, {31, 40, 1}, {48, 7, 64},
                                       {70, 100, 2048}, {9, 64, 300}},
-                                     a2::kGemmPanel, [](auto... args) { a2::gemm_rows(args...); });
+                                     [](auto... args) { a2::gemm_rows(args...); });
 }
 
 TEST_CASE("gemm: the product with A packed (avx512, few rows) gives the W-packed GEMM's bits on every tail") {
@@ -249,7 +249,7 @@ TEST_CASE("gemm: the product with A packed (avx512, few rows) gives the W-packed
     std::vector<Shape> shapes = {{1, 12, 16}, {5, 13, 7}, {16, 24, 17}, {17, 25, 33}, {31, 40, 1}, {33, 7, 64},
                                  {70, 100, 2048}, {9, 64, 300}, {96, 150, 40}};
     for (std::size_t M = 1; M <= 32; ++M) shapes.emplace_back(M, 12 + M % 12, 20);  // every last panel, every group
-    check_packed_a_bits<a5::PackedA>(shapes, a5::kGemmPanel, [](auto... args) { a5::gemm_rows(args...); });
+    check_packed_a_bits<a5::PackedA>(shapes, [](auto... args) { a5::gemm_rows(args...); });
 }
 #endif
 

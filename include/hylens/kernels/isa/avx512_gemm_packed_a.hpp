@@ -9,12 +9,13 @@
 //                  (transpose16) as it is stored
 //   PackedA::rows  for each block of panels that fits in L2, every group of 12 rows of W (read
 //                  in place) times each panel of the block (the loop of isa/gemm_packed_a.hpp)
-// Each element of C is one register lane summed over k = 0, 1, ..., K - 1 in that order from
-// zero, then times alpha: the arithmetic of isa/avx512_gemm.hpp's tile, so the same bits as the
-// W-packed GEMM for any split of W's rows. Measured on an Intel Xeon (AVX-512), one thread, W evicted from the caches before
-// each product (docs/performance.md, "Short prompts at the avx512 levels"): 1.2-1.9x the W-packed
-// GEMM's speed at M = 24-64, 1.1-1.2x at 96-128; a last panel of 16 or more rows of padding
-// (M = 48: 0.94-1.05x) or narrow W (768 x 768) gain little. kernels/gemm_nt.hpp holds the rule.
+// Each element of C is one register lane summed over k = 0, 1, ..., K - 1 in that order from zero,
+// then times alpha: the arithmetic of isa/avx512_gemm.hpp's tile, so the same bits as the W-packed
+// GEMM for any split of W's rows. Measured on an Intel Xeon (AVX-512), one thread, W evicted from
+// the caches before each product (docs/performance.md, "Short prompts at the avx512 levels"):
+// 1.17-1.88x the W-packed GEMM's speed at M = 24, 32 and 64, 1.01-1.26x at 96-128; a last panel of
+// 16 or more rows of padding gains unevenly (M = 48: 0.94-1.11x). kernels/gemm_nt.hpp holds the
+// rule.
 
 #include <algorithm>  // std::min
 #include <cstddef>    // std::size_t

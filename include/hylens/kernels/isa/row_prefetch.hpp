@@ -16,6 +16,9 @@
 // prefetch: on an AVX2-only AMD Zen 3 the F32 decode ran 1.08-1.14x faster without (isa/avx2.hpp).
 // The baseline level keeps it: it runs by default on CPUs not measured (x86-64 without AVX2,
 // aarch64).
+// On an Intel Xeon (Emerald Rapids, level avx512bf16; docs/performance.md, "Prefill and decode
+// rounds on an Intel Xeon with AVX-512") 2 or 4 KiB ahead read as 1 KiB, into L2 only
+// (prefetcht1) F32 1.02-1.07x but bf16 0.94x, and none bf16 0.82x: 1 KiB into all levels kept.
 
 #include <cstddef>  // std::size_t
 
