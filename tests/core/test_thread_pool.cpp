@@ -45,6 +45,23 @@ TEST_CASE("thread pool: more parts than threads cover every index once, no more 
     pool.resize(before);
 }
 
+TEST_CASE("thread pool: for_each_row and for_each_element visit every row and element once") {
+    auto& pool = ThreadPool::instance();
+    const std::size_t before = pool.size();
+    for (std::size_t threads : {1u, 2u, 3u})
+        for (std::size_t rows : {0u, 1u, 3u, 70u})
+            for (std::size_t row_values : {1u, 5u, 1024u, 40000u}) {  // row_grain: 32768 rows .. 1 row a range
+                pool.resize(threads);
+                INFO("threads " << threads << " rows " << rows << " row values " << row_values);
+                std::vector<std::atomic<int>> row_hits(rows), hits(rows * row_values);
+                for_each_row(rows, row_values, [&](std::size_t r) { row_hits[r]++; });
+                for_each_element(rows, row_values, [&](std::size_t i) { hits[i]++; });
+                for (const auto& h : row_hits) REQUIRE(h.load() == 1);
+                for (const auto& h : hits) REQUIRE(h.load() == 1);
+            }
+    pool.resize(before);
+}
+
 TEST_CASE("thread pool: nested parallel_for runs inline and stays correct") {
     std::atomic<long> sum{0};
     parallel_for(8, [&](std::size_t b, std::size_t e) {

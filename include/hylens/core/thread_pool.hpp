@@ -426,4 +426,14 @@ void for_each_row(std::size_t rows, std::size_t row_values, F&& fn) {
         row_grain(row_values));
 }
 
+/// fn(i) for every element i < rows x row_values of elementwise work over rows of `row_values`
+/// values (a row-major [rows, row_values] array), split over the pool by whole rows as
+/// for_each_row splits them. Each element is computed alike whatever the split.
+template <class F>
+void for_each_element(std::size_t rows, std::size_t row_values, F&& fn) {
+    for_each_row(rows, row_values, [&](std::size_t r) {
+        for (std::size_t i = r * row_values; i < (r + 1) * row_values; ++i) fn(i);
+    });
+}
+
 }  // namespace hylens

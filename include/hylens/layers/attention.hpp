@@ -89,9 +89,7 @@ public:
         // The elementwise passes below split their rows (tokens) over the pool; a decode step's
         // single row runs inline.
         if (c_.key_multiplier != 1.0f)
-            for_each_row(M, KVd, [&](std::size_t m) {
-                for (std::size_t i = m * KVd; i < (m + 1) * KVd; ++i) k[i] *= c_.key_multiplier;
-            });
+            for_each_element(M, KVd, [&](std::size_t i) { k[i] *= c_.key_multiplier; });
 
         std::span<float> q = qp, gate;
         if (c_.gated) {  // de-interleave per head [q_h | gate_h]
@@ -151,9 +149,7 @@ public:
         if (want_probs) ctx.fire(Site::attn_probs, probs.data(), B, c_.Hq * T, L + T, L + T);
 
         if (c_.gated)
-            for_each_row(M, Qd, [&](std::size_t m) {
-                for (std::size_t i = m * Qd; i < (m + 1) * Qd; ++i) o[i] *= kernels::sigmoid(gate[i]);
-            });
+            for_each_element(M, Qd, [&](std::size_t i) { o[i] *= kernels::sigmoid(gate[i]); });
         ctx.fire(Site::head_out, o.data(), B, T, Qd, Qd);
         kernels::linear(o.data(), Qd, M, w_.o_proj, bias(w_.o_bias), out, Hd);
     }

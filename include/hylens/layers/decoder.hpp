@@ -76,9 +76,7 @@ private:
     void add_residual(float* h, const float* m, std::size_t M) const {
         const std::size_t H = c_.hidden;
         const float r = c_.residual_multiplier;
-        for_each_row(M, H, [&](std::size_t row) {
-            for (std::size_t i = row * H; i < (row + 1) * H; ++i) h[i] += r * m[i];
-        });
+        for_each_element(M, H, [&](std::size_t i) { h[i] += r * m[i]; });
     }
 
     DecoderConfig c_;

@@ -59,18 +59,12 @@ struct SwiGLU {
         // 2-thread prefill; a decode step's single row runs inline).
         // Each value is computed alike whatever the split.
         const std::span<float> act = ws.uninitialized<float>(M * I);
-        parallel_for(
-            M,
-            [&](std::size_t m0, std::size_t m1) {
-                for (std::size_t m = m0; m < m1; ++m)
-                    kernels::swiglu(gu.data() + m * 2 * I, gu.data() + m * 2 * I + I, I, act.data() + m * I, gate_mult);
-            },
-            row_grain(I));
+        for_each_row(M, I, [&](std::size_t m) {
+            kernels::swiglu(gu.data() + m * 2 * I, gu.data() + m * 2 * I + I, I, act.data() + m * I, gate_mult);
+        });
         kernels::linear(act.data(), I, M, down, down_bias.empty() ? nullptr : down_bias.data(), out, hidden);
         if (down_mult != 1.0f)
-            for_each_row(M, hidden, [&](std::size_t r) {
-                for (std::size_t i = r * hidden; i < (r + 1) * hidden; ++i) out[i] *= down_mult;
-            });
+            for_each_element(M, hidden, [&](std::size_t i) { out[i] *= down_mult; });
     }
 };
 

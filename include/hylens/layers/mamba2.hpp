@@ -99,14 +99,10 @@ public:
                         zeta.data(), Z, c_.in_multiplier);
         if (has_mup_) {
             const std::size_t bounds[6] = {0, Di, 2 * Di, 2 * Di + GN, 2 * Di + 2 * GN, Z};
-            parallel_for(
-                M,
-                [&](std::size_t m0, std::size_t m1) {
-                    for (std::size_t m = m0; m < m1; ++m)
-                        for (std::size_t s = 0; s < 5; ++s)
-                            for (std::size_t i = bounds[s]; i < bounds[s + 1]; ++i) zeta[m * Z + i] *= c_.mup[s];
-                },
-                row_grain(Z));
+            for_each_row(M, Z, [&](std::size_t m) {
+                for (std::size_t s = 0; s < 5; ++s)
+                    for (std::size_t i = bounds[s]; i < bounds[s + 1]; ++i) zeta[m * Z + i] *= c_.mup[s];
+            });
         }
         const std::span<float> act = ws.uninitialized<float>(T * Cm), y = ws.uninitialized<float>(M * Di),
                                dt = ws.zeros<float>(ctx.wants(Site::gate_dt) ? M * c_.H : 0);
@@ -122,13 +118,9 @@ public:
         }
         if (!dt.empty()) ctx.fire(Site::gate_dt, dt.data(), B, T, c_.H, c_.H);
         if (c_.norm == MambaNorm::gate_only) {
-            parallel_for(  // y <- silu(z) * y: the SwiGLU gate's kernel
-                M,
-                [&](std::size_t m0, std::size_t m1) {
-                    for (std::size_t m = m0; m < m1; ++m)
-                        kernels::swiglu(zeta.data() + m * Z, y.data() + m * Di, Di, y.data() + m * Di);
-                },
-                row_grain(Di));
+            for_each_row(M, Di, [&](std::size_t m) {  // y <- silu(z) * y: the SwiGLU gate's kernel
+                kernels::swiglu(zeta.data() + m * Z, y.data() + m * Di, Di, y.data() + m * Di);
+            });
         } else {
             kernels::gated_rms_norm(y.data(), Di, zeta.data(), Z, M, Di, c_.norm_group, w_.norm.data(), c_.eps,
                                     c_.norm == MambaNorm::norm_before_gate ? kernels::GateOrder::norm_before_gate

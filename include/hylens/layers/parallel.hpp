@@ -54,9 +54,7 @@ public:
         ctx.fire(A::out_site, out, B_, T, H, H);
         b_.forward(x, B_, T, ob.data(), cache.second, ctx);
         ctx.fire(B::out_site, ob.data(), B_, T, H, H);
-        for_each_row(B_ * T, H, [&](std::size_t r) {
-            for (std::size_t i = r * H; i < (r + 1) * H; ++i) out[i] = c_.mult_a * out[i] + c_.mult_b * ob[i];
-        });
+        for_each_element(B_ * T, H, [&](std::size_t i) { out[i] = c_.mult_a * out[i] + c_.mult_b * ob[i]; });
     }
 
 private:
