@@ -259,7 +259,7 @@ TEST_CASE("T4, T5, T7, T8 and identities on random stacks (float32)") {
     check_conditions(test::random_falcon({}), 1e-5, "falcon-like");
 }
 
-TEST_CASE("T6: KV_ONLY on a pure-attention stack == FULL; REC_ONLY on a recurrent-only stack == FULL") {
+TEST_CASE("T6: KV_ONLY on a pure-attention stack == FULL, REC_ONLY on a recurrent-only stack == FULL") {
     test::RandomWeights r({});
     HybridStack<AttentionLayer<>> att;
     for (int i = 0; i < 3; ++i) att.push_back(r.decoder(r.attention(true)));

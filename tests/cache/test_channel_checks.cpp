@@ -91,7 +91,7 @@ TEST_SUITE("cache/channel_checks") {
         });
     }
 
-    TEST_CASE("a stitched block declares its donor layers' channels; surgery edits them") {
+    TEST_CASE("a stitched block declares its donor layers' channels, surgery edits them") {
         const auto m = test::random_qwen({});  // G G A G
         // Layers 1-3 become one block of donor layers 1, 2, 3 (G A G): stitched layers [G, S].
         const auto s = stitch<NoAdapter>(m, StitchPlan{{{1, 3, {1, 2, 3}, false}}}, m, {NoAdapter{}});

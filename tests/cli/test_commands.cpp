@@ -153,7 +153,7 @@ TEST_SUITE("cli") {
         fs::remove(j);
     }
 
-    TEST_CASE("bench: one JSON object per (test, threads) with the documented fields; usage errors exit 2") {
+    TEST_CASE("bench: one JSON object per (test, threads) with the documented fields, usage errors exit 2") {
         // (model, rounding, prefill floor): the bf16 product's floor only for bf16 matrices with
         // rounded activations.
         const std::string bf16_model = kQwen + "/model-bf16";
@@ -279,7 +279,7 @@ TEST_SUITE("cli") {
         fs::remove(j);
     }
 
-    TEST_CASE("dump, surgery and patch on ids equal their reference-file runs; on text they write JSON") {
+    TEST_CASE("dump, surgery and patch on ids equal their reference-file runs, on text they write JSON") {
         const fs::path sdir = fs::path(kGolden) / "surgery" / "qwen3_5_dense";
         const io::SafetensorsFile ref = io::SafetensorsFile::open(sdir / "surgery.safetensors");
         const io::SafetensorsFile gold = io::SafetensorsFile::open(fs::path(kQwen) / "golden.safetensors");

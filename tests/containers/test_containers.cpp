@@ -198,7 +198,7 @@ TEST_CASE("an empty or unfilled KV cache gives empty views") {
     CHECK(empty.size() == 0);
 }
 
-TEST_CASE("KVCache growth keeps every filled position and zero-fills the new capacity; copies are deep") {
+TEST_CASE("KVCache growth keeps every filled position and zero-fills the new capacity, copies are deep") {
     KVCache c = filled_kv();
     const Tensor4 k_before = c.k_view(), v_before = c.v_view();  // owning copies [2, 3, 5, 4]
     const std::size_t cap0 = c.capacity();
@@ -320,7 +320,7 @@ TEST_CASE("cache views of a model's cache: the same values as the raw accessors,
     CHECK(max_abs_diff(a, b) == 0.0f);
 }
 
-TEST_CASE("NamedTensor is an owning row-major xtensor container; captures of run() are NamedTensors") {
+TEST_CASE("NamedTensor is an owning row-major xtensor container, captures of run() are NamedTensors") {
     const auto m = random_granite({});
     const TokenBatch ids({3, 1, 4, 1, 5});
     RunOptions o;

@@ -156,7 +156,7 @@ TEST_CASE("channel study: batched and one-at-a-time runs write identical results
     CHECK(nlohmann::json::parse(test::read_text(a.path / "run.json"))["batch"] == 16);
 }
 
-TEST_CASE("channel study: merge of the shards == the unsharded run; bad merges are errors") {
+TEST_CASE("channel study: merge of the shards == the unsharded run, bad merges are errors") {
     test::TempDir whole("whole"), s0("shard0"), s1("shard1"), s2("shard2of3"), merged("merged");
     StudyOptions o = small_study(whole.path);
     o.layers = parse_layer_spec("single");
@@ -192,7 +192,7 @@ TEST_CASE("channel study: merge of the shards == the unsharded run; bad merges a
     CHECK_THROWS_AS(parse_shard("a/3"), Error);
 }
 
-TEST_CASE("channel study: resume after a kill (torn items.jsonl) == uninterrupted; never duplicates") {
+TEST_CASE("channel study: resume after a kill (torn items.jsonl) == uninterrupted, never duplicates") {
     test::TempDir whole("resume_whole"), killed("resume_killed");
     StudyOptions o = small_study(whole.path);
     run(o);

@@ -113,7 +113,7 @@ TEST_CASE("cli: hylens experiment rejects bad arguments with a usage error") {
     CHECK(sh(base + " --task dictionary --items 1 --conditions KV_ONLY@8" + quiet) == 1);
 }
 
-TEST_CASE("cli: hylens experiment channels on real tasks; shards merged == unsharded; figures") {
+TEST_CASE("cli: hylens experiment channels on real tasks, shards merged == unsharded, figures") {
     hylens::test::TempDir dir("cli_run");
     const fs::path model = model_folder(dir.path);
     const std::string study = kCli + " experiment channels --model " + model.string() +

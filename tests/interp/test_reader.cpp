@@ -141,7 +141,7 @@ TEST_CASE("metrics of §A.5 on hand-made rows") {
     CHECK(ts.dAB.mean == 0.0);
 }
 
-TEST_CASE("logit lens at the last layer is the model's own output; attention_probs per head") {
+TEST_CASE("logit lens at the last layer is the model's own output, attention_probs per head") {
     const auto m = test::random_qwen({});
     const TokenBatch ids({3, 1, 4, 1, 5, 9, 2, 6});
     auto c = m.new_cache(1);

@@ -91,7 +91,7 @@ TEST_CASE("T11: ridge recovers a planted linear map with R^2 ~ 1 and a small lam
     }
 }
 
-TEST_CASE("ridge: noisy targets choose a larger lambda than clean ones; pure noise has R^2 ~ 0") {
+TEST_CASE("ridge: noisy targets choose a larger lambda than clean ones, pure noise has R^2 ~ 0") {
     const Planted clean = planted(300, 30, 3, 1e-4, 5);
     Planted noisy = planted(60, 30, 3, 20.0, 5);
     const Ridge rc = Ridge::fit(clean.X, clean.T, clean.n, {RidgeVariant::block_map, 0});

@@ -98,7 +98,7 @@ TEST_CASE("T2: patching every site with its own value is a bitwise no-op (layer_
     SUBCASE("falcon-like") { check_self_patch_is_exact(test::random_falcon({})); }
 }
 
-TEST_CASE("run: no interventions is the plain forward; captures have [B, |P|, D] rows") {
+TEST_CASE("run: no interventions is the plain forward, captures have [B, |P|, D] rows") {
     const auto m = test::random_granite({});
     auto c = m.new_cache(1);
     const Tensor3 plain = m.forward(kPrompt, c);
@@ -257,7 +257,7 @@ TEST_CASE("run: SkipLayer, Truncate, Zero, Mean and layer_write do what §C.5 sa
     }
 }
 
-TEST_CASE("run: Surrogate reports its coverage; ChannelMask touches only its channels") {
+TEST_CASE("run: Surrogate reports its coverage, ChannelMask touches only its channels") {
     const auto m = test::random_qwen({});
     const std::size_t H = m.config().hidden, T = kPrompt.T();
     Surrogate s;
@@ -282,7 +282,7 @@ TEST_CASE("run: Surrogate reports its coverage; ChannelMask touches only its cha
     CHECK(std::isnan(r2.coverage[0]));
 }
 
-TEST_CASE("run: StateResetEvery runs in chunks and zeroes only the SSM state; ConvTaps leaves the model intact") {
+TEST_CASE("run: StateResetEvery runs in chunks and zeroes only the SSM state, ConvTaps leaves the model intact") {
     const auto m = test::random_qwen({});
     // every = T is one chunk: nothing to reset
     auto c0 = m.new_cache(1);

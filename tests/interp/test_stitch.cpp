@@ -91,7 +91,7 @@ TEST_CASE("run_block: the donor layers on a sequence with a fresh cache, zero_mi
     CHECK_THROWS_AS(run_block(m, {0}, std::vector<float>(5), 1, 12), ShapeError);
 }
 
-TEST_CASE("fit_stitch: a self-stitch fits maps with R^2 ~ 1 and reproduces the model; multi-slot in order") {
+TEST_CASE("fit_stitch: a self-stitch fits maps with R^2 ~ 1 and reproduces the model, multi-slot in order") {
     const auto m = test::random_granite({});
     std::vector<StitchItem> items;
     for (unsigned s = 0; s < 12; ++s) items.push_back({prompt(100 + s, 16)});

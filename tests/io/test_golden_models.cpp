@@ -67,7 +67,7 @@ TEST_CASE("F32 and BF16 checkpoints hold bit-identical values") {
     }
 }
 
-TEST_CASE("golden folders open as checkpoints; token ids are in the vocabulary") {
+TEST_CASE("golden folders open as checkpoints, token ids are in the vocabulary") {
     for (const auto& dir : golden_model_dirs()) {
         CAPTURE(dir.string());
         // The folder also holds golden.safetensors: model.safetensors must win.

@@ -210,7 +210,7 @@ TEST_CASE("F32 and BF16 weights are zero-copy views that keep the mapping alive"
     CHECK(wb.to_vector() == b);
 }
 
-TEST_CASE("F16 weights become owned F32; a misaligned data area is copied, bit for bit") {
+TEST_CASE("F16 weights become owned F32, a misaligned data area is copied, bit for bit") {
     TempDir tmp;
     // Hand-made file whose header length is odd, so the data area starts at an odd address.
     const std::vector<float> vals = {1.0f, -2.0f, 0.375f, 1024.0f};
@@ -246,7 +246,7 @@ TEST_CASE("F16 weights become owned F32; a misaligned data area is copied, bit f
     CHECK(h.to_vector() == vals);
 }
 
-TEST_CASE("names: file order; the writer groups by element size, then insertion or name order") {
+TEST_CASE("names: file order, the writer groups by element size, then insertion or name order") {
     TempDir tmp;
     const std::vector<float> one = {1.0f};
     const std::vector<std::int64_t> idx = {3};

@@ -46,7 +46,7 @@ TEST_SUITE("stack/sampling") {
         }
     }
 
-    TEST_CASE("choose_token: greedy is the argmax; draws follow softmax(z / T) within top-k / top-p") {
+    TEST_CASE("choose_token: greedy is the argmax, draws follow softmax(z / T) within top-k / top-p") {
         // p = 0.1, 0.2, 0.3, 0.4 at temperature 1.
         const std::vector<float> row = {std::log(1.0f), std::log(2.0f), std::log(3.0f), std::log(4.0f)};
         SplitMix64 rng(1);
@@ -81,7 +81,7 @@ TEST_SUITE("stack/sampling") {
         CHECK_THROWS_AS(SamplingOptions{.top_p = 0.0f}.validate(), ShapeError);
     }
 
-    TEST_CASE("generate: greedy by default; a seed reproduces a sampled continuation") {
+    TEST_CASE("generate: greedy by default, a seed reproduces a sampled continuation") {
         const auto m = load_as<Qwen35Model>(std::string(HYLENS_GOLDEN_DIR) + "/models/qwen3_5_dense");
         const TokenBatch prompt({3, 14, 15, 92, 65});
         CHECK(TokenBatch(std::vector<std::int32_t>{3, 14, 15, 92, 65}).ids == prompt.ids);  // tokenizer ids widen
@@ -109,7 +109,7 @@ TEST_SUITE("stack/sampling") {
 }
 
 TEST_SUITE("stack/finite_check") {
-    TEST_CASE("check_finite names the first layer and site of a NaN; off, the NaN reaches the logits") {
+    TEST_CASE("check_finite names the first layer and site of a NaN, off, the NaN reaches the logits") {
         namespace fs = std::filesystem;
         const fs::path dir = test::damaged_model(std::string(HYLENS_GOLDEN_DIR) + "/models/qwen3_5_dense",
                                                  fs::temp_directory_path() / ("hylens_nan_" + std::to_string(::getpid())),

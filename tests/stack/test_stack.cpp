@@ -9,7 +9,7 @@
 
 using namespace hylens;
 
-TEST_CASE("stack cache: copies are independent values; reset gives a fresh cache") {
+TEST_CASE("stack cache: copies are independent values, reset gives a fresh cache") {
     const auto m = test::random_qwen({});
     auto a = m.prefill(TokenBatch({1, 2, 3, 4, 5}));
     auto b = a;
@@ -22,7 +22,7 @@ TEST_CASE("stack cache: copies are independent values; reset gives a fresh cache
     CHECK(b == m.new_cache(1));
 }
 
-TEST_CASE("stack cache: next position follows the KV length; recurrent-only stacks count tokens") {
+TEST_CASE("stack cache: next position follows the KV length, recurrent-only stacks count tokens") {
     test::RandomWeights r({});
     HybridStack<Mamba2Layer<>> st;
     st.push_back(r.decoder(r.mamba2()));

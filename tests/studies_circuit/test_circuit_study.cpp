@@ -163,7 +163,7 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
         CHECK_MESSAGE(read_text(o.out / f) == read_text(o2.out / f), f);
 }
 
-TEST_CASE("circuit study: shards merged == one run; a resumed run after a torn line == one run") {
+TEST_CASE("circuit study: shards merged == one run, a resumed run after a torn line == one run") {
     TempDir d("circuit_shards");
     const Organism m(organism_copy("qwen35-tiny", d.path));
     const ex::CircuitStudyOptions whole = small_options(d.path / "whole", 3);

@@ -89,7 +89,7 @@ TEST_CASE("StudyFolder: a run resumed after a torn last line equals the uninterr
     CHECK(run["model"] == "none");
 }
 
-TEST_CASE("StudyFolder: records() are sorted by key; finish() writes them in that order") {
+TEST_CASE("StudyFolder: records() are sorted by key, finish() writes them in that order") {
     TempDir d("folder_order");
     ex::StudyFolder f(options(d.path));
     f.append({{{"task", "chat8"}, {"seed", 7}, {"item", 2}, {"condition", "b"}}});

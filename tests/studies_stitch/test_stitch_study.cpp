@@ -96,7 +96,7 @@ TEST_CASE("fit corpus: the Debian Policy Manual (package debian-policy) cleans t
     CHECK(again.held_out == c.held_out);
 }
 
-TEST_CASE("stitch study forwards: an identity self-stitch is the model to float32 rounding; a zero bypass is removal") {
+TEST_CASE("stitch study forwards: an identity self-stitch is the model to float32 rounding, a zero bypass is removal") {
     TempDir d("stitch_identity");
     const fs::path dir = organism_copy("qwen35-tiny", d.path);
     const auto m = hylens::load_as<hylens::Qwen35Model>(dir);

@@ -36,7 +36,7 @@ TEST_CASE("tasks: the first items of seed 1 equal the checked-in golden file") {
     for (const std::string& t : kBaseTasks) CHECK_MESSAGE(per_task[t] == 3, t);
 }
 
-TEST_CASE("tasks: the same (seed, index) gives the same item; other seeds and indices give others") {
+TEST_CASE("tasks: the same (seed, index) gives the same item, other seeds and indices give others") {
     for (const std::string& name : kBaseTasks) {
         INFO(name);
         const TaskSpec& t = find_task(name);

@@ -49,7 +49,7 @@ bool contains(const std::vector<std::string>& v, const std::string& s) { return 
 
 }  // namespace
 
-TEST_CASE("tasks: spans lie inside their text; no span is empty; the swap tasks have B sources") {
+TEST_CASE("tasks: spans lie inside their text, no span is empty, the swap tasks have B sources") {
     for (const std::string& task : task_names()) {
         const bool swap = find_task(task).swap;
         for_items(task, [&](const Item& item) {
@@ -112,7 +112,7 @@ TEST_CASE("tasks: dictionary and list hold the asked value at the asked key / nu
     });
 }
 
-TEST_CASE("tasks: language, label and mixed: the instruction names the language; answers are in it") {
+TEST_CASE("tasks: language, label and mixed: the instruction names the language, answers are in it") {
     std::map<std::string, std::size_t> label_conditions;
     for (const char* task : {"language", "label", "mixed"}) {
         for_items(task, [&](const Item& item) {
@@ -175,7 +175,7 @@ TEST_CASE("tasks: CLD2 identifies every expected answer (20 languages, and the v
         }
 }
 
-TEST_CASE("tasks: persona items: the instruction names the persona; the rubric accepts each persona's answer only for it") {
+TEST_CASE("tasks: persona items: the instruction names the persona, the rubric accepts each persona's answer only for it") {
     for_items("persona", [](const Item& item) {
         const std::string pa = item.fields["persona"], pb = item.fields["alt_persona"];
         CHECK(pa != pb);

@@ -18,7 +18,7 @@ TEST_SUITE("text/chat") {
         CHECK(p.prefill.end == text::count_chars(p.text));
     }
 
-    TEST_CASE("Granite 4.0 writes its default system prompt; Falcon-H1 its BOS unless suppressed") {
+    TEST_CASE("Granite 4.0 writes its default system prompt, Falcon-H1 its BOS unless suppressed") {
         const auto g = wrap_chat(ChatFamily::granite4, "hi");
         CHECK(g.text ==
               "<|start_of_role|>system<|end_of_role|>You are a helpful assistant. Please ensure responses are "
