@@ -16,6 +16,11 @@
 //    checkpoint except an untied embedding table (of which one row is read).
 // Each floor is measured right before and right after its test, and the better of the two is
 // the floor; their ratio (floor_spread) says whether the machine's rate held through the test.
+// It is also measured between the repetitions: each repetition's paired floor is the better of
+// the measurements just before and just after it, and paired_fraction_of_floor the median of
+// the repetitions' tokens/s over their paired floors, a fraction that holds up on a machine
+// whose rate moves between repetitions (a shared host's memory bandwidth can move 1.5x within
+// a minute: docs/performance.md).
 // Like llama-bench: pp runs the prompt on a fresh cache (logits of the last token only); tg
 // feeds n tokens one at a time on a fresh cache. Token ids are fixed pseudo-random (splitmix64).
 
@@ -214,6 +219,8 @@ struct Result {
     std::string floor_name;
     double floor_before = 0, floor_after = 0;  // best of 5 right before and right after the test
     double floor_rate = 0, floor_ts = 0;       // the better of the two, and as tokens/s
+    std::vector<double> floor_rates{};         // before each repetition and after the last
+    std::vector<double> paired_fractions{};    // each repetition's tokens/s over its paired floor
     double weight_bytes = 0, cache_bytes = 0;  // per decode token (tg rows only)
     double matrix_elements = 0, head_elements = 0;  // what the prefill floor counts (pp rows only)
     // The pool's parallel regions over the timed runs (ThreadPool::RegionStats, summed), the
@@ -245,15 +252,23 @@ inline double floor_spread(const Result& r) {
     return std::min(r.floor_before, r.floor_after) / std::max(r.floor_before, r.floor_after);
 }
 
-/// Runs the test between two measurements of its floor (rate(): best of 5) and keeps the
-/// better as the floor; tokens_per_s_of(rate) turns a rate into the floor's tokens/s.
-template <class Rate, class Test, class TokensPerS>
-void measure(Result& r, Rate rate, Test test, TokensPerS tokens_per_s_of) {
-    r.floor_before = rate();
-    test();
-    r.floor_after = rate();
+/// Runs `reps` repetitions of the test (repetition(), which times itself into r.samples) with a
+/// measurement of the floor (rate(): best of 5) before each and after the last. The floor is the
+/// better of the first and the last measurement; each repetition's paired floor the better of
+/// the two around it. tokens_per_s_of(rate) turns a rate into the floor's tokens/s.
+template <class Rate, class Repetition, class TokensPerS>
+void measure(Result& r, int reps, Rate rate, Repetition repetition, TokensPerS tokens_per_s_of) {
+    r.floor_rates.push_back(rate());
+    for (int i = 0; i < reps; ++i) {
+        repetition();
+        r.floor_rates.push_back(rate());
+    }
+    r.floor_before = r.floor_rates.front();
+    r.floor_after = r.floor_rates.back();
     r.floor_rate = std::max(r.floor_before, r.floor_after);
     r.floor_ts = tokens_per_s_of(r.floor_rate);
+    for (std::size_t i = 0; i < r.samples.size(); ++i)
+        r.paired_fractions.push_back(r.samples[i] / tokens_per_s_of(std::max(r.floor_rates[i], r.floor_rates[i + 1])));
 }
 
 inline void print_json(const Result& r, const std::string& model, const std::string& level, bool in_memory) {
@@ -277,6 +292,9 @@ inline void print_json(const Result& r, const std::string& model, const std::str
     j["floor_spread"] = floor_spread(r);
     j["floor_value"] = r.floor_ts;
     j["fraction_of_floor"] = median(r.samples) / r.floor_ts;
+    j["floor_rates"] = r.floor_rates;
+    j["paired_fractions"] = r.paired_fractions;
+    j["paired_fraction_of_floor"] = median(r.paired_fractions);
     if (r.n_gen > 0) {  // the bytes of one decode step the read floor divides
         j["weight_bytes"] = r.weight_bytes;
         j["cache_bytes"] = r.cache_bytes;
@@ -301,7 +319,8 @@ inline void print_row(const Result& r) {
          << r.threads << std::setw(10) << *std::min_element(r.samples.begin(), r.samples.end()) << std::setw(10) << med
          << std::setw(10) << *std::max_element(r.samples.begin(), r.samples.end()) << "   " << std::setw(18)
          << r.floor_name << std::setw(9) << r.floor_rate << std::setw(10) << r.floor_ts << std::setw(8)
-         << med / r.floor_ts << std::setw(8) << floor_spread(r) << std::setw(9) << std::setprecision(0)
+         << med / r.floor_ts << std::setw(8) << floor_spread(r) << std::setw(8) << median(r.paired_fractions)
+         << std::setw(9) << std::setprecision(0)
          << r.regions / r.tokens << std::setprecision(1) << std::setw(7) << 100 * r.wait_seconds / r.timed_seconds
          << std::setw(8) << 100 * r.between_seconds / r.timed_seconds;
     std::cout << line.str() << std::endl;
@@ -362,7 +381,7 @@ inline int run_bench(int argc, char** argv) {
                   << " GB/token (weights " << traffic.decode_bytes / 1e9 << ", caches " << cache_bytes / 1e9
                   << "), prefill " << 2 * (traffic.matrix_elements - traffic.head_elements) / 1e9
                   << " GFLOP/token + " << 2 * traffic.head_elements / 1e9 << " for the last token's logits\n"
-                  << "test    thr    min t/s  med t/s   max t/s   floor             rate    floor t/s  frac  spread  regions wait %  betw %\n";
+                  << "test    thr    min t/s  med t/s   max t/s   floor             rate    floor t/s  frac  spread  paired  regions wait %  betw %\n";
     const auto prompt = bench_tokens(std::max<std::size_t>(n_prompt, 1), vocab, 1);
     const auto gen = bench_tokens(std::max<std::size_t>(n_gen, 1), vocab, 2);
     for (const std::size_t t : threads) {
@@ -380,12 +399,10 @@ inline int run_bench(int argc, char** argv) {
                 r.matrix_elements = traffic.matrix_elements;
                 r.head_elements = traffic.head_elements;
                 measure(
-                    r, [&] { return bf16_floor ? bf16_gemm_gflops(5) : f32_gemm_gflops(5); },
+                    r, reps, [&] { return bf16_floor ? bf16_gemm_gflops(5) : f32_gemm_gflops(5); },
                     [&] {
-                        for (int i = 0; i < reps; ++i) {
-                            auto cache = m.new_cache();
-                            r.time_run(n_prompt, [&] { (void)m.forward(TokenBatch(prompt), cache, last); });
-                        }
+                        auto cache = m.new_cache();
+                        r.time_run(n_prompt, [&] { (void)m.forward(TokenBatch(prompt), cache, last); });
                     },
                     [&](double gflops) { return gflops * 1e9 * static_cast<double>(n_prompt) / prefill_flops(traffic, n_prompt); });
                 json ? print_json(r, model_name, level, no_mmap) : print_row(r);
@@ -395,14 +412,12 @@ inline int run_bench(int argc, char** argv) {
                 r.weight_bytes = traffic.decode_bytes;
                 r.cache_bytes = cache_bytes;
                 measure(
-                    r, [] { return read_gbps(5); },
+                    r, reps, [] { return read_gbps(5); },
                     [&] {
-                        for (int i = 0; i < reps; ++i) {
-                            auto cache = m.new_cache();
-                            r.time_run(n_gen, [&] {
-                                for (std::size_t k = 0; k < n_gen; ++k) (void)m.forward(TokenBatch({gen[k]}), cache, last);
-                            });
-                        }
+                        auto cache = m.new_cache();
+                        r.time_run(n_gen, [&] {
+                            for (std::size_t k = 0; k < n_gen; ++k) (void)m.forward(TokenBatch({gen[k]}), cache, last);
+                        });
                     },
                     [&](double gbps) { return gbps * 1e9 / (traffic.decode_bytes + cache_bytes); });
                 json ? print_json(r, model_name, level, no_mmap) : print_row(r);

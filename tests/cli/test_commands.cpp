@@ -185,6 +185,20 @@ TEST_SUITE("cli") {
                 CHECK(after > 0);
                 CHECK(j["floor_rate"].get<double>() == std::max(before, after));
                 CHECK(j["floor_spread"].get<double>() == doctest::Approx(std::min(before, after) / std::max(before, after)));
+                // Measured between the repetitions too: each repetition's tokens/s over the better
+                // of the floors just before and after it (tokens/s of a floor are proportional to
+                // its rate: floor_value / floor_rate), and their median.
+                const auto rates = j["floor_rates"].get<std::vector<double>>();
+                const auto samples = j["samples_ts"].get<std::vector<double>>();
+                const auto paired = j["paired_fractions"].get<std::vector<double>>();
+                REQUIRE(rates.size() == 3);
+                REQUIRE(paired.size() == 2);
+                CHECK(rates.front() == before);
+                CHECK(rates.back() == after);
+                const double ts_per_rate = j["floor_value"].get<double>() / j["floor_rate"].get<double>();
+                for (std::size_t i = 0; i < 2; ++i)
+                    CHECK(paired[i] == doctest::Approx(samples[i] / (std::max(rates[i], rates[i + 1]) * ts_per_rate)));
+                CHECK(j["paired_fraction_of_floor"].get<double>() == doctest::Approx(0.5 * (paired[0] + paired[1])));
                 CHECK(j["bf16_activations"] == rounding);
                 CHECK(j["weights"] == "mapped");
                 // One thread: every range runs inline, no parallel region.

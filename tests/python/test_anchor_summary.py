@@ -18,10 +18,13 @@ def llama_row(ts):
             "n_threads": 1, "samples_ts": [ts - 1.0, ts, ts + 5.0]}
 
 
-def hylens_row(ts, floor_ts, spread):
-    return {"engine": "hylens", "preset": "falcon-h1-0.5b", "dtype": "f32", "test": "pp512", "threads": 1,
-            "median_ts": ts, "fraction_of_floor": ts / floor_ts, "floor_value": floor_ts,
-            "floor_name": "f32_gemm_gflops", "floor_rate": 90.0, "floor_spread": spread}
+def hylens_row(ts, floor_ts, spread, paired=None):
+    row = {"engine": "hylens", "preset": "falcon-h1-0.5b", "dtype": "f32", "test": "pp512", "threads": 1,
+           "median_ts": ts, "fraction_of_floor": ts / floor_ts, "floor_value": floor_ts,
+           "floor_name": "f32_gemm_gflops", "floor_rate": 90.0, "floor_spread": spread}
+    if paired is not None:  # hylens bench since session 30
+        row["paired_fraction_of_floor"] = paired
+    return row
 
 
 def write(path, rows):
@@ -39,7 +42,7 @@ def test_one_run(tmp_path):
     # at the floor hylens would run 100 / 50 = 2.00x
     out = run(write(tmp_path / "r.jsonl", [llama_row(50.0), hylens_row(60.0, 100.0, 0.95)]))
     assert out[2] == ("| falcon-h1-0.5b | f32 | pp512 | 1 | 50.00 | 60.00 | 1.20x | 0.60 (90.0 GFLOP/s) | 0.50 "
-                      "| 2.00x |"), out
+                      "| 2.00x | - |"), out
 
 
 def test_rounds_leave_moved_floors_out(tmp_path):
@@ -55,4 +58,19 @@ def test_rounds_leave_moved_floors_out(tmp_path):
     assert cells[5] == "**1.60x**"
     assert cells[6] == "0.60 / 0.80 / 0.30*"
     assert cells[7] == "0.70"  # median of the steady 0.60 and 0.80
-    assert cells[9:] == ["0.45", "2.22x"], out
+    assert cells[9:] == ["0.45", "2.22x", "-"], out
+
+
+def test_paired_fractions(tmp_path):
+    # one run: the row's paired fraction as it is; rounds: each round's and their median
+    # (0.70, 0.90, 0.80 -> 0.80, the moved floor of round 3 included: the pairing is what
+    # makes it usable); a round without one (an earlier build) leaves the median out
+    out = run(write(tmp_path / "r.jsonl", [llama_row(50.0), hylens_row(60.0, 100.0, 0.5, paired=0.77)]))
+    assert out[2].endswith("| 2.00x | 0.77 |"), out
+    r = [write(tmp_path / f"{i}.jsonl", [llama_row(40.0), hylens_row(60.0, 100.0, 0.95, paired=p)])
+         for i, p in enumerate([0.7, 0.9, 0.8])]
+    cells = [c.strip() for c in run(*r)[2].strip("|").split("|")]
+    assert cells[11] == "0.70 / 0.90 / 0.80 (0.80)", cells
+    old = write(tmp_path / "old.jsonl", [llama_row(40.0), hylens_row(60.0, 100.0, 0.95)])
+    cells = [c.strip() for c in run(r[0], old)[2].strip("|").split("|")]
+    assert cells[11] == "0.70", cells

@@ -12,7 +12,10 @@ usage: summarize_compare.py OUT.jsonl              (prints a Markdown table)
 
 A fraction whose floor moved during its test (hylens bench's floor_spread below 0.9: the rates
 measured before and after it differ by more than 10 %) is marked *, and the median of the
-fractions leaves such rounds out (all of them, if no round is steady).
+fractions leaves such rounds out (all of them, if no round is steady). The last column is hylens
+bench's paired_fraction_of_floor (each repetition over the floor measured around it, so it holds
+up when the floor moves; since session 30): per round and the median over the rounds; "-" for
+rows of earlier builds.
 """
 import json
 import statistics
@@ -39,7 +42,7 @@ def read(path):
             med[key]["hylens"] = r["median_ts"]
             # rows of hylens bench before session 21 have no floor_spread: taken as steady
             frac[key] = (r["fraction_of_floor"], r["floor_name"], r["floor_rate"], r.get("floor_spread", 1.0),
-                         r["floor_value"])
+                         r["floor_value"], r.get("paired_fraction_of_floor"))
     return med, frac
 
 
@@ -59,19 +62,24 @@ def rows(med):
     return sorted(keys, key=lambda k: (k[3], k[0], k[1], k[2]))
 
 
+def paired(values):
+    """The paired fractions that rows have, as "0.91 / 0.88", or "-" if none has one."""
+    return " / ".join(f"{v:.2f}" for v in values if v is not None) or "-"
+
+
 def one(path):
     med, frac = read(path)
     print("| model | dtype | test | threads | llama.cpp t/s | hylens t/s | hylens / llama.cpp | hylens of floor (floor) "
-          "| llama.cpp of floor | ratio at the floor |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| llama.cpp of floor | ratio at the floor | hylens of the paired floor |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for key in rows(med):
         e = med[key]
-        f, fname, frate, spread, _ = frac[key]
+        f, fname, frate, spread, _, pf = frac[key]
         unit = "GFLOP/s" if fname.endswith("gflops") else "GB/s"
         lf = llama_fraction(med, frac, key)
         print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {e['llama.cpp']:.2f} | {e['hylens']:.2f} | "
               f"{e['hylens'] / e['llama.cpp']:.2f}x | {mark(f, spread)} ({frate:.1f} {unit}) | {mark(lf, spread)} | "
-              f"{1 / lf:.2f}x |")
+              f"{1 / lf:.2f}x | {paired([pf])} |")
 
 
 def mark(fraction, spread):
@@ -84,8 +92,8 @@ def rounds(paths):
     keys = [k for k in rows(runs[0][0]) if k in common]
     print("| model | dtype | test | threads | hylens / llama.cpp per round | median | hylens of floor per round "
           "(* floor moved) | median (steady rounds) | floor per round | llama.cpp of floor, median (steady rounds) "
-          "| ratio at the floor |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| ratio at the floor | hylens of the paired floor per round (median) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for key in keys:
         ratios = [m[key]["hylens"] / m[key]["llama.cpp"] for m, _ in runs]
         spreads = [f[key][3] for _, f in runs]
@@ -95,7 +103,15 @@ def rounds(paths):
         floors = " / ".join(f"{f[key][2]:.1f}" for _, f in runs)
         print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {' / '.join(f'{x:.2f}' for x in ratios)} | "
               f"**{statistics.median(ratios):.2f}x** | {' / '.join(mark(f[key][0], f[key][3]) for _, f in runs)} | "
-              f"{statistics.median(steady):.2f} | {floors} {unit} | {lf:.2f} | {1 / lf:.2f}x |")
+              f"{statistics.median(steady):.2f} | {floors} {unit} | {lf:.2f} | {1 / lf:.2f}x | {paired_rounds(runs, key)} |")
+
+
+def paired_rounds(runs, key):
+    """The rounds' paired fractions and, when every round has one, their median."""
+    values = [f[key][5] for _, f in runs]
+    if any(v is None for v in values):
+        return paired(values)
+    return f"{paired(values)} ({statistics.median(values):.2f})"
 
 
 if __name__ == "__main__":
