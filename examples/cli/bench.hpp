@@ -217,10 +217,13 @@ struct Result {
     std::size_t threads = 0, n_prompt = 0, n_gen = 0;
     std::vector<double> samples;
     std::string floor_name;
-    double floor_before = 0, floor_after = 0;  // best of 5 right before and right after the test
-    double floor_rate = 0, floor_ts = 0;       // the better of the two, and as tokens/s
-    std::vector<double> floor_rates{};         // before each repetition and after the last
+    std::vector<double> floor_rates{};         // best of 5 before each repetition and after the last
+    double floor_rate = 0, floor_ts = 0;       // the better of the first and the last, and as tokens/s
     std::vector<double> paired_fractions{};    // each repetition's tokens/s over its paired floor
+
+    /// The floor measured right before the test and right after it.
+    double floor_before() const { return floor_rates.front(); }
+    double floor_after() const { return floor_rates.back(); }
     double weight_bytes = 0, cache_bytes = 0;  // per decode token (tg rows only)
     double matrix_elements = 0, head_elements = 0;  // what the prefill floor counts (pp rows only)
     // The pool's parallel regions over the timed runs (ThreadPool::RegionStats, summed), the
@@ -249,7 +252,7 @@ struct Result {
 /// held through the test; well below it when it moved (a neighbour's load came or went), and
 /// then the fraction of the floor says little.
 inline double floor_spread(const Result& r) {
-    return std::min(r.floor_before, r.floor_after) / std::max(r.floor_before, r.floor_after);
+    return std::min(r.floor_before(), r.floor_after()) / std::max(r.floor_before(), r.floor_after());
 }
 
 /// Runs `reps` repetitions of the test (repetition(), which times itself into r.samples) with a
@@ -263,9 +266,7 @@ void measure(Result& r, int reps, Rate rate, Repetition repetition, TokensPerS t
         repetition();
         r.floor_rates.push_back(rate());
     }
-    r.floor_before = r.floor_rates.front();
-    r.floor_after = r.floor_rates.back();
-    r.floor_rate = std::max(r.floor_before, r.floor_after);
+    r.floor_rate = std::max(r.floor_before(), r.floor_after());
     r.floor_ts = tokens_per_s_of(r.floor_rate);
     for (std::size_t i = 0; i < r.samples.size(); ++i)
         r.paired_fractions.push_back(r.samples[i] / tokens_per_s_of(std::max(r.floor_rates[i], r.floor_rates[i + 1])));
@@ -287,8 +288,8 @@ inline void print_json(const Result& r, const std::string& model, const std::str
     j["max_ts"] = *std::max_element(r.samples.begin(), r.samples.end());
     j["floor_name"] = r.floor_name;
     j["floor_rate"] = r.floor_rate;
-    j["floor_rate_before"] = r.floor_before;
-    j["floor_rate_after"] = r.floor_after;
+    j["floor_rate_before"] = r.floor_before();
+    j["floor_rate_after"] = r.floor_after();
     j["floor_spread"] = floor_spread(r);
     j["floor_value"] = r.floor_ts;
     j["fraction_of_floor"] = median(r.samples) / r.floor_ts;
