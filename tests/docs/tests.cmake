@@ -17,3 +17,22 @@ file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/doc_snippets/run)
 file(CREATE_LINK ${HYLENS_GOLDEN_DIR}/models/qwen3_5_dense ${CMAKE_BINARY_DIR}/doc_snippets/run/Qwen3.5-0.8B SYMBOLIC)
 add_test(NAME docs.snippets COMMAND test_doc_snippets WORKING_DIRECTORY ${CMAKE_BINARY_DIR}/doc_snippets/run)
 set_tests_properties(docs.snippets PROPERTIES TIMEOUT 300)
+
+# The relative links of README.md and the Markdown files under docs/, models/, tools/ and tests/
+# resolve: each names a file of the repository and, with #anchor, a heading of it
+# (check_links.py). A fixture with three broken links checks that the checker finds them.
+find_program(HYLENS_PYTHON3_FOR_DOCS NAMES python3)
+if(HYLENS_PYTHON3_FOR_DOCS)
+  file(GLOB_RECURSE HYLENS_MARKDOWN CONFIGURE_DEPENDS
+       ${PROJECT_SOURCE_DIR}/docs/*.md ${PROJECT_SOURCE_DIR}/models/*.md
+       ${PROJECT_SOURCE_DIR}/tools/*.md ${PROJECT_SOURCE_DIR}/tests/*.md)
+  list(FILTER HYLENS_MARKDOWN EXCLUDE REGEX "/links_fixture/")
+  add_test(NAME docs.links
+    COMMAND ${HYLENS_PYTHON3_FOR_DOCS} ${CMAKE_CURRENT_LIST_DIR}/check_links.py
+            ${PROJECT_SOURCE_DIR}/README.md ${HYLENS_MARKDOWN})
+  add_test(NAME docs.links_checker_finds_broken_links
+    COMMAND ${HYLENS_PYTHON3_FOR_DOCS} ${CMAKE_CURRENT_LIST_DIR}/check_links.py
+            ${CMAKE_CURRENT_LIST_DIR}/links_fixture/good.md ${CMAKE_CURRENT_LIST_DIR}/links_fixture/bad.md)
+  set_tests_properties(docs.links_checker_finds_broken_links PROPERTIES
+    PASS_REGULAR_EXPRESSION "#nowhere in [^\n]*bad.md: #nowhere\n[^\n]*missing file: missing.md\n[^\n]*#repeated-2 in [^\n]*good.md: good.md#repeated-2\n3 broken link\\(s\\) in 2 file\\(s\\)")
+endif()
