@@ -19,6 +19,8 @@
 // On an Intel Xeon (Emerald Rapids, level avx512bf16; docs/performance.md, "Prefill and decode
 // rounds on an Intel Xeon with AVX-512") 2 or 4 KiB ahead read as 1 KiB, into L2 only
 // (prefetcht1) F32 1.02-1.07x but bf16 0.94x, and none bf16 0.82x: 1 KiB into all levels kept.
+// On the Zen 5 again (session 31) a non-temporal prefetch (locality 0, prefetchnta) read within
+// the noise of tools/ab's pairs: 0.91x Granite F32 and 0.94-1.05x on the BF16 models at 1 thread.
 
 #include <cstddef>  // std::size_t
 
