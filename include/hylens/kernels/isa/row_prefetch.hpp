@@ -20,7 +20,9 @@
 // rounds on an Intel Xeon with AVX-512") 2 or 4 KiB ahead read as 1 KiB, into L2 only
 // (prefetcht1) F32 1.02-1.07x but bf16 0.94x, and none bf16 0.82x: 1 KiB into all levels kept.
 // On the Zen 5 again (session 31) a non-temporal prefetch (locality 0, prefetchnta) read within
-// the noise of tools/ab's pairs: 0.91x Granite F32 and 0.94-1.05x on the BF16 models at 1 thread.
+// the noise of tools/ab's pairs: 0.91x Granite F32 and 0.94-1.05x on the BF16 models at 1 thread;
+// 2 KiB ahead 0.93-1.08x at 1 thread (Falcon-H1 BF16 1.08x, Granite BF16 0.93x) and 1.04-1.12x
+// at 2: mixed, not taken.
 
 #include <cstddef>  // std::size_t
 
