@@ -218,12 +218,14 @@ struct Result {
     std::vector<double> samples;
     std::string floor_name;
     std::vector<double> floor_rates{};         // best of 5 before each repetition and after the last
-    double floor_rate = 0, floor_ts = 0;       // the better of the first and the last, and as tokens/s
+    double floor_ts = 0;                       // floor_rate() as tokens/s
     std::vector<double> paired_fractions{};    // each repetition's tokens/s over its paired floor
 
     /// The floor measured right before the test and right after it.
     double floor_before() const { return floor_rates.front(); }
     double floor_after() const { return floor_rates.back(); }
+    /// The test's floor: the better of those two.
+    double floor_rate() const { return std::max(floor_before(), floor_after()); }
     double weight_bytes = 0, cache_bytes = 0;  // per decode token (tg rows only)
     double matrix_elements = 0, head_elements = 0;  // what the prefill floor counts (pp rows only)
     // The pool's parallel regions over the timed runs (ThreadPool::RegionStats, summed), the
@@ -266,8 +268,7 @@ void measure(Result& r, int reps, Rate rate, Repetition repetition, TokensPerS t
         repetition();
         r.floor_rates.push_back(rate());
     }
-    r.floor_rate = std::max(r.floor_before(), r.floor_after());
-    r.floor_ts = tokens_per_s_of(r.floor_rate);
+    r.floor_ts = tokens_per_s_of(r.floor_rate());
     for (std::size_t i = 0; i < r.samples.size(); ++i)
         r.paired_fractions.push_back(r.samples[i] / tokens_per_s_of(std::max(r.floor_rates[i], r.floor_rates[i + 1])));
 }
@@ -287,7 +288,7 @@ inline void print_json(const Result& r, const std::string& model, const std::str
     j["median_ts"] = median(r.samples);
     j["max_ts"] = *std::max_element(r.samples.begin(), r.samples.end());
     j["floor_name"] = r.floor_name;
-    j["floor_rate"] = r.floor_rate;
+    j["floor_rate"] = r.floor_rate();
     j["floor_rate_before"] = r.floor_before();
     j["floor_rate_after"] = r.floor_after();
     j["floor_spread"] = floor_spread(r);
@@ -319,7 +320,7 @@ inline void print_row(const Result& r) {
     line << std::fixed << std::setprecision(2) << std::left << std::setw(8) << r.test << std::right << std::setw(4)
          << r.threads << std::setw(10) << *std::min_element(r.samples.begin(), r.samples.end()) << std::setw(10) << med
          << std::setw(10) << *std::max_element(r.samples.begin(), r.samples.end()) << "   " << std::setw(18)
-         << r.floor_name << std::setw(9) << r.floor_rate << std::setw(10) << r.floor_ts << std::setw(8)
+         << r.floor_name << std::setw(9) << r.floor_rate() << std::setw(10) << r.floor_ts << std::setw(8)
          << med / r.floor_ts << std::setw(8) << floor_spread(r) << std::setw(8) << median(r.paired_fractions)
          << std::setw(9) << std::setprecision(0)
          << r.regions / r.tokens << std::setprecision(1) << std::setw(7) << 100 * r.wait_seconds / r.timed_seconds

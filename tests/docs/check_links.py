@@ -39,8 +39,8 @@ def anchors(path):
     return out
 
 
-def broken_links(path):
-    cache = {}
+def broken_links(path, cache):
+    """The broken links of one file; cache holds the anchors of the files read so far."""
     for target in LINK.findall(prose(open(path, encoding="utf-8").read())):
         if re.match(r"^[a-z]+:", target):
             continue
@@ -64,7 +64,8 @@ def main(paths):
     if missing:
         print(f"check_links.py: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
-    problems = [p for path in paths for p in broken_links(path)]
+    cache = {}
+    problems = [p for path in paths for p in broken_links(path, cache)]
     for p in problems:
         print(p)
     print(f"{len(problems)} broken link(s) in {len(paths)} file(s)")
