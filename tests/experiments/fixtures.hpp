@@ -4,6 +4,8 @@
 // <|im_start|>, <|im_end|> as ids 256..258), and two small tasks (a dictionary lookup with a
 // B source for the swaps, and one without) defined here, independent of tasks/. The same
 // tokenizer ships as tests/experiments/byte_tokenizer.json for the demo study of the docs.
+// Also the helpers the study tests share: a temporary folder, a file read, and a shell
+// command's exit status with the tool's command line for the CLI tests.
 
 #include <hylens/experiments/channel_study.hpp>
 #include <hylens/tasks/task.hpp>
@@ -12,12 +14,14 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include <unistd.h>  // getpid
+#include <sys/wait.h>  // WIFEXITED, WEXITSTATUS
+#include <unistd.h>    // getpid
 
 namespace hylens::test {
 
@@ -86,6 +90,17 @@ struct TempDir {
     }
     ~TempDir() { std::filesystem::remove_all(path); }
 };
+
+/// The exit status of a shell command (-1 if it did not exit normally).
+inline int sh(const std::string& cmd) {
+    const int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+#ifdef HYLENS_CLI
+/// The hylens tool as the tests run it (a command line: through the emulator when cross-compiling).
+inline const std::string kCli = HYLENS_CLI;
+#endif
 
 inline std::string read_text(const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);

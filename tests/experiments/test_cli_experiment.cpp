@@ -8,26 +8,19 @@
 #ifdef HYLENS_CLI
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
-#include <sys/wait.h>  // WEXITSTATUS
-
 #include "fixtures.hpp"
 
 namespace fs = std::filesystem;
 
+using hylens::test::kCli;
+using hylens::test::sh;
+
 namespace {
-
-int sh(const std::string& cmd) {
-    const int rc = std::system(cmd.c_str());
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-const std::string kCli = HYLENS_CLI;
 
 /// A model folder a study can run on: a golden Qwen3.5 model and the byte-level test tokenizer.
 fs::path model_folder(const fs::path& root) {

@@ -111,7 +111,7 @@ TEST_CASE("T12: reader search finds the planted head, not the decoy that attends
 TEST_CASE("metrics of §A.5 on hand-made rows") {
     const float row[] = {0.0f, 2.0f, -1.0f, 5.0f};
     CHECK(logit_diff(row, 3, 1) == 3.0);
-    CHECK(argmax(row, 4) == 3);
+    CHECK(hylens::argmax(row, 4) == 3);
     CHECK(argmax_among(row, {0, 1, 2}) == 1);
     CHECK(candidate_margin(row, 3, {0, 1, 2, 3}) == doctest::Approx(5.0 - 1.0 / 3.0));
     CHECK(std::isnan(recovery(1.0, 2.0, 2.0 + 1e-8)));

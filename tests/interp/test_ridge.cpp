@@ -56,7 +56,7 @@ TEST_CASE("symmetric_eigen: Q L Q^T reconstructs the matrix and Q is orthonormal
             for (std::size_t j = 0; j <= i; ++j) M[i * n + j] = M[j * n + i] = nd(rng);
         if (n == 7) M.assign(n * n, 0.0), M[0] = 2.0, M[8] = 2.0;  // repeated eigenvalues and zeros
         std::vector<double> Q = M, L;
-        detail::symmetric_eigen(Q, n, L);
+        hylens::detail::symmetric_eigen(Q, n, L);
         for (std::size_t k = 0; k + 1 < n; ++k) CHECK(L[k] <= L[k + 1]);
         double rec = 0, orth = 0;
         for (std::size_t i = 0; i < n; ++i)

@@ -1,14 +1,9 @@
-hylens_add_test_suite(test_interp
+hylens_add_test_sources(models
   ${CMAKE_CURRENT_LIST_DIR}/test_run.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_patch_golden.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_ridge.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_stitch.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_reader.cpp)
-# `hylens patch` is exercised from the suite when the command-line tool is built.
-if(TARGET hylens_cli)
-  add_dependencies(test_interp hylens_cli)
-  target_compile_definitions(test_interp PRIVATE HYLENS_CLI="${HYLENS_CLI_COMMAND}")
-endif()
 if(HYLENS_COMPILE_CHECKS)
 # Compile-fail: stitching a block of another model type without an adapter between hidden
 # sizes must stop at our static_assert (and the same file with LinearAdapter must compile).

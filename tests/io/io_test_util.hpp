@@ -13,7 +13,7 @@
 #include <string_view> // std::string_view
 #include <vector>      // std::vector
 
-namespace hylens::io::test {
+namespace hylens::io_test {
 
 /// A fresh folder under the system temp dir, removed with everything in it on destruction.
 class TempDir {
@@ -71,4 +71,4 @@ std::string message_of_throw(F&& fn) {
 
 inline bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-}  // namespace hylens::io::test
+}  // namespace hylens::io_test

@@ -15,9 +15,9 @@
 
 using namespace hylens;
 using namespace hylens::io;
-using hylens::io::test::has;
-using hylens::io::test::message_of_throw;
-using hylens::io::test::TempDir;
+using hylens::io_test::has;
+using hylens::io_test::message_of_throw;
+using hylens::io_test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
@@ -41,7 +41,7 @@ void write_sharded(const fs::path& dir, const std::string& extra_map_entry = "")
     s1.write(dir / "model-00001-of-00003.safetensors");
     s2.write(dir / "model-00002-of-00003.safetensors");
     s3.write(dir / "model-00003-of-00003.safetensors");
-    test::write_bytes(dir / "model.safetensors.index.json", R"({
+    io_test::write_bytes(dir / "model.safetensors.index.json", R"({
   "metadata": {"total_size": 1234},
   "weight_map": {
     "lm_head.weight": "model-00003-of-00003.safetensors",
@@ -142,7 +142,7 @@ TEST_CASE("Storage::in_memory: the same tensors, read into private memory instea
         CHECK(w.to_vector() == ramp(32, -16.0f));
     }
     SUBCASE("an empty file and a folder are refused as when mapped") {
-        test::write_bytes(tmp / "empty.safetensors", "");
+        io_test::write_bytes(tmp / "empty.safetensors", "");
         const auto m = message_of_throw<FormatError>([&] { (void)MappedFile::map(tmp / "empty.safetensors", Storage::in_memory); });
         CHECK(has(m, "empty.safetensors"));
         CHECK(has(m, "empty file"));
@@ -221,20 +221,20 @@ TEST_CASE("broken indexes") {
         CHECK(has(m, "model.layers.2.norm.weight"));
     }
     SUBCASE("no weight_map") {
-        test::write_bytes(tmp / "model.safetensors.index.json", R"({"metadata": {}})");
+        io_test::write_bytes(tmp / "model.safetensors.index.json", R"({"metadata": {}})");
         const auto m = message_of_throw<FormatError>([&] { (void)Checkpoint::open(tmp.path()); });
         CHECK(has(m, "model.safetensors.index.json"));
         CHECK(has(m, "weight_map"));
     }
     SUBCASE("malformed index JSON") {
-        test::write_bytes(tmp / "model.safetensors.index.json", "{\"weight_map\": {\n  \"a\": }");
+        io_test::write_bytes(tmp / "model.safetensors.index.json", "{\"weight_map\": {\n  \"a\": }");
         const auto m = message_of_throw<FormatError>([&] { (void)Checkpoint::open(tmp.path()); });
         CHECK(has(m, "model.safetensors.index.json"));
         CHECK(has(m, "line 2"));
     }
     SUBCASE("a hostile shard fails with the shard's name") {
         write_sharded(tmp.path());
-        test::write_bytes(tmp / "model-00002-of-00003.safetensors", test::raw_file(5000, "{}", ""));
+        io_test::write_bytes(tmp / "model-00002-of-00003.safetensors", io_test::raw_file(5000, "{}", ""));
         const auto m = message_of_throw<FormatError>([&] { (void)Checkpoint::open(tmp.path()); });
         CHECK(has(m, "model-00002-of-00003.safetensors"));
     }

@@ -12,8 +12,8 @@
 
 using namespace hylens;
 using namespace hylens::io;
-using hylens::io::test::has;
-using hylens::io::test::message_of_throw;
+using hylens::io_test::has;
+using hylens::io_test::message_of_throw;
 
 namespace {
 
@@ -127,8 +127,8 @@ TEST_CASE("malformed JSON names the file, line and column") {
 }
 
 TEST_CASE("from_file") {
-    test::TempDir tmp;
-    test::write_bytes(tmp / "config.json", kConfig);
+    io_test::TempDir tmp;
+    io_test::write_bytes(tmp / "config.json", kConfig);
     const auto cfg = Config::from_file(tmp / "config.json");
     CHECK(cfg.path() == (tmp / "config.json").string());
     CHECK(cfg.sub("text_config").get_int("hidden_size") == 64);

@@ -17,8 +17,8 @@
 
 using namespace hylens;
 using namespace hylens::io;
-using hylens::io::test::raw_file;
-using hylens::io::test::TempDir;
+using hylens::io_test::raw_file;
+using hylens::io_test::TempDir;
 
 namespace {
 
@@ -103,7 +103,7 @@ TEST_CASE("every hostile header is a FormatError naming the file and the tensor"
     for (const auto& c : hostile_cases()) {
         CAPTURE(std::string(c.what));
         const auto path = tmp / ("hostile-" + std::to_string(i++) + ".safetensors");
-        test::write_bytes(path, c.bytes);
+        io_test::write_bytes(path, c.bytes);
         expect_format_error([&] { (void)SafetensorsFile::open(path); }, path.string(), c);
         const std::span<const std::byte> mem(reinterpret_cast<const std::byte*>(c.bytes.data()), c.bytes.size());
         expect_format_error([&] { (void)SafetensorsFile::from_memory(mem, "mem-" + std::to_string(i)); },
@@ -114,7 +114,7 @@ TEST_CASE("every hostile header is a FormatError naming the file and the tensor"
 TEST_CASE("unknown fields inside an entry are ignored, as in the reference reader") {
     TempDir tmp;
     const std::string h = R"({"w":{"dtype":"F32","extra":{"deep":[1,{"x":null}],"s":"t"},"shape":[2],"note":true,"data_offsets":[0,8]}})";
-    test::write_bytes(tmp / "x.safetensors", raw_file(h, std::string(8, '\0')));
+    io_test::write_bytes(tmp / "x.safetensors", raw_file(h, std::string(8, '\0')));
     const auto f = SafetensorsFile::open(tmp / "x.safetensors");
     CHECK(f.info("w").shape == std::vector<std::size_t>{2});
 }
@@ -123,7 +123,7 @@ TEST_CASE("a header length above the 100 MB limit is refused before parsing") {
     TempDir tmp;
     const auto path = tmp / "huge.safetensors";
     // A sparse 120 MB file costs no disk; its length field claims a 110 MB header.
-    test::write_bytes(path, raw_file(110'000'000, "", ""));
+    io_test::write_bytes(path, raw_file(110'000'000, "", ""));
     REQUIRE(::truncate(path.c_str(), 120'000'000) == 0);
     try {
         (void)SafetensorsFile::open(path);
@@ -138,7 +138,7 @@ TEST_CASE("a header length above the 100 MB limit is refused before parsing") {
 TEST_CASE("files that cannot be mapped") {
     TempDir tmp;
     SUBCASE("empty file") {
-        test::write_bytes(tmp / "empty.safetensors", "");
+        io_test::write_bytes(tmp / "empty.safetensors", "");
         try {
             (void)SafetensorsFile::open(tmp / "empty.safetensors");
             FAIL("no throw");
@@ -168,7 +168,7 @@ TEST_CASE("files that cannot be mapped") {
 
 TEST_CASE("MappedFile maps the bytes, moves, and advises without effect on content") {
     TempDir tmp;
-    test::write_bytes(tmp / "f.bin", "hello mmap");
+    io_test::write_bytes(tmp / "f.bin", "hello mmap");
     MappedFile m = MappedFile::map(tmp / "f.bin");
     REQUIRE(m.size() == 10);
     CHECK(std::string(reinterpret_cast<const char*>(m.data()), 10) == "hello mmap");

@@ -19,7 +19,7 @@
 
 using namespace hylens;
 using namespace hylens::io;
-using hylens::io::test::TempDir;
+using hylens::io_test::TempDir;
 
 namespace {
 
@@ -139,9 +139,9 @@ TEST_CASE("round trip: every dtype keeps its bytes, shape, dtype and values") {
             FAIL("no throw");
         } catch (const UnsupportedError& e) {
             const std::string m = e.what();
-            CHECK(test::has(m, path.string()));
-            CHECK(test::has(m, "'i64'"));
-            CHECK(test::has(m, "I64"));
+            CHECK(io_test::has(m, path.string()));
+            CHECK(io_test::has(m, "'i64'"));
+            CHECK(io_test::has(m, "I64"));
         }
         CHECK_THROWS_AS((void)f.read_i64("f32"), UnsupportedError);
         try {
@@ -149,9 +149,9 @@ TEST_CASE("round trip: every dtype keeps its bytes, shape, dtype and values") {
             FAIL("no throw");
         } catch (const UnsupportedError& e) {
             const std::string m = e.what();
-            CHECK(test::has(m, path.string()));
-            CHECK(test::has(m, "'i32'"));
-            CHECK(test::has(m, "I32"));
+            CHECK(io_test::has(m, path.string()));
+            CHECK(io_test::has(m, "'i32'"));
+            CHECK(io_test::has(m, "I32"));
         }
         CHECK_THROWS_AS((void)f.weight("f64"), UnsupportedError);
     }
@@ -161,8 +161,8 @@ TEST_CASE("round trip: every dtype keeps its bytes, shape, dtype and values") {
             (void)f.info("nope");
             FAIL("no throw");
         } catch (const FormatError& e) {
-            CHECK(test::has(e.what(), path.string()));
-            CHECK(test::has(e.what(), "'nope'"));
+            CHECK(io_test::has(e.what(), path.string()));
+            CHECK(io_test::has(e.what(), "'nope'"));
         }
     }
 }
@@ -226,7 +226,7 @@ TEST_CASE("F16 weights become owned F32, a misaligned data area is copied, bit f
         R"("b":{"dtype":"BF16","shape":[4],"data_offsets":[16,24]},)"
         R"("h":{"dtype":"F16","shape":[4],"data_offsets":[24,32]}})";
     if (header.size() % 2 == 0) header += ' ';
-    test::write_bytes(tmp / "odd.safetensors", test::raw_file(header, data));
+    io_test::write_bytes(tmp / "odd.safetensors", io_test::raw_file(header, data));
     const auto f = SafetensorsFile::open(tmp / "odd.safetensors");
     REQUIRE(f.data_start() % 2 == 1);
 
@@ -294,7 +294,7 @@ TEST_CASE("writer refuses bad input") {
         w.write(tmp / "no" / "such" / "dir.safetensors");
         FAIL("no throw");
     } catch (const FormatError& e) {
-        CHECK(test::has(e.what(), "dir.safetensors"));
+        CHECK(io_test::has(e.what(), "dir.safetensors"));
     }
 }
 

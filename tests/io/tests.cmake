@@ -1,4 +1,4 @@
-hylens_add_test_suite(test_io
+hylens_add_test_sources(basics
   ${CMAKE_CURRENT_LIST_DIR}/test_safetensors.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_hostile.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_checkpoint.cpp

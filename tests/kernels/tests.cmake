@@ -1,4 +1,4 @@
-hylens_add_test_suite(test_kernels
+hylens_add_test_sources(basics
   ${CMAKE_CURRENT_LIST_DIR}/test_linear.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_attention.cpp
   ${CMAKE_CURRENT_LIST_DIR}/test_norms_rope.cpp

@@ -96,7 +96,7 @@ TEST_SUITE("stack/sampling") {
         for (std::size_t i = 0; i < greedy.size(); ++i) {
             auto c = m.new_cache(1);
             const Tensor3 lg = m.forward(TokenBatch(seq), c, {.last_only = true});
-            CHECK(greedy[i] == detail::argmax_row(lg.data(), m.config().vocab));
+            CHECK(greedy[i] == hylens::detail::argmax_row(lg.data(), m.config().vocab));
             seq.push_back(greedy[i]);
         }
         GenerateOptions s;

@@ -1,16 +1,12 @@
 #pragma once
 // Fixtures of the Encode-Address study tests (circuit, encode-swap, transplant, query-map,
 // stitch): the temporary folder and file reads of tests/experiments/fixtures.hpp, a whole-file
-// write, a private copy of an organism, the records of a result folder, and a shell command's
-// exit status for the CLI tests.
+// write, a private copy of an organism and the records of a result folder.
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <sys/wait.h>  // WIFEXITED, WEXITSTATUS
 
 #include <hylens/experiments/records.hpp>
 #include <nlohmann/json.hpp>
@@ -41,12 +37,6 @@ inline std::filesystem::path organism_copy(const std::string& name, const std::f
 /// Every record of a result folder's items.jsonl, in file order.
 inline std::vector<nlohmann::json> records_of(const std::filesystem::path& dir) {
     return experiments::read_jsonl(dir / "items.jsonl", /*drop_torn_tail=*/false);
-}
-
-/// The exit status of a shell command (-1 if it did not exit normally).
-inline int sh(const std::string& cmd) {
-    const int rc = std::system(cmd.c_str());
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 }  // namespace hylens::test::studies

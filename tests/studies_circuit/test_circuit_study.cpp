@@ -234,10 +234,8 @@ TEST_CASE("circuit study on granite-h-tiny: groups of size 0, the structure of t
 }
 
 #ifdef HYLENS_CLI
-namespace {
-using hylens::test::studies::sh;
-const std::string kCli = HYLENS_CLI;
-}  // namespace
+using hylens::test::kCli;
+using hylens::test::sh;
 
 TEST_CASE("hylens experiment circuit and encode-swap: usage errors, a run, shards through merge (and mpirun) == the library run") {
     TempDir d("circuit_cli");

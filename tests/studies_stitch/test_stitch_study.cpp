@@ -368,10 +368,8 @@ TEST_CASE("stitch study: two slots (exp34) fitted in order, falcon-h1-tiny as th
 }
 
 #ifdef HYLENS_CLI
-namespace {
-using hylens::test::studies::sh;
-const std::string kCli = HYLENS_CLI;
-}  // namespace
+using hylens::test::kCli;
+using hylens::test::sh;
 
 TEST_CASE("hylens experiment stitch: usage errors, a run equal to the library's, merge by kind, the figure") {
     TempDir d("stitch_cli");

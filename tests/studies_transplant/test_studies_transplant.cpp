@@ -443,9 +443,7 @@ TEST_CASE("query-map study on models/qwen35-tiny (donor = receiver)") {
 }
 
 #ifdef HYLENS_CLI
-namespace {
-using hylens::test::studies::sh;
-}  // namespace
+using hylens::test::sh;
 
 TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
     const std::string cli = HYLENS_CLI;
