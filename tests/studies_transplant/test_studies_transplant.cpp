@@ -443,12 +443,12 @@ TEST_CASE("query-map study on models/qwen35-tiny (donor = receiver)") {
 }
 
 #ifdef HYLENS_CLI
+using hylens::test::kCli;
 using hylens::test::sh;
 
 TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
-    const std::string cli = HYLENS_CLI;
     const fs::path root = fresh_dir("cli");
-    const std::string base = cli + " experiment transplant --model " + kOrganism.string() +
+    const std::string base = kCli + " experiment transplant --model " + kOrganism.string() +
                              " --per-config 1 --blocks G0 --positions final --kind mixer,state --reader 3:0 --no-progress";
     const std::string quiet = " >" + (root / "log").string() + " 2>&1";
     SUBCASE("usage errors") {
@@ -456,8 +456,8 @@ TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
         CHECK(sh(base + " --out " + (root / "x").string() + " --kind residual" + quiet) == 2);
         CHECK(sh(base + " --out " + (root / "x").string() + " --positions middle" + quiet) == 2);
         CHECK(sh(base + " --out " + (root / "x").string() + " --reader 3" + quiet) == 2);
-        CHECK(sh(cli + " experiment transplant --model " + kOrganism.string() + quiet) == 2);  // no --out
-        CHECK(sh(cli + " experiment transplant --model " + kOrganism.string() + " --blocks G7 --out " + (root / "x").string() +
+        CHECK(sh(kCli + " experiment transplant --model " + kOrganism.string() + quiet) == 2);  // no --out
+        CHECK(sh(kCli + " experiment transplant --model " + kOrganism.string() + " --blocks G7 --out " + (root / "x").string() +
                  quiet) == 1);  // checked against the model: an error, not a usage error
         CHECK(read_text(root / "log").find("G7") != std::string::npos);
     }
@@ -469,7 +469,7 @@ TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
         CHECK(run["study"]["reader"]["layer"] == 3);
         REQUIRE(sh(base + " --shard 0/2 --out " + (root / "s0").string() + quiet) == 0);
         REQUIRE(sh(base + " --shard 1/2 --out " + (root / "s1").string() + quiet) == 0);
-        REQUIRE(sh(cli + " experiment merge " + (root / "s0").string() + " " + (root / "s1").string() + " --out " +
+        REQUIRE(sh(kCli + " experiment merge " + (root / "s0").string() + " " + (root / "s1").string() + " --out " +
                    (root / "merged").string() + quiet) == 0);
         CHECK(read_text(root / "merged" / "items.jsonl") == read_text(root / "full" / "items.jsonl"));
         CHECK(read_text(root / "merged" / "summary.csv") == read_text(root / "full" / "summary.csv"));
@@ -480,13 +480,13 @@ TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
         }
     }
     SUBCASE("query-map: a run, two shards merged, the figure") {
-        const std::string qm = cli + " experiment query-map --model " + kOrganism.string() +
+        const std::string qm = kCli + " experiment query-map --model " + kOrganism.string() +
                                " --variant chat4 --fit 30 --curve 15 --per-config 1 --reader 3:1 --no-progress";
         CHECK(sh(qm + " --out " + (root / "q").string() + " --curve 40" + quiet) == 2);  // a curve point beyond --fit
         REQUIRE(sh(qm + " --out " + (root / "q").string() + quiet) == 0);
         REQUIRE(sh(qm + " --shard 0/2 --out " + (root / "q0").string() + quiet) == 0);
         REQUIRE(sh(qm + " --shard 1/2 --out " + (root / "q1").string() + quiet) == 0);
-        REQUIRE(sh(cli + " experiment merge " + (root / "q0").string() + " " + (root / "q1").string() + " --out " +
+        REQUIRE(sh(kCli + " experiment merge " + (root / "q0").string() + " " + (root / "q1").string() + " --out " +
                    (root / "qm").string() + quiet) == 0);
         CHECK(read_text(root / "qm" / "items.jsonl") == read_text(root / "q" / "items.jsonl"));
         CHECK(read_text(root / "qm" / "summary.json") == read_text(root / "q" / "summary.json"));
