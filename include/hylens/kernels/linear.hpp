@@ -79,7 +79,9 @@ inline RowBlocks bf16_row_blocks(std::size_t out, std::size_t threads) noexcept 
 
 namespace detail {
 inline void check_linear_shape(const Weight& W, std::size_t ldx, std::size_t ldy) {
-    check<ShapeError>(W.rank() == 2, "[linear] weight ", W.name(), " must be 2-D, got ", shape_string(W.shape()));
+    // Not check(): its arguments are evaluated before the test, and this runs on every projection
+    // of a decode step (shape_string builds a string each time: 0.1 % of a Falcon-H1 decode).
+    if (W.rank() != 2) fail<ShapeError>("[linear] weight ", W.name(), " must be 2-D, got ", shape_string(W.shape()));
     check<ShapeError>(ldx >= W.cols() && ldy >= W.rows(), "[linear] ", W.name(), ": row strides ", ldx, "/", ldy,
                       " too small for [", W.rows(), ", ", W.cols(), "]");
 }
