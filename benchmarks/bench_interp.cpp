@@ -1,4 +1,4 @@
-// Cost of the interpretability layer on a forward (design.md §1: with no intervention
+// Cost of the interpretability layer on a forward (the promise: with no intervention
 // registered a forward costs the same as a plain one). A 64-token prefill of the shipped
 // qwen3_5_dense and granite_h_dense models (tests/golden/models; small, so any per-site
 // overhead shows more than it would on a real checkpoint):

@@ -1,5 +1,5 @@
 // Cost of cache surgery against the prefill that produces the cache, on a Qwen3.5-0.8B-shaped
-// model (architectures.md §3.10: hidden 1024, 24 layers = 18 Gated DeltaNet + 6 gated
+// model (families.md §3.10: hidden 1024, 24 layers = 18 Gated DeltaNet + 6 gated
 // attention, GDN 16/16 heads x 128, attention 8/2 heads x 256 with 64 rotary dims, SwiGLU
 // 3584) with random bf16 weights, after a 1,000-token context.
 //

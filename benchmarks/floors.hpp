@@ -1,5 +1,5 @@
 #pragma once
-// Floors for the Google Benchmarks (design.md §4): each benchmark reports its achieved rate
+// Floors for the Google Benchmarks (docs/kernels.md, "Speed"): each benchmark reports its achieved rate
 // beside what this machine can do, measured once per process in the same binary:
 //   * sgemm GFLOP/s, 1024^3 row-major, single thread (blas::gemm_serial) and on the pool
 //     (blas::gemm, our threads, OpenBLAS pinned to 1): the compute floor of FLOP-bound kernels;

@@ -1,4 +1,4 @@
-// Cross-model block stitch (Paper A exp27, experiments.md §A.11): replace a block of a
+// Cross-model block stitch (Paper A exp27, protocols.md §A.11): replace a block of a
 // receiver model by a donor model's block, with affine maps M_in / M_out fitted by ridge in
 // closed form, and compare the stitched model's predictions with the intact receiver's.
 //

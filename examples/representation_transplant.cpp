@@ -1,4 +1,4 @@
-// Representation transplant (Paper A exp22, experiments.md §A.8): run a donor prompt A, copy
+// Representation transplant (Paper A exp22, protocols.md §A.8): run a donor prompt A, copy
 // the mixer outputs of every layer of one block at some positions into a host prompt B as its
 // mixers produce them, and read the final-position logits. One row per (block, position set).
 //

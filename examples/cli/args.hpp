@@ -89,7 +89,7 @@ inline ChatFamily chat_family_of(const std::string& model_type) {
 inline void add_no_mmap(CLI::App& app, bool& no_mmap) {
     app.add_flag("--no-mmap", no_mmap,
                  "read the weights into private memory instead of mapping the files (llama.cpp's --no-mmap; the "
-                 "same values, a slower open; docs/performance.md, \"Weights in the page cache\")");
+                 "same values, a slower open; docs/performance-log.md, \"Weights in the page cache\")");
 }
 inline LoadOptions load_options(bool no_mmap) {
     return LoadOptions{no_mmap ? io::Storage::in_memory : io::Storage::mapped};

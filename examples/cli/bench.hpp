@@ -110,7 +110,7 @@ inline ModelTraffic model_traffic(const std::filesystem::path& dir, bool tied) {
 /// and per attention layer the K and V of the earlier positions read (their mean over the run,
 /// (n_gen - 1) / 2) and the new position's written (its read back by its own attention is not
 /// counted again). At the perf shapes the caches are 2.8 % (Qwen3.5-0.8B) and 6.7 %
-/// (Granite-4.0-H-350M) of the BF16 weights' bytes (docs/performance.md, § `hylens bench`).
+/// (Granite-4.0-H-350M) of the BF16 weights' bytes (docs/performance.md, "`hylens bench`").
 template <class Cache>
 double cache_bytes_per_token(const Cache& cache, std::size_t n_gen) {
     double bytes = 0;

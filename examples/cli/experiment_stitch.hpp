@@ -1,6 +1,6 @@
 #pragma once
 // hylens experiment stitch: a donor model's block replaces a host block of another family
-// through ridge adapters fitted on aligned text (experiments.md §A.11, exp27 / exp34), scored
+// through ridge adapters fitted on aligned text (protocols.md §A.11, exp27 / exp34), scored
 // under every condition on dictionary lookups and held-out perplexity. See docs/study_stitch.md.
 //
 //   hylens experiment stitch --host DIR --donor DIR [--host-tokenizer F] [--donor-tokenizer F]

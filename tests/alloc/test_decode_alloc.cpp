@@ -1,4 +1,4 @@
-// A warm single-token decode step allocates nothing (docs/performance.md, "Allocation"):
+// A warm single-token decode step allocates nothing (docs/kernels.md, "Per-call buffers"):
 // every golden model (the three families, dense and MoE, F32 and BF16 checkpoints) runs its
 // prompt, two warm-up steps (the first one grows the KV cache), then steps whose heap
 // allocations on any thread are counted: exactly one with the forward() that returns a fresh

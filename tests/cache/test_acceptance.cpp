@@ -1,4 +1,4 @@
-// Acceptance tests T1, T4-T8 of experiments.md §C.10 and the surgery identities, on every
+// Acceptance tests T1, T4-T8 of protocols.md §C.10 and the surgery identities, on every
 // model in tests/golden/models (including those without surgery references: the same
 // agreement must hold on models these tests were not written against) and on random stacks:
 //   T1  split execution at every cut, and chunked feeding (w = 1, 3, 7) == one forward

@@ -65,10 +65,14 @@ def main(paths):
         print(f"check_links.py: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
     cache = {}
-    problems = [p for path in paths for p in broken_links(path, cache)]
+    return report([p for path in paths for p in broken_links(path, cache)], "link(s)", len(paths))
+
+
+def report(problems, what, files):
+    """Prints one line per problem and the count; the exit status (1 when there is any)."""
     for p in problems:
         print(p)
-    print(f"{len(problems)} broken link(s) in {len(paths)} file(s)")
+    print(f"{len(problems)} broken {what} in {files} file(s)")
     return 1 if problems else 0
 
 

@@ -36,3 +36,16 @@ if(HYLENS_PYTHON3_FOR_DOCS)
   set_tests_properties(docs.links_checker_finds_broken_links PROPERTIES
     PASS_REGULAR_EXPRESSION "#nowhere in [^\n]*bad.md: #nowhere\n[^\n]*missing file: missing.md\n[^\n]*#repeated-2 in [^\n]*good.md: good.md#repeated-2\n3 broken link\\(s\\) in 2 file\\(s\\)")
 endif()
+
+# The references to documents in prose and comments resolve (check_doc_refs.py): a name such as
+# docs/kernels.md or families.md names a file of the repository, and a section named after
+# it (docs/performance.md, "Decode"; families.md §3.6) is a heading of that file. A fixture
+# with four broken references checks that the checker finds them.
+if(HYLENS_PYTHON3_FOR_DOCS)
+  add_test(NAME docs.section_refs
+    COMMAND ${HYLENS_PYTHON3_FOR_DOCS} ${CMAKE_CURRENT_LIST_DIR}/check_doc_refs.py ${PROJECT_SOURCE_DIR})
+  add_test(NAME docs.section_refs_checker_finds_broken_refs
+    COMMAND ${HYLENS_PYTHON3_FOR_DOCS} ${CMAKE_CURRENT_LIST_DIR}/check_doc_refs.py ${CMAKE_CURRENT_LIST_DIR}/refs_fixture)
+  set_tests_properties(docs.section_refs_checker_finds_broken_refs PROPERTIES
+    PASS_REGULAR_EXPRESSION "bad.hpp:2: no file docs/nowhere.md[^\n]*\n[^\n]*bad.hpp:3: no heading of docs/target.md starts with \"No such heading\"\n[^\n]*bad.hpp:4: no heading of docs/target.md is numbered 9.9\n[^\n]*bad.hpp:5: section \"Unquoted\" of target.md not quoted[^\n]*\n4 broken reference\\(s\\) in 3 file\\(s\\)")
+endif()

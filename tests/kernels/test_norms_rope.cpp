@@ -1,4 +1,4 @@
-// Norm variants (architectures.md §0.2) and RoPE (§0.4) against formulas written out in
+// Norm variants (families.md §0.2) and RoPE (§0.4) against formulas written out in
 // double precision here.
 
 #include <hylens/kernels/rms_norm.hpp>

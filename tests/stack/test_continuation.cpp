@@ -1,4 +1,4 @@
-// The continuation contract (design.md §3): feeding a prompt in any split — one-token pieces
+// The continuation contract (docs/architecture.md): feeding a prompt in any split — one-token pieces
 // included — gives the same logits and the same final cache as one call, for every layer
 // kind and for ParallelLayer, with batch > 1, float32 and bf16 weights. 1e-5 relative.
 

@@ -149,7 +149,7 @@ TEST_CASE("stitch study forwards: an identity self-stitch is the model to float3
             diff = std::max(diff, std::abs(static_cast<double>(plain.data()[i]) - st.data()[i]));
         }
         worst = std::max(worst, diff / scale);
-        CHECK(diff <= 1e-3);  // T10 of the protocol (experiments.md C.10)
+        CHECK(diff <= 1e-3);  // T10 of the protocol (protocols.md §C.10)
     };
     for (const auto& it : items) {
         const hylens::TokenBatch ids(it.tokens.ids);

@@ -9,7 +9,7 @@
 using namespace hylens;
 
 TEST_SUITE("text/chat") {
-    TEST_CASE("Qwen3.5 wrapper of experiments.md A.4.2") {
+    TEST_CASE("Qwen3.5 wrapper of protocols.md A.4.2") {
         const auto p = wrap_chat(ChatFamily::qwen35, "Dictionary: apple=red.", "The value of apple is **");
         CHECK(p.text ==
               "<|im_start|>user\nDictionary: apple=red.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"

@@ -472,7 +472,7 @@ def falcon_unfold(cfg: dict):
     """--gguf-equivalent for Falcon-H1: llama.cpp's graph applies none of the µP multipliers
     (its converter folds them into the weights), HF applies them from config.json. Dividing
     the GGUF values by the multipliers that HF applies to each weight makes the HF model
-    compute the GGUF twin's function (the folding of architectures.md §5.8, undone)."""
+    compute the GGUF twin's function (the folding of families.md §5.8, undone)."""
     t = text_part(cfg)
     ai, km = t["attention_in_multiplier"], t["key_multiplier"]
     gate_m, down_m = t["mlp_multipliers"]

@@ -66,7 +66,7 @@ inline constexpr bool stack_has_channel = detail::tuple_has_channel<typename Cac
 
 namespace detail {
 
-/// The static check of every channel op (one sentence per misuse, style.md).
+/// The static check of every channel op: one plain sentence per misuse, saying what to ask for instead.
 template <class Cache, class Channel>
 consteval bool require_channel() {
     static_assert(is_channel_tag<Channel>::value,

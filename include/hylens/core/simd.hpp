@@ -1,5 +1,5 @@
 #pragma once
-// Run-time choice of the instruction set for the hot kernels (docs/performance.md §Dispatch).
+// Run-time choice of the instruction set for the hot kernels (docs/performance.md, "Instruction sets: run-time dispatch").
 //
 // hylens is header-only, so the includer's compiler flags decide what a plain function may use:
 // without -march, only x86-64's SSE2 (or aarch64's NEON). The kernels in kernels/isa/ are
@@ -44,7 +44,7 @@
 #endif
 /// On a helper that takes a block of registers by pointer (the GEMMs' 8 x 8 and 16 x 16
 /// transposes): g++ 12 left transpose8 out of line in a portable build (no -march), so the block
-/// went through memory around each of its calls (docs/performance.md, "Short prompts").
+/// went through memory around each of its calls (docs/performance-log.md, "Short prompts at the avx512 levels").
 #if defined(__GNUC__) || defined(__clang__)
 #define HYLENS_ALWAYS_INLINE __attribute__((always_inline))
 #else

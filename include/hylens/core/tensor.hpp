@@ -2,7 +2,9 @@
 // The one header of hylens that includes xtensor. Activations, caches and states are
 // xtensor containers of float32 (64-byte aligned with XTENSOR_USE_XSIMD); kernels take
 // raw pointers into them. Keep xtensor expression chains out of inner loops, and never
-// broadcast a lazy keep_dims reducer (xtensor 0.24 bug, see docs/toolchain.md).
+// broadcast a lazy keep_dims reducer: in xtensor 0.24.3, `x - xt::amax(x, {1}, xt::keep_dims)`
+// gives wrong values (garbage with XTENSOR_USE_XSIMD; upstream xtensor#2737); evaluate the
+// reduction into a container first.
 
 #include <xtensor/xadapt.hpp>   // xt::adapt
 #include <xtensor/xtensor.hpp>  // xt::xtensor

@@ -4,7 +4,7 @@
 // A parallel_for called from inside a pool task runs inline (no nested parallelism), so a
 // kernel may use it freely. OpenBLAS is kept at one thread (core/blas.hpp): BLAS calls and
 // our pool never run two sets of threads at the same time (on 2 cores, OpenBLAS's spinning
-// workers made our pool 1.7x slower, docs/toolchain.md §8).
+// workers made our pool 1.7x slower).
 //
 // Waiting: a decode step opens ~100-200 short parallel regions a token (one per group of
 // projections, kernels/linear.hpp), a few microseconds apart, and waking a thread blocked on a
@@ -142,7 +142,7 @@ public:
     /// calling thread since reset_region_stats(): how many ran, the time the caller waited at
     /// their ends for the other threads' last parts, and the time from the end of one region to
     /// the start of the next (the caller's serial work, while the other threads have none).
-    /// `hylens bench` reports them per decode token (docs/performance.md, § hylens bench).
+    /// `hylens bench` reports them per decode token (docs/performance.md, "`hylens bench`").
     /// Three clock readings a region (~0.1 us).
     struct RegionStats {
         std::uint64_t regions = 0;

@@ -1,5 +1,5 @@
 #pragma once
-// The circuit study (experiments.md §A.6-A.7, battery B1-B4, B6, B7; docs/study_circuit.md):
+// The circuit study (protocols.md §A.6-A.7, battery B1-B4, B6, B7; docs/study_circuit.md):
 // identify_circuit's battery run item by item, one record per (item, condition) in
 // items.jsonl through a StudyFolder (resume, shards, merge), and the roles (Encode, Address,
 // reader head) computed from those records, so a merge of shard folders gives the circuit of

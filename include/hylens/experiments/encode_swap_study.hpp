@@ -1,5 +1,5 @@
 #pragma once
-// The Encode (Bind) sufficiency swaps (experiments.md §A.12, exp29; docs/study_circuit.md):
+// The Encode (Bind) sufficiency swaps (protocols.md §A.12, exp29; docs/study_circuit.md):
 // does the Encode block's write at a few token positions carry what the model retrieves?
 //
 //   value swap: host = the corrupted prompt (values of t and d exchanged, answer v_d), donor =

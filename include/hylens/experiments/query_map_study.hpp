@@ -1,5 +1,5 @@
 #pragma once
-// The query-vector transfer study (experiments.md §A.10, exp26): a ridge map f from a donor
+// The query-vector transfer study (protocols.md §A.10, exp26): a ridge map f from a donor
 // model's final-position features to a receiver's Address-layer mixer outputs at the final
 // position, fitted on dictionaries of K_fit keys and tested on donor/host pairs of K_test keys
 // (tasks/lookup: key_split, query_items, donor_host_pairs). Donor and receiver each read the

@@ -1,5 +1,5 @@
 #pragma once
-// The block-stitching study (experiments.md §A.11, exp27; multi-slot exp34): a block of a donor
+// The block-stitching study (protocols.md §A.11, exp27; multi-slot exp34): a block of a donor
 // model of another family replaces a block of a host through two ridge adapters fitted in
 // closed form, g(h) = M_out(B_donor(M_in(h)) - M_in(h)) (interp/stitch.hpp), and every
 // condition of §A.11 is scored on dictionary lookups and on held-out English text.

@@ -1,5 +1,5 @@
 #pragma once
-// The transplant study (experiments.md §A.8 exp22, §A.9 exp32-B) on donor/host pairs of one
+// The transplant study (protocols.md §A.8 exp22, §A.9 exp32-B) on donor/host pairs of one
 // dictionary (tasks/lookup/pairs.hpp): run A (the donor) asks entry ia, run B (the host) asks
 // entry ib. Conditions, each scored on the host's final position (interp/metrics.hpp
 // score_transplant: ansA, ansB, dAB, and the reader head's attention attA / attB on entries A

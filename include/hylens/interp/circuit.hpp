@@ -1,5 +1,5 @@
 #pragma once
-// Identification of a model's Encode block, Address block and reader head (experiments.md
+// Identification of a model's Encode block, Address block and reader head (protocols.md
 // §A.6, §A.7) from clean/corrupted dictionary pairs, with the battery of interp/reader_search.hpp:
 //   B1 baseline (acc, gap); B2 each layer group removed; B3 each linear layer removed
 //      ("critical" when the gap falls below `critical` x the baseline gap);

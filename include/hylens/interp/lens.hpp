@@ -1,5 +1,5 @@
 #pragma once
-// Readouts of a model (experiments.md §A.5, §C.4): logit lens, attention probabilities per
+// Readouts of a model (protocols.md §A.5, §C.4): logit lens, attention probabilities per
 // head, the logit difference D and the metrics built on it (gap, acc, cacc, recovery,
 // transplant scores), reader-attention splits, q.k selectivity, candidate margin and the
 // effective rank of a state matrix. All logits are read at one position and in float32;

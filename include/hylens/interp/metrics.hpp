@@ -1,5 +1,5 @@
 #pragma once
-// Per-item scores of the circuit studies (experiments.md §A.5) and their summaries, built on the
+// Per-item scores of the circuit studies (protocols.md §A.5) and their summaries, built on the
 // readouts of interp/lens.hpp (D, argmax, attention mass). Each study writes the per-item
 // scores as records; every summary here is a plain function of them (and the bootstrap
 // intervals of the statistics module are computed from the same records).

@@ -1,5 +1,5 @@
 #pragma once
-// Reader search (experiments.md §A.7, battery step B4) and the block-role scans of §A.6
+// Reader search (protocols.md §A.7, battery step B4) and the block-role scans of §A.6
 // (B1 baseline, B2 block removal, B3 single-layer removal, B5 value-head removal, B6 q.k
 // selectivity 2x2), on clean / corrupted items. Everything is run() with interventions; the
 // metrics come from interp/lens.hpp.

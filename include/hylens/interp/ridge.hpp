@@ -1,6 +1,6 @@
 #pragma once
 // Closed-form centred ridge regression with held-out lambda selection, in float64
-// (experiments.md §A.10 and §A.11; C.7 `Ridge`), on LAPACK. Two variants, recorded in the fit:
+// (protocols.md §A.10 and §A.11; C.7 `Ridge`), on LAPACK. Two variants, recorded in the fit:
 //
 //   query_map (§A.10, exp26): validation = the first min(500, n/5) rows as given;
 //     lambda = 10^p * sigma_max^2 * 1e-6, p = -3 ... 6 step 0.5; error = ||Xv W - Tv||^2 /

@@ -297,7 +297,7 @@ public:
     /// never reads data before the whole header checks out.
     /// Read into memory, the file is placed so that as many tensor bytes as one placement allows
     /// start on a 64-byte cache line (cache_line_shift): the decode kernels read aligned rows
-    /// faster (docs/performance.md, "misaligned short rows").
+    /// faster (docs/performance-log.md, "Where a Granite F32 decode step goes, and misaligned short rows").
     static SafetensorsFile open(const std::filesystem::path& path, Storage storage = Storage::mapped) {
         std::size_t shift = 0;
         if (storage == Storage::in_memory) {

@@ -1,5 +1,5 @@
 #pragma once
-// Scalar activation functions with PyTorch's exact conventions (architectures.md §0.1).
+// Scalar activation functions with PyTorch's exact conventions (families.md §0.1).
 
 #include <cmath>  // std::exp, std::log1p
 

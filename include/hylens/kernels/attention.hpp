@@ -1,5 +1,5 @@
 #pragma once
-// Causal grouped-query softmax attention over a KV cache (architectures.md §0.5).
+// Causal grouped-query softmax attention over a KV cache (families.md §0.5).
 // Query head h reads KV head h / (Hq / Hkv). The Tq new tokens are the last Tq of the Tk
 // keys, so query t sees keys 0 .. Tk - Tq + t. Scores and softmax in float32.
 // Prefill, per head and block of query rows: S = scale * Q_h K_j^T over the keys the block sees,

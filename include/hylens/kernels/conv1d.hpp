@@ -1,5 +1,5 @@
 #pragma once
-// Causal depthwise conv1d with state (architectures.md §0.3, HF semantics):
+// Causal depthwise conv1d with state (families.md §0.3, HF semantics):
 //   y_t[c] = bias[c] + sum_{k<K} weight[c][k] * u_{t-K+1+k}[c],  optionally silu(y)
 // where u is the cached window (the last K pre-convolution inputs, oldest first) followed by
 // the T new inputs. The state afterwards holds the last K inputs of that extended sequence, so

@@ -1,5 +1,5 @@
 #pragma once
-// The gated delta rule, the core of Gated DeltaNet (architectures.md §1; HF
+// The gated delta rule, the core of Gated DeltaNet (families.md §1; HF
 // torch_recurrent_gated_delta_rule / torch_chunk_gated_delta_rule, FLA naive.py). Per value
 // head h (reading key head h / (Hv/Hk)) and token t, with q^ = L2Norm(q)/sqrt(dk), k^ = L2Norm(k)
 // (or q/sqrt(dk), k without the norm):

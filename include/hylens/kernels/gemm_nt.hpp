@@ -55,7 +55,7 @@ inline constexpr std::size_t kPackedAMaxRows = 128, kPackedAMaxPadRows = 11, kPa
 /// of panels costs as much as packing it. A bf16 W is packed as before: its pack reads half the
 /// bytes, and widening the rows of W for the A-packed tiles measured 0.75-1.14x at 8-48 rows
 /// (avx2). Measured at one thread, W from memory, on a Zen 3 (avx2) and an Intel Xeon with
-/// AVX-512 (docs/performance.md, "Short prompts: the product with A packed" and "... at the
+/// AVX-512 (docs/performance-log.md, "Short prompts: the product with A packed" and "... at the
 /// avx512 levels"). The two give the same bits, so the rule changes only the speed.
 inline bool packed_a_gemm(simd::Level level, std::size_t M, std::size_t N, bool bf16_w) noexcept {
     if (!HYLENS_SIMD_X86 || bf16_w || M > kPackedAMaxRows || N < 2 * M) return false;

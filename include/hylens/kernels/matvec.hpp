@@ -179,7 +179,7 @@ namespace detail {
 
 // Guided split of n units over the pool for the matrix-vector products. The threads claim the
 // parts as they come free, so when one thread starts late (a futex wake, or its core taken by
-// another process) the others take over its share (docs/performance.md, § 2-thread decode).
+// another process) the others take over its share (docs/performance.md, "2-thread decode").
 // Each part takes ceil(rest / (2 x threads)) of the units not yet given out, and at least grain
 // and ceil(n / kMaxGuidedParts) (so there are never more than kMaxGuidedParts parts): the parts
 // shrink towards the end of a region, and a thread that finishes early waits for at most a small

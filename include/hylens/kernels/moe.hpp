@@ -1,5 +1,5 @@
 #pragma once
-// Mixture-of-experts routing (architectures.md §3.7 and §4.7).
+// Mixture-of-experts routing (families.md §3.7 and §4.7).
 //   softmax_topk : p = softmax(logits) over all experts, top-k of p, optionally renormalised
 //                  to sum 1 (Qwen3.5-MoE always, Qwen3-Next when norm_topk_prob).
 //   topk_softmax : top-k of the logits, softmax over the k selected (Granite).

@@ -12,13 +12,13 @@
 
 namespace hylens::kernels {
 
-/// One gated-delta-rule call (architectures.md §1): T tokens, Hk key heads, Hv value heads
+/// One gated-delta-rule call (families.md §1): T tokens, Hk key heads, Hv value heads
 /// (Hv % Hk == 0; value head h reads key head h / (Hv / Hk)), key dim dk, value dim dv.
 struct GatedDeltaShape {
     std::size_t T, Hk, Hv, dk, dv;
 };
 
-/// One Mamba-2 SSD call (architectures.md §2): T tokens, H heads of P channels, state size N,
+/// One Mamba-2 SSD call (families.md §2): T tokens, H heads of P channels, state size N,
 /// G groups of B/C (H % G == 0; head h reads group h / (H / G)).
 struct SsdShape {
     std::size_t T, H, P, N, G;
@@ -30,7 +30,7 @@ struct SsdShape {
 /// The heads are independent and each is computed alike in any part, so the bits do not change.
 inline constexpr std::size_t kChunkedPartsPerThread = 4;
 
-/// y = scale * x / sqrt(sum(x^2) + 1e-6) over d values (architectures.md §0.2 L2Norm; eps
+/// y = scale * x / sqrt(sum(x^2) + 1e-6) over d values (families.md §0.2 L2Norm; eps
 /// inside the root as HF/FLA `l2norm`). scale = 1 gives the plain norm. y may alias x.
 inline void l2_normalize(const float* x, std::size_t d, float scale, float* y) noexcept {
     float ss = 0.0f;
@@ -40,7 +40,7 @@ inline void l2_normalize(const float* x, std::size_t d, float scale, float* y) n
 }
 
 /// Mamba-2 time step: clamp(softplus(dt_raw + dt_bias), dt_min, dt_max), softplus threshold 20
-/// (architectures.md §2.1; dt_bias is added before the softplus, pitfall 16).
+/// (families.md §2.1; dt_bias is added before the softplus, pitfall 16).
 inline float ssd_time_step(float dt_raw, float dt_bias, float dt_min, float dt_max) noexcept {
     float d = softplus(dt_raw + dt_bias);
     if (d < dt_min) d = dt_min;

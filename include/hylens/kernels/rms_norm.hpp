@@ -1,5 +1,5 @@
 #pragma once
-// The RMSNorm variants of architectures.md §0.2 (the L2 norm lives in gated_delta.hpp).
+// The RMSNorm variants of families.md §0.2 (the L2 norm lives in gated_delta.hpp).
 // r(x) = 1 / sqrt(mean(x^2) + eps), statistics accumulated in float32 like PyTorch.
 //   RMSNorm_std : y = w * x * r(x)
 //   RMSNorm_1p  : y = (1 + w) * x * r(x)        (pass one_plus = true)

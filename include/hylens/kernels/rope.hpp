@@ -1,6 +1,6 @@
 #pragma once
 // Rotary position embedding, half-rotation ("rotate-half", NeoX) layout with partial rotation
-// (architectures.md §0.4). Frequencies and angles are float32 exactly as Hugging Face computes
+// (families.md §0.4). Frequencies and angles are float32 exactly as Hugging Face computes
 // them: f_j = 1 / theta^(float(2j)/float(R)), angle = float(p) * f_j (one float32 multiply);
 // computing them in double shifts cos/sin by up to 1e-3 at large positions.
 

@@ -1,5 +1,5 @@
 #pragma once
-// Mamba-2 selective state space scan, SSD (architectures.md §2; mamba_ssm
+// Mamba-2 selective state space scan, SSD (families.md §2; mamba_ssm
 // selective_state_update / ssd_minimal_discrete, HF torch_forward). Per head h (group
 // grp = h / (H/G)) and token t:
 //   Delta = clamp(softplus(dt_raw + dt_bias), dt_min, dt_max),  a = Delta * A[h]  (A < 0)

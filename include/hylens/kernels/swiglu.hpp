@@ -1,5 +1,5 @@
 #pragma once
-// SwiGLU gating: out = silu(gate_mult * gate) * up (architectures.md §0.6, Falcon-H1's
+// SwiGLU gating: out = silu(gate_mult * gate) * up (families.md §0.6, Falcon-H1's
 // gate multiplier in §5.7), on the vector exp of the instruction-set level chosen at run time
 // (isa/recurrent_body.inl's silu_mul: the same bits at every level).
 

@@ -1,6 +1,6 @@
 #pragma once
 // Workspace: the per-thread scratch that the layers, the feed-forward blocks and the LM head
-// take their per-call buffers from (docs/performance.md, "Allocation"). A decode step needs the
+// take their per-call buffers from (docs/kernels.md, "Per-call buffers"). A decode step needs the
 // same buffers, of the same sizes, at every token; taken from here they are allocated during
 // the first steps and reused afterwards, so a warm single-token step allocates nothing.
 //
@@ -14,7 +14,7 @@
 // takes them again, and freed when the outermost frame closes instead of being kept for the
 // thread's life. (Freed at their own frame's close, a prefill of 512 tokens mapped and faulted in
 // its largest buffers afresh at every layer: with zeros()'s memset, 1.9-3.0 % of an F32 prefill
-// spent zeroing memory; docs/performance.md, "Prefill's buffers kept across layers".)
+// spent zeroing memory; docs/performance-log.md, "Prefill's buffers kept across layers".)
 //
 // One workspace per thread (thread_local): a const model may run on several threads at once.
 // The pool's worker threads never use it (the kernels' parts take no layer buffers).

@@ -1,6 +1,6 @@
 #pragma once
 // AttentionLayer: causal GQA softmax attention over a KV cache, in the variants the three
-// families use (architectures.md §3.5, §4.5, §5.5):
+// families use (families.md §3.5, §4.5, §5.5):
 //   u = in_mult * x                                    (Falcon-H1 attention_in_multiplier)
 //   q = q_proj u (+b)  [T, Hq*hd]; gated models: per head [q_h | gate_h] (Qwen)
 //   k = key_mult * (k_proj u (+b)), v = v_proj u (+b)  [T, Hkv*hd]
@@ -135,7 +135,7 @@ public:
         const kernels::AttentionShape shape{T, L + T, c_.Hq, c_.Hkv, hd};
         // A decode step (T = 1) has the kernel write its scores here instead of into its
         // per-thread scratch: Hq x capacity floats a sequence, so this buffer is reallocated only
-        // when the KV cache grows (docs/performance.md, "Allocation"). The kernel writes every
+        // when the KV cache grows (docs/kernels.md, "Per-call buffers"). The kernel writes every
         // score it reads.
         std::span<float> probs;
         if (want_probs)

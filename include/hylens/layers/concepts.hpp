@@ -29,7 +29,7 @@ concept MixerKind = requires(const L& layer, typename L::cache_type& cache, cons
 
 namespace detail {
 /// A per-kind check that names the offending type (g++ 12 reports a failed pack
-/// constraint without saying which element failed: docs/toolchain.md §3).
+/// constraint without saying which element failed).
 template <class L>
 consteval bool assert_mixer_kind() {
     static_assert(MixerKind<L>,

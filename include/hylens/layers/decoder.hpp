@@ -1,6 +1,6 @@
 #pragma once
 // DecoderLayer<Kind>: norms + token mixer + feed-forward + residual wiring, the same for
-// every family (architectures.md §3.4, §4.4, §5.4):
+// every family (families.md §3.4, §4.4, §5.4):
 //   x = norm_in(h);           m = mixer(x);  h = h + res_mult * m
 //   y = norm_post(h);         f = ffn(y);    h = h + res_mult * f
 // norm is RMSNorm_std or RMSNorm_1p (Qwen); res_mult is Granite's residual_multiplier.

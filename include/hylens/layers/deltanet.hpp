@@ -1,5 +1,5 @@
 #pragma once
-// DeltaNetLayer: the Gated DeltaNet token mixer of Qwen3.5 / Qwen3-Next (architectures.md §3.6).
+// DeltaNetLayer: the Gated DeltaNet token mixer of Qwen3.5 / Qwen3-Next (families.md §3.6).
 //   w = in_proj_qkv x            [T, 2Kd+Vd]   (q | k | v, head-major)
 //   z = in_proj_z x, b, a        [T, Vd], [T, Hv], [T, Hv]
 //   w <- silu(causal_conv1d(w))  (state: last K pre-conv inputs)
@@ -151,7 +151,7 @@ private:
             return;
         }
         // Fused: per key head g, qkvz rows are [q_g (dk) | k_g (dk) | v of r heads (r*dv) | z of r heads (r*dv)]
-        // and ba rows are [b of r heads | a of r heads] (architectures.md §3.6.2).
+        // and ba rows are [b of r heads | a of r heads] (families.md §3.6.2).
         const std::size_t r = Hv / c_.Hk, dk = c_.dk, dv = c_.dv, Pg = 2 * dk + 2 * r * dv;
         Workspace::Frame ws;
         const std::span<float> qkvz = ws.uninitialized<float>(M * (2 * Kd + 2 * Vd)),

@@ -1,5 +1,5 @@
 #pragma once
-// Feed-forward parts of a decoder layer (architectures.md §0.6, §3.7, §4.7, §5.7):
+// Feed-forward parts of a decoder layer (families.md §0.6, §3.7, §4.7, §5.7):
 //   SwiGLU(y)  = down_mult * (down · (silu(gate_mult * (gate·y + bg)) ⊙ (up·y + bu)) + bd)
 //                gate and up either separate or fused in one [2I, H] matrix ([gate | up] rows)
 //   MoE(y)     = Σ_{e in top-k} w_e SwiGLU_e(y)       (routing: kernels/moe.hpp)

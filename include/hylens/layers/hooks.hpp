@@ -13,7 +13,7 @@
 
 namespace hylens {
 
-/// Activation sites (experiments.md §C.4). Rows are [B, T, D] (batch-major, contiguous per row).
+/// Activation sites (protocols.md §C.4). Rows are [B, T, D] (batch-major, contiguous per row).
 enum class Site {
     embed,         ///< token embedding after the family's embedding multiplier
     resid_pre,     ///< residual stream entering decoder layer l

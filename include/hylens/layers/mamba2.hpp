@@ -1,6 +1,6 @@
 #pragma once
 // Mamba2Layer: the Mamba-2 (SSD) token mixer of Granite 4.0 H and Falcon-H1
-// (architectures.md §4.6, §5.6).
+// (families.md §4.6, §5.6).
 //   zeta = (in_mult * in_proj x + bias) * mup      [T, 2Di + 2GN + H]: z | xBC | dt
 //   xBC <- silu(causal_conv1d(xBC) + conv_bias)    (state: last K µP-scaled pre-conv inputs)
 //   y = SSD(x, B, C, dt; A = -exp(A_log), dt_bias, D, time_step_limit)   head h reads group h/(H/G)

@@ -1,6 +1,6 @@
 #pragma once
 // ParallelLayer<A, B>: two token mixers run side by side on the same normed input and their
-// scaled outputs summed (Falcon-H1: attention and Mamba-2 in every layer, architectures.md §5.4):
+// scaled outputs summed (Falcon-H1: attention and Mamba-2 in every layer, families.md §5.4):
 //   out = mult_a * A(x) + mult_b * B(x)
 // Its cache holds both halves, so it declares both channels and cache surgery needs no
 // special code for it.

@@ -1,6 +1,6 @@
 #pragma once
 // Falcon-H1 (falcon_h1): config.json -> HybridStack<ParallelLayer<AttentionLayer<>, Mamba2Layer<>>>
-// (architectures.md §5). Every layer runs attention and Mamba-2 side by side; the µP
+// (families.md §5). Every layer runs attention and Mamba-2 side by side; the µP
 // multipliers are applied where Hugging Face applies them (not folded into the weights, so
 // every site and cache holds the same quantities as the reference).
 

@@ -1,6 +1,6 @@
 #pragma once
 // IBM Granite 4.0 H (granitemoehybrid): config.json -> HybridStack<Mamba2Layer<>, AttentionLayer<>>
-// (architectures.md §4). Dense (shared MLP only) or MoE (+ shared MLP); RoPE or NoPE;
+// (families.md §4). Dense (shared MLP only) or MoE (+ shared MLP); RoPE or NoPE;
 // embedding_multiplier, residual_multiplier, attention_multiplier (the score scale) and
 // logits_scaling (divides the logits).
 

@@ -51,7 +51,7 @@ struct LoadOptions {
     /// io::Storage::mapped (the default): the files memory-mapped, weights used in place from
     /// the page cache. io::Storage::in_memory: every shard read into private anonymous memory
     /// first (llama.cpp's --no-mmap): the same values, a slower open, and on some machines a
-    /// faster decode (docs/performance.md, "Weights in the page cache").
+    /// faster decode (docs/performance-log.md, "Weights in the page cache").
     io::Storage weights = io::Storage::mapped;
 };
 

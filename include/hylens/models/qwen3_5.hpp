@@ -1,6 +1,6 @@
 #pragma once
 // Qwen3.5 (qwen3_5, qwen3_5_moe, their *_text parts) and Qwen3-Next (qwen3_next):
-// config.json -> HybridStack<DeltaNetLayer<>, AttentionLayer<>> (architectures.md §3).
+// config.json -> HybridStack<DeltaNetLayer<>, AttentionLayer<>> (families.md §3).
 // Key prefix "model.language_model." (multimodal checkpoints) or "model."; lm_head.weight at
 // the top level, absent when tied; mtp.* and model.visual.* are ignored.
 

@@ -89,7 +89,7 @@ public:
 
     /// The same, the logits written into `logits`: resized to [B, T, V] (or [B, 1, V]) unless it
     /// has that shape already, in which case its storage is reused, so a decode loop passing the
-    /// same tensor allocates nothing once warm (docs/performance.md, "Allocation"). With
+    /// same tensor allocates nothing once warm (docs/kernels.md, "Per-call buffers"). With
     /// skip_logits `logits` is left as it was.
     void forward(const TokenBatch& ids, cache_type& cache, Tensor3& logits, const ForwardOptions& opt = {}) const {
         const std::size_t B = ids.batch, T = ids.T(), H = c_.hidden;

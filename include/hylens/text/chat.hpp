@@ -25,7 +25,7 @@ struct ChatFormat {
 };
 
 /// The chat format of a family.
-///  * Qwen3.5: the hand-written wrapper of experiments.md §A.4.2, with an empty think block so
+///  * Qwen3.5: the hand-written wrapper of protocols.md §A.4.2, with an empty think block so
 ///    that the answer is the very next token.
 ///  * Granite 4.0: the model's chat template rendered for one user message with
 ///    add_generation_prompt; with no system message the template writes its default one.

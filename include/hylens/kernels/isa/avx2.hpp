@@ -46,7 +46,7 @@ HYLENS_TARGET_AVX2 inline float dot(const float* x, const T* w, std::size_t n) n
 /// the software prefetch of the other levels (row_prefetch.hpp): on the AVX2-only CPU measured
 /// (AMD Zen 3), the F32 decode ran 1.08-1.14x faster without it than with each row prefetched
 /// 1 KiB ahead (256 B ahead: 1.06-1.13x, 512 B: 1.02-1.08x), bf16 rows 0.99-1.01x (builds
-/// compared in one process: docs/performance.md, § "An AVX2-only machine").
+/// compared in one process: docs/performance-log.md, "An AVX2-only machine").
 template <class T>
 HYLENS_TARGET_AVX2 inline void dot4(const float* x, const T* w, std::size_t n, std::size_t rs, float* out) noexcept {
     __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;

@@ -12,7 +12,7 @@
 // Each element of C is one register lane summed over k = 0, 1, ..., K - 1 in that order from
 // zero, then times alpha (then added to C's value when accumulating): the same arithmetic as
 // the avx512 GEMM element for element, so the same bits as it, for any split of W's rows and
-// any thread count. Measured on an AVX2-only AMD Zen 3 (docs/performance.md, "AVX2 prefill on
+// any thread count. Measured on an AVX2-only AMD Zen 3 (docs/performance-log.md, "AVX2 prefill on
 // our own GEMM"): at one thread 1.01-1.03x OpenBLAS 0.3.21's sgemm on the projections' shapes
 // ([512 x 1024] times [N x 1024]^T, N up to 6,144, and K = 2048; 0.86-0.91x in a noisier
 // minute), 1.03-1.12x on small products in a harness, but no faster than sgemm inside the

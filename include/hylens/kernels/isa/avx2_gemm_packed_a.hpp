@@ -13,7 +13,7 @@
 // Each element of C is one register lane summed over k = 0, 1, ..., K - 1 in that order from
 // zero, then times alpha: the arithmetic of isa/avx2_gemm.hpp, so the same bits as it (and as
 // the avx512 GEMM) for any split of W's rows. Measured on an AVX2-only AMD Zen 3, one thread,
-// W evicted from the caches before each product (docs/performance.md, "Short prompts: the
+// W evicted from the caches before each product (docs/performance-log.md, "Short prompts: the
 // product with A packed"): 1.5-1.9x the W-packed GEMM's speed at M = 8-16, 1.1-1.5x at 32-64,
 // 1.02-1.08x at 128, 0.93-1.02x at 144-192, 0.95-0.99x at 512 (W read from memory once per
 // block of panels); slower when W has fewer rows than 2 M (N = 64, M = 64: 0.93x) or when the

@@ -67,7 +67,7 @@ HYLENS_TARGET_AVX512 inline void dot4_from(const float* x, const T* w, std::size
     // bf16 rows: two cache lines of each row a pass, as the float32 loop below reads (the same
     // vectors into the same accumulators in the same order as two of its passes: the same
     // bits). In a 1-thread harness of the decode's streams this read 1.04-1.09x the one-line
-    // loop in 9 of 11 runs (docs/performance.md, § "Decode side by side in three rounds, the
+    // loop in 9 of 11 runs (docs/performance-log.md, "Decode side by side in three rounds, the
     // pool's automatic mode mended").
     if constexpr (sizeof(T) == 2)
         for (; i + 64 <= n; i += 64) {
@@ -110,7 +110,7 @@ HYLENS_TARGET_AVX512 inline void dot4_from(const float* x, const T* w, std::size
 /// about 18 instructions where four hsum calls take about 40, each a chain of dependent shuffles
 /// and adds. A decode step ends a dot4 pass of four rows this way every 4-32 KiB of weights
 /// (about 180,000 times a Qwen3.5-0.8B token); BF16 decode at 1 thread 1.01-1.02x
-/// (docs/performance.md, § "Where the 2-thread time goes; builds compared in one process").
+/// (docs/performance-log.md, "Where the 2-thread time goes; builds compared in one process").
 HYLENS_TARGET_AVX512 inline void hsum4(const __m512 (&acc)[4][2], float* out) noexcept {
     __m512 s[4];
     for (std::size_t j = 0; j < 4; ++j) s[j] = _mm512_add_ps(acc[j][0], acc[j][1]);

@@ -12,7 +12,7 @@
 // Each element of C is one register lane summed over k = 0, 1, ..., K - 1 in that order from zero,
 // then times alpha: the arithmetic of isa/avx512_gemm.hpp's tile, so the same bits as the W-packed
 // GEMM for any split of W's rows. Measured on an Intel Xeon (AVX-512), one thread, W evicted from
-// the caches before each product (docs/performance.md, "Short prompts at the avx512 levels"):
+// the caches before each product (docs/performance-log.md, "Short prompts at the avx512 levels"):
 // 1.17-1.88x the W-packed GEMM's speed at M = 24, 32 and 64, 1.01-1.26x at 96-128; a last panel of
 // 16 or more rows of padding gains unevenly (M = 48: 0.94-1.11x). kernels/gemm_nt.hpp holds the
 // rule.

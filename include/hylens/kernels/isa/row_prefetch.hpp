@@ -4,7 +4,7 @@
 // dot4 (isa/baseline.hpp, avx512.hpp, avx512bf16.hpp) reads four rows as four streams,
 // which the hardware prefetchers keep fed only so far; a prefetch of each row's bytes 1 KiB
 // ahead of the loads, one per cache line, keeps more lines in flight. Measured on AMD Zen 5
-// (docs/performance.md, "Prefetching bf16 rows ahead; the caches in the decode floor" and
+// (docs/performance-log.md, "Prefetching bf16 rows ahead; the caches in the decode floor" and
 // "Float32 rows prefetched too"): in a 1-thread harness 1 KiB ahead read 1-4 % faster than none
 // on a quiet machine and 10-26 % faster while the memory was loaded, 512 B less, 4-8 KiB 5-10 %
 // slower; in the models' decode, paired rounds against the binary without it, bf16 rows gained
@@ -16,7 +16,7 @@
 // prefetch: on an AVX2-only AMD Zen 3 the F32 decode ran 1.08-1.14x faster without (isa/avx2.hpp).
 // The baseline level keeps it: it runs by default on CPUs not measured (x86-64 without AVX2,
 // aarch64).
-// On an Intel Xeon (Emerald Rapids, level avx512bf16; docs/performance.md, "Prefill and decode
+// On an Intel Xeon (Emerald Rapids, level avx512bf16; docs/performance-log.md, "Prefill and decode
 // rounds on an Intel Xeon with AVX-512") 2 or 4 KiB ahead read as 1 KiB, into L2 only
 // (prefetcht1) F32 1.02-1.07x but bf16 0.94x, and none bf16 0.82x: 1 KiB into all levels kept.
 // On the Zen 5 again (session 31) a non-temporal prefetch (locality 0, prefetchnta) read within

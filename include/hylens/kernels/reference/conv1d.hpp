@@ -1,5 +1,5 @@
 #pragma once
-// Plain twin of kernels/conv1d.hpp: the causal depthwise conv1d with state (architectures.md
+// Plain twin of kernels/conv1d.hpp: the causal depthwise conv1d with state (families.md
 // §0.3), one token at a time exactly as transformers' torch_causal_conv1d_update: shift the
 // window left, append the new input, dot it with the weight. Accumulates in double.
 

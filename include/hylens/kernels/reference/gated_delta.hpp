@@ -1,5 +1,5 @@
 #pragma once
-// Plain twin of kernels/gated_delta.hpp: the gated delta rule (architectures.md §1) written as
+// Plain twin of kernels/gated_delta.hpp: the gated delta rule (families.md §1) written as
 // the equations read, in double precision internally (state and outputs rounded to float32 on
 // the way out), to serve as the oracle of the fast kernels.
 //   recurrent (§1.3, HF torch_recurrent_gated_delta_rule): per token and value head

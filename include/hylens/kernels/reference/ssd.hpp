@@ -1,5 +1,5 @@
 #pragma once
-// Plain twin of kernels/ssd.hpp: the Mamba-2 SSD scan (architectures.md §2) written as the
+// Plain twin of kernels/ssd.hpp: the Mamba-2 SSD scan (families.md §2) written as the
 // equations read, in double precision internally, as the oracle of the fast kernels.
 //   Delta = clamp(softplus(dt_raw + dt_bias), dt_min, dt_max),  a = Delta * A  (A < 0)
 //   recurrent (§2.2, mamba_ssm selective_state_update): h <- e^a h + Delta x B^T;  y = h C + D x

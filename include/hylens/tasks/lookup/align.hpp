@@ -1,6 +1,6 @@
 #pragma once
 // Token alignment across two tokenizers reading the same text in their own chat formats
-// (experiments.md §A.4.7, C.2 `align`). Each token gets a canonical span (segment, begin, end)
+// (protocols.md §A.4.7, C.2 `align`). Each token gets a canonical span (segment, begin, end)
 // relative to the segments both prompts share, the user message and the assistant prefill
 // (or one whole segment for a plain text chunk); a token not wholly inside a segment, such as
 // a wrapper token, gets none. Two positions are aligned when their canonical spans are equal.

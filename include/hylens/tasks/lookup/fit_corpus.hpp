@@ -1,6 +1,6 @@
 #pragma once
 // The English prose the cross-family maps of the stitch study are fitted on, and the held-out
-// text its perplexity is measured on (experiments.md §A.11 uses WikiText chunks; WikiText is
+// text its perplexity is measured on (protocols.md §A.11 uses WikiText chunks; WikiText is
 // not available offline, so hylens reads a Debian package instead).
 //
 // Default source: the Debian Policy Manual as plain text, /usr/share/doc/debian-policy/

@@ -1,5 +1,5 @@
 #pragma once
-// Paper A's item generators (experiments.md §A.4.4, §A.4.5, §A.4.7; C.9 `dictionary`,
+// Paper A's item generators (protocols.md §A.4.4, §A.4.5, §A.4.7; C.9 `dictionary`,
 // `donor_host`, `xfam_items`), deterministic for a seed on every machine (tasks/rng.hpp):
 // item k of a generator is drawn from its own stream (seed, generator and variant name, k).
 //

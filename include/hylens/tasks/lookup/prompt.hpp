@@ -1,5 +1,5 @@
 #pragma once
-// Paper A's dictionary-lookup prompts (experiments.md §A.4.3): the templates chat / list / rev
+// Paper A's dictionary-lookup prompts (protocols.md §A.4.3): the templates chat / list / rev
 // with 4, 8 or 16 pairs, and long (chat8 with filler text between the dictionary and the
 // question), wrapped in a family's chat format (text/chat.hpp), with the character span of
 // every part, and the token positions of every part recovered from the tokenizer's character

@@ -1,5 +1,5 @@
 #pragma once
-// Paper A's dictionary vocabularies (experiments.md §A.4.1) and their per-tokenizer filters.
+// Paper A's dictionary vocabularies (protocols.md §A.4.1) and their per-tokenizer filters.
 //
 //   in-family:    22 keys (fruit and vegetables) and 20 colour/material values, used when one
 //                 tokenizer reads the prompts;
