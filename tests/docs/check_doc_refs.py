@@ -8,7 +8,7 @@ docs/), and a section named right after it must be a heading of that file:
     docs/performance.md, § "hylens bench"                 (or the bold title that opens a paragraph
                                                           or a list item; backticks and a leading
                                                           or trailing "..." are ignored, case is not)
-    families.md §3.6.2, protocols.md §A.4             a heading numbered 3.6.2, A.4
+    families.md §3.6.2, protocols.md §A.4                 a heading numbered 3.6.2, A.4
 
 A section sign followed by anything else (`§ Dispatch`) is reported: quote the title. Comment
 markers at the start of a continued line (//, ///, #, *) are skipped, so a reference may wrap.
