@@ -25,7 +25,7 @@ from check_links import FENCE, HEADING, report  # the same headings as the link 
 
 SOURCE_EXT = (".hpp", ".cpp", ".h", ".c", ".py", ".sh", ".cmake", ".md", ".txt", ".toml")
 SKIP_DIRS = {".git", "node_modules", "golden", "links_fixture", "refs_fixture"}
-MD_NAME = re.compile(r"(?<![\w/.:*-])((?:\.\./|[\w-]+/)*[\w-]+\.md)\b")
+MD_NAME = re.compile(r"(?<![\w/.:-])((?:\.\./|[\w-]+/)*[\w-]+\.md)\b")
 CONTINUATION = re.compile(r"\s*\n\s*(?:///?|#|\*)?\s*")
 QUOTED = re.compile(r'\)?(?:,\s*|\s+)(?:§\s*)?\\?"([^"\\\n]{2,}?)\\?"')
 NUMBERED = re.compile(r"\)?\s*,?\s*§\s*((?:[A-Z]\.)?\d+(?:\.\d+)*)")
