@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <iostream>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -82,10 +83,8 @@ int main(int argc, char** argv) {
                 const std::size_t vocab = std::min(recv.config().vocab, donor.config().vocab);
                 // Receiver slot: its second block (or first); donor block: its first block.
                 const auto rg = layer_groups(recv.stack(), 0), dg = layer_groups(donor.stack(), 0);
-                if (rg.empty() || dg.empty() || rg.back().layers.empty() || dg.front().layers.empty()) {
-                    std::cerr << "block_stitch: both models need a linear block before a softmax layer\n";
-                    return;
-                }
+                if (rg.empty() || dg.empty() || rg.back().layers.empty() || dg.front().layers.empty())
+                    throw std::invalid_argument("both models need a linear block before a softmax layer");
                 const std::vector<LayerIndex>& slot = (rg.size() > 1 ? rg[1] : rg[0]).layers;
                 const std::vector<LayerIndex>& dblock = dg.front().layers;
                 std::vector<StitchItem> items;
