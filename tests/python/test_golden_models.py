@@ -77,7 +77,10 @@ def test_matches_cli_dump(golden, cli, tmp_path):
 
 
 def test_forward_equals_run_and_batches(golden):
-    """forward(), run() with nothing registered, a batch of two and NumPy / list inputs agree bitwise."""
+    """forward(), run() with nothing registered and NumPy / list inputs agree bitwise; a row of a
+    batch of two agrees with the single sequence within 1e-5 of the largest logit (the C++ bound of
+    stack/test_continuation.cpp: the batched products sum in another order), and a prefill
+    continued by forward() with one forward within 1e-4 (the golden decode bound)."""
     d, ref, _ = golden
     model = hylens.load(str(d))
     ids = ref["input_ids"][:20]
@@ -89,7 +92,7 @@ def test_forward_equals_run_and_batches(golden):
     batch = np.stack([ids, ids[::-1]])
     b = model.forward(batch)
     assert b.shape == (2, 20, model.vocab)
-    assert_close(b[0], a, 1e-4 * max(1.0, float(np.abs(a).max())), "batch row 0 vs single")
+    assert_close(b[0], a, 1e-5 * max(1.0, float(np.abs(a).max())), "batch row 0 vs single")
     # prefill + forward continue the cache exactly like one call over the joint sequence
     cache = model.prefill(ids[:12])
     tail = model.forward(ids[12:], cache=cache)

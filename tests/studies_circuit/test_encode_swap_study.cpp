@@ -59,6 +59,7 @@ TEST_CASE("encode-swap on qwen35-tiny: records, identities with independent runs
     const ex::EncodeSwapOptions o = swap_options(d.path / "run");
     const ex::EncodeSwapResult r = run(o);
     REQUIRE(r.items >= 1);
+    REQUIRE(r.key_items >= 1);  // the key-swap identities below must run
     // The Encode block is the only block of this organism: no other_block control.
     CHECK(ex::encode_swap_sources(o) == std::vector<std::string>{"none", "bind", "embedding", "mean"});
     CHECK(r.records == 4 * (r.items + r.key_items));
@@ -109,7 +110,7 @@ TEST_CASE("encode-swap on qwen35-tiny: records, identities with independent runs
     // summary.csv: one row per condition with its n.
     const std::string csv = read_text(o.out / "summary.csv");
     CHECK(csv.find("value:bind,value,bind," + std::to_string(r.items) + ",") != std::string::npos);
-    if (r.key_items) CHECK(csv.find("key:mean,key,mean," + std::to_string(r.key_items) + ",") != std::string::npos);
+    CHECK(csv.find("key:mean,key,mean," + std::to_string(r.key_items) + ",") != std::string::npos);
 
     // Shards merged == one run.
     std::vector<fs::path> dirs;

@@ -95,9 +95,15 @@ void check_self(const Model& m, const ex::TransplantItem& it, const std::vector<
                 wrong += z[i] != want_z;
             }
             CHECK(wrong == 0);
-            CHECK(got.dAB == doctest::Approx(want.dAB).epsilon(1e-4));
-            CHECK(got.attA == doctest::Approx(want.attA).epsilon(1e-4));
-            CHECK(got.attB == doctest::Approx(want.attB).epsilon(1e-4));
+            // The rounding moves each logit by at most 16 u of its size (the bound
+            // circuit/test_circuit_models.cpp holds this identity to), so a difference of two
+            // logits by 32 u of theirs (dAB's own size stands in for it: measured up to 5.4 u of
+            // |dAB|), and the reader head's attention weights (at most 1) by 32 u absolute
+            // (measured up to 1.1 u).
+            constexpr double u = 0x1p-24;
+            CHECK(std::abs(got.dAB - want.dAB) <= 32 * u * std::max(1.0, std::abs(want.dAB)));
+            CHECK(std::abs(got.attA - want.attA) <= 32 * u);
+            CHECK(std::abs(got.attB - want.attB) <= 32 * u);
             continue;
         }
         CHECK(got.ansA == want.ansA);
@@ -473,7 +479,7 @@ TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
                    (root / "merged").string() + quiet) == 0);
         CHECK(read_text(root / "merged" / "items.jsonl") == read_text(root / "full" / "items.jsonl"));
         CHECK(read_text(root / "merged" / "summary.csv") == read_text(root / "full" / "summary.csv"));
-        if (sh("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0) {
+        if (hylens::test::figure_scripts_can_run()) {
             CHECK(sh("/usr/bin/python3 " + std::string(HYLENS_SOURCE_DIR) + "/scripts/plot_transplant.py " +
                      (root / "full").string() + quiet) == 0);
             CHECK(fs::exists(root / "full" / "transplant.png"));
@@ -490,7 +496,7 @@ TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
                    (root / "qm").string() + quiet) == 0);
         CHECK(read_text(root / "qm" / "items.jsonl") == read_text(root / "q" / "items.jsonl"));
         CHECK(read_text(root / "qm" / "summary.json") == read_text(root / "q" / "summary.json"));
-        if (sh("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0) {
+        if (hylens::test::figure_scripts_can_run()) {
             CHECK(sh("/usr/bin/python3 " + std::string(HYLENS_SOURCE_DIR) + "/scripts/plot_transplant.py " +
                      (root / "q").string() + quiet) == 0);
             CHECK(fs::exists(root / "q" / "query_map.png"));
