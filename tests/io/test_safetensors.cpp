@@ -296,6 +296,16 @@ TEST_CASE("writer refuses bad input") {
     } catch (const FormatError& e) {
         CHECK(io_test::has(e.what(), "dir.safetensors"));
     }
+    // A directory in the file's place: the rename's own reason (it read "Success", the error of
+    // the clean-up after it), and no partial file left behind.
+    std::filesystem::create_directories(tmp / "taken");
+    try {
+        w.write(tmp / "taken");
+        FAIL("no throw");
+    } catch (const FormatError& e) {
+        CHECK(io_test::has(e.what(), "cannot move the written file into place: Is a directory"));
+    }
+    CHECK_FALSE(std::filesystem::exists(tmp / "taken.partial"));
 }
 
 TEST_CASE("from_memory reads the same bytes as open") {

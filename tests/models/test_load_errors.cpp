@@ -4,10 +4,13 @@
 #include <hylens/models/load.hpp>
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace fs = std::filesystem;
 using namespace hylens;
@@ -111,4 +114,41 @@ TEST_CASE("load: a cache for another batch size is rejected") {
         auto cache = model.new_cache(2);
         CHECK_THROWS_AS((void)model.forward(TokenBatch({1, 2, 3}), cache), ShapeError);
     });
+}
+
+TEST_CASE("load: config values that would load into silent garbage are errors naming the key") {
+    // Each would have loaded: an epsilon of 1e30 makes every logit 0 (a uniform distribution,
+    // nothing for the finite check to catch), 0 or a negative epsilon or theta makes NaN blamed
+    // on the weights, 2^40 layers was a std::bad_alloc, an unknown position_embedding_type ran
+    // as "nope".
+    const nlohmann::json base = nlohmann::json::parse(read_text(golden("granite_h_dense") / "config.json"));
+    const std::vector<std::tuple<std::string, nlohmann::json, std::string>> cases = {
+        {"rms_norm_eps", 1e30, "rms_norm_eps must be finite, > 0 and below 1"},
+        {"rms_norm_eps", 0.0, "rms_norm_eps must be finite, > 0"},
+        {"rms_norm_eps", -1e-6, "rms_norm_eps must be finite, > 0"},
+        {"rope_theta", 0.0, "rope_theta must be finite, > 0"},
+        {"partial_rotary_factor", -1.0, "partial_rotary_factor must be in (0, 1]"},
+        {"num_hidden_layers", std::int64_t{1} << 40, "num_hidden_layers is 1099511627776 but the checkpoint holds only"},
+    };
+    for (const auto& [key, value, want] : cases) {
+        INFO(key << " = " << value.dump());
+        const fs::path d = scratch("garbage");
+        fs::copy_file(golden("granite_h_dense") / "model.safetensors", d / "model.safetensors");
+        nlohmann::json cfg = base;
+        cfg[key] = value;
+        write_text(d / "config.json", cfg.dump());
+        const std::string msg = error_of<ConfigError>(d);
+        CHECK(msg.find(want) != std::string::npos);
+        CHECK(msg.find("config.json") != std::string::npos);
+    }
+    const fs::path d = scratch("pos_type");
+    fs::copy_file(golden("granite_h_dense") / "model.safetensors", d / "model.safetensors");
+    nlohmann::json cfg = base;
+    cfg["position_embedding_type"] = "bogus";
+    write_text(d / "config.json", cfg.dump());
+    CHECK(error_of<UnsupportedError>(d).find("position_embedding_type 'bogus'") != std::string::npos);
+    // config.json a directory: a FormatError naming it (it was a read error without the path)
+    const fs::path dir_cfg = scratch("cfg_dir");
+    fs::create_directories(dir_cfg / "config.json");
+    CHECK(error_of<FormatError>(dir_cfg).find("config.json: a directory") != std::string::npos);
 }

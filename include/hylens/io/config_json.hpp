@@ -37,6 +37,7 @@ public:
     /// Reads and parses `path`. FormatError naming the file if it cannot be read, is not valid
     /// JSON (with line, column and byte of the defect) or is not a JSON object.
     static Config from_file(const std::filesystem::path& path) {
+        if (std::filesystem::is_directory(path)) fail<FormatError>("[config] ", path.string(), ": a directory, not a JSON file");
         std::ifstream in(path, std::ios::binary);
         if (!in) fail<FormatError>("[config] ", path.string(), ": cannot open");
         std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -215,8 +215,9 @@ public:
         std::error_code ec;
         std::filesystem::rename(tmp, path, ec);
         if (ec) {
+            const std::string why = ec.message();  // before remove() overwrites ec
             std::filesystem::remove(tmp, ec);
-            fail<FormatError>("[safetensors writer] ", path.string(), ": cannot move the written file into place: ", ec.message());
+            fail<FormatError>("[safetensors writer] ", path.string(), ": cannot move the written file into place: ", why);
         }
     }
 

@@ -3,8 +3,10 @@
 // tensor's shape checked against what config.json implies, and the aliases of the three
 // family model types.
 
+#include <cmath>       // std::isfinite
 #include <cstddef>     // std::size_t
 #include <filesystem>  // std::filesystem::path
+#include <limits>      // std::numeric_limits
 #include <string>      // std::string
 #include <vector>      // std::vector
 
@@ -77,13 +79,31 @@ struct RopeParams {
     double theta;
     double partial_rotary_factor;
 };
+/// A floating-point field that must be finite, > 0 and below `below` (rope_theta; rms_norm_eps
+/// below 1), `fallback` when absent. An epsilon of 1e30 or infinity would load and turn every
+/// logit into 0 (a uniform distribution, no NaN for the finite check to catch), one of 0 or
+/// below into NaN, blamed on the weights.
+inline double positive_finite(const io::Config& c, std::string_view key, double fallback,
+                              double below = std::numeric_limits<double>::infinity()) {
+    const double v = c.get_double(key, fallback);
+    check<ConfigError>(std::isfinite(v) && v > 0 && v < below, "[load] ", c.path(), ": ",
+                       c.key_prefix().empty() ? "" : c.key_prefix() + ".", key, " must be finite, > 0 and below ", below,
+                       ", got ", v);
+    return v;
+}
+
+/// rms_norm_eps: the norms' variance floor, in (0, 1) (released models: 1e-6 to 1e-5).
+inline float norm_eps(const io::Config& c, double fallback) {
+    return static_cast<float>(positive_finite(c, "rms_norm_eps", fallback, 1.0));
+}
+
 inline RopeParams read_rope(const io::Config& c, double default_theta) {
     RopeParams r{default_theta, c.get_double("partial_rotary_factor", 1.0)};
-    r.theta = c.get_double("rope_theta", default_theta);
+    r.theta = positive_finite(c, "rope_theta", default_theta);
     std::string type = "default";
     if (c.is_object("rope_parameters")) {
         const io::Config rp = c.sub("rope_parameters");
-        r.theta = rp.get_double("rope_theta", r.theta);
+        r.theta = positive_finite(rp, "rope_theta", r.theta);
         r.partial_rotary_factor = rp.get_double("partial_rotary_factor", r.partial_rotary_factor);
         type = rp.get_string("rope_type", rp.get_string("type", "default"));
     }
@@ -93,6 +113,8 @@ inline RopeParams read_rope(const io::Config& c, double default_theta) {
     }
     check<UnsupportedError>(type == "default", "[load] ", c.path(), ": rope_type '", type,
                             "' is not supported (only \"default\")");
+    check<ConfigError>(r.partial_rotary_factor > 0 && r.partial_rotary_factor <= 1, "[load] ", c.path(),
+                       ": partial_rotary_factor must be in (0, 1], got ", r.partial_rotary_factor);
     return r;
 }
 
@@ -102,6 +124,16 @@ inline std::size_t positive(const io::Config& c, std::string_view key) {
     check<ConfigError>(v > 0, "[load] ", c.path(), ": ", c.key_prefix().empty() ? "" : c.key_prefix() + ".", key,
                        " must be > 0, got ", v);
     return static_cast<std::size_t>(v);
+}
+
+/// num_hidden_layers: positive, and at most the checkpoint's number of tensors (every layer holds
+/// tensors of its own). A larger count is a damaged config.json, found here before per-layer
+/// tables of that size are allocated (a std::bad_alloc at 2^40 layers).
+inline std::size_t layer_count(const io::Config& c, const io::Checkpoint& ckpt) {
+    const std::size_t L = positive(c, "num_hidden_layers");
+    check<ConfigError>(L <= ckpt.size(), "[load] ", c.path(), ": ", c.key_prefix().empty() ? "" : c.key_prefix() + ".",
+                       "num_hidden_layers is ", L, " but the checkpoint holds only ", ckpt.size(), " tensors");
+    return L;
 }
 
 /// time_step_limit = [lo, hi] (default (0, inf)).

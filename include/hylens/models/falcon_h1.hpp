@@ -16,12 +16,12 @@ namespace hylens::models {
 inline FalconH1Model load_falcon_h1(const io::Checkpoint& ckpt, const io::Config& c) {
     const std::string type = c.get_string("model_type");
     check<UnsupportedError>(type == "falcon_h1", "[load] ", c.path(), ": model_type '", type, "' is not falcon_h1");
-    const std::size_t H = positive(c, "hidden_size"), V = positive(c, "vocab_size"), L = positive(c, "num_hidden_layers");
+    const std::size_t H = positive(c, "hidden_size"), V = positive(c, "vocab_size"), L = layer_count(c, ckpt);
     const std::size_t Hq = positive(c, "num_attention_heads");
     const std::size_t Hkv = c.has("num_key_value_heads") ? positive(c, "num_key_value_heads") : Hq;
     const std::size_t hd = c.has("head_dim") ? positive(c, "head_dim") : H / Hq;
     const std::size_t I = positive(c, "intermediate_size");
-    const float eps = static_cast<float>(c.get_double("rms_norm_eps", 1e-5));
+    const float eps = norm_eps(c, 1e-5);
     const RopeParams rp = read_rope(c, 10000.0);
     const std::string act = c.get_string("hidden_act", "silu");
     check<UnsupportedError>(act == "silu", "[load] ", c.path(), ": hidden_act '", act, "' is not supported (silu only)");

@@ -29,12 +29,12 @@ inline GraniteModel load_granite4h(const io::Checkpoint& ckpt, const io::Config&
     const std::string type = c.get_string("model_type");
     check<UnsupportedError>(type == "granitemoehybrid", "[load] ", c.path(), ": model_type '", type,
                             "' is not granitemoehybrid");
-    const std::size_t H = positive(c, "hidden_size"), V = positive(c, "vocab_size"), L = positive(c, "num_hidden_layers");
+    const std::size_t H = positive(c, "hidden_size"), V = positive(c, "vocab_size"), L = layer_count(c, ckpt);
     const std::size_t Hq = positive(c, "num_attention_heads");
     const std::size_t Hkv = c.has("num_key_value_heads") ? positive(c, "num_key_value_heads") : Hq;
     check<ConfigError>(H % Hq == 0, "[load] ", c.path(), ": hidden_size ", H, " not divisible by num_attention_heads ", Hq);
     const std::size_t hd = H / Hq;
-    const float eps = static_cast<float>(c.get_double("rms_norm_eps", 1e-6));
+    const float eps = norm_eps(c, 1e-6);
     const float res_mult = static_cast<float>(c.get_double("residual_multiplier", 1.0));
     const std::string act = c.get_string("hidden_act", "silu");
     check<UnsupportedError>(act == "silu", "[load] ", c.path(), ": hidden_act '", act, "' is not supported (silu only)");
@@ -45,7 +45,10 @@ inline GraniteModel load_granite4h(const io::Checkpoint& ckpt, const io::Config&
     } else if (c.has("layers_block_type")) {
         attn = attention_pattern(c, "layers_block_type", L);
     }
-    const bool rope = c.get_string("position_embedding_type", "nope") == "rope";
+    const std::string pos_type = c.get_string("position_embedding_type", "nope");
+    check<UnsupportedError>(pos_type == "rope" || pos_type == "nope", "[load] ", c.path(), ": position_embedding_type '",
+                            pos_type, "' is not supported (\"rope\" or \"nope\")");
+    const bool rope = pos_type == "rope";
     const RopeParams rp = read_rope(c, 10000.0);
 
     const std::size_t E = static_cast<std::size_t>(c.get_int("num_local_experts", 0));

@@ -26,11 +26,11 @@ inline Qwen35Model load_qwen3_5(const io::Checkpoint& ckpt, const io::Config& ro
     const bool next = type == "qwen3_next";
     const bool moe_everywhere = type == "qwen3_5_moe" || text_type == "qwen3_5_moe_text";
 
-    const std::size_t H = positive(c, "hidden_size"), V = positive(c, "vocab_size"), L = positive(c, "num_hidden_layers");
+    const std::size_t H = positive(c, "hidden_size"), V = positive(c, "vocab_size"), L = layer_count(c, ckpt);
     const std::size_t Hq = positive(c, "num_attention_heads");
     const std::size_t Hkv = c.has("num_key_value_heads") ? positive(c, "num_key_value_heads") : Hq;
     const std::size_t hd = c.has("head_dim") ? positive(c, "head_dim") : H / Hq;
-    const float eps = static_cast<float>(c.get_double("rms_norm_eps", 1e-6));
+    const float eps = norm_eps(c, 1e-6);
     const RopeParams rope = read_rope(c, 10000.0);
     const std::string act = c.get_string("hidden_act", "silu");
     check<UnsupportedError>(act == "silu", "[load] ", c.path(), ": hidden_act '", act, "' is not supported (silu only)");

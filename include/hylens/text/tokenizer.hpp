@@ -5,6 +5,7 @@
 
 #include <cstddef>      // std::size_t
 #include <cstdint>      // std::int32_t
+#include <filesystem>   // std::filesystem::is_directory
 #include <fstream>      // std::ifstream
 #include <iterator>     // std::istreambuf_iterator
 #include <optional>     // std::optional
@@ -48,6 +49,8 @@ public:
 
     /// Reads a tokenizer.json file. Throws FormatError (malformed file) or UnsupportedError.
     static Tokenizer from_file(const std::string& path) {
+        // A directory opens as a stream whose size reads as 2^63 - 1 (a std::bad_alloc below).
+        if (std::filesystem::is_directory(path)) fail<FormatError>("[tokenizer] '", path, "' is a directory, not a tokenizer.json file");
         std::ifstream in(path, std::ios::binary | std::ios::ate);
         check<FormatError>(in.good(), "[tokenizer] cannot open '", path, "'");
         const auto size = static_cast<std::streamoff>(in.tellg());
