@@ -7,11 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include <hylens/core/error.hpp>
+#include <hylens/io/safetensors.hpp>
 #include <hylens/models/load.hpp>  // LoadOptions
 #include <hylens/stack/sampling.hpp>
 #include <hylens/text/chat.hpp>
 #include <hylens/text/tokenizer.hpp>
 
+#include <charconv>  // std::from_chars
+#include <cmath>     // std::isfinite
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -32,9 +35,50 @@ inline std::string usage_line(const CLI::App& app) {
     return "Usage: " + app.get_name() + " [OPTIONS]";
 }
 
+/// A whole number written in decimal digits that fits in 64 bits. CLI11 2.1 reads "-1" into an
+/// unsigned option as 2^64 - 1, a number past 2^64 as 2^64 - 1 and "" as 0, so every unsigned
+/// option gets this check (parse() below), and the token-id options too.
+inline const CLI::Validator& whole_number() {
+    static const CLI::Validator v(
+        [](std::string& s) -> std::string {
+            std::uint64_t x = 0;
+            const char* end = s.data() + s.size();
+            const auto [p, ec] = std::from_chars(s.data(), end, x);
+            if (s.empty() || ec != std::errc() || p != end) return "'" + s + "' is not a whole number (0 to 2^64 - 1)";
+            return {};
+        },
+        "");
+    return v;
+}
+
+/// A finite number: CLI11's Range lets NaN through (no comparison with NaN is false), and no
+/// option of ours means anything at infinity. Every floating-point option gets this check.
+inline const CLI::Validator& finite_number() {
+    static const CLI::Validator v(
+        [](std::string& s) -> std::string {
+            double x = 0;
+            if (!CLI::detail::lexical_cast(s, x) || !std::isfinite(x)) return "'" + s + "' is not a finite number";
+            return {};
+        },
+        "");
+    return v;
+}
+
+/// Adds whole_number() to every unsigned option and finite_number() to every floating-point one,
+/// of app and its subcommands (CLI11's type names "UINT" and "FLOAT").
+inline void check_number_options(CLI::App& app) {
+    for (CLI::Option* o : app.get_options()) {
+        const std::string type = o->get_type_name();
+        if (type.rfind("UINT", 0) == 0) o->check(whole_number());
+        else if (type.rfind("FLOAT", 0) == 0) o->check(finite_number());
+    }
+    for (CLI::App* sub : app.get_subcommands({})) check_number_options(*sub);
+}
+
 /// Parses argv[1..] (argv[1] is the subcommand name). Returns -1 to go on, else the exit code:
 /// 0 after --help, 2 after a usage error (message and usage line on stderr).
 inline int parse(CLI::App& app, int argc, char** argv, std::ostream& out = std::cout, std::ostream& err = std::cerr) {
+    check_number_options(app);
     try {
         app.parse(argc - 1, argv + 1);
     } catch (const CLI::CallForHelp&) {
@@ -60,7 +104,7 @@ struct TokenInput {
         text_opt = app.add_option(text_flag, text, what + " as text (encoded with the tokenizer)");
         ids_opt = app.add_option(ids_flag, ids, what + " as token ids (space- or comma-separated)")
                       ->delimiter(',')
-                      ->check(CLI::NonNegativeNumber);
+                      ->check(whole_number());
         text_opt->excludes(ids_opt);
     }
     /// Makes the input required: parsing fails (exit 2) when neither form is given. Sets the
@@ -75,6 +119,21 @@ struct TokenInput {
     /// "--prompt or --ids" for messages.
     std::string flags() const { return text_opt->get_name() + " or " + ids_opt->get_name(); }
 };
+
+/// One sequence of token ids from a safetensors input file: the integer tensor `name`, of shape
+/// [T] or [1, T]. A batch ([B, T] with B > 1) or a higher rank is a FormatError naming the file,
+/// the tensor and its shape, where reading its values flat would run the rows as one sequence.
+inline std::vector<std::int64_t> read_token_ids(const io::SafetensorsFile& f, const std::string& name) {
+    const std::vector<std::size_t>& shape = f.info(name).shape;
+    const bool one_row = shape.size() == 1 || (shape.size() == 2 && shape[0] == 1);
+    if (!one_row) {
+        std::string dims;
+        for (const std::size_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+        fail<FormatError>("[input] ", f.path().string(), ": tensor '", name, "' has shape [", dims,
+                          "]; one sequence of token ids is [T] or [1, T]");
+    }
+    return f.read_i64(name);
+}
 
 /// The chat family of a model_type (Qwen3.5 / Qwen3-Next, Granite 4.0 H, Falcon-H1).
 inline ChatFamily chat_family_of(const std::string& model_type) {

@@ -57,7 +57,7 @@ inline int run_dump(int argc, char** argv) {
     std::size_t k = 5;
     auto* in_opt = app.add_option("--input", input, "golden-format input file (input_ids, decode.input_ids)")
                        ->check(CLI::ExistingFile);
-    app.add_option("--decode-ids", decode, "tokens fed one at a time after the prompt")->delimiter(',')->check(CLI::NonNegativeNumber);
+    app.add_option("--decode-ids", decode, "tokens fed one at a time after the prompt")->delimiter(',')->check(whole_number());
     app.add_option("--out", out, "safetensors file to write");
     app.add_option("--json", json, "JSON summary to write (- for stdout)");
     app.add_option("--top", k, "predictions per position in the JSON (default 5)")->check(CLI::Range(1, 1 << 20));
@@ -72,8 +72,8 @@ inline int run_dump(int argc, char** argv) {
     std::vector<std::int64_t> ids = mi.ids(prompt, model.config().model_type);
     if (!input.empty()) {
         const io::SafetensorsFile in = io::SafetensorsFile::open(input);
-        ids = in.read_i64("input_ids");
-        if (decode.empty() && in.contains("decode.input_ids")) decode = in.read_i64("decode.input_ids");
+        ids = read_token_ids(in, "input_ids");
+        if (decode.empty() && in.contains("decode.input_ids")) decode = read_token_ids(in, "decode.input_ids");
     }
     const NamedTensors t = model.visit([&](const auto& m) { return test::dump_run(m, ids, decode); });
     if (!mi.no_finite_check) check_dump_finite(t, model.num_layers(), model.config().model_type);

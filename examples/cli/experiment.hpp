@@ -175,6 +175,13 @@ inline int run_experiment(int argc, char** argv) {
         if (study == "transplant") return run_experiment_transplant(argc - 1, argv + 1);
         if (study == "query-map") return run_experiment_query_map(argc - 1, argv + 1);
         if (study == "stitch") return run_experiment_stitch(argc - 1, argv + 1);
+        // CLI11 would answer a misspelt study with "A subcommand is required".
+        if (!study.empty() && study[0] != '-' && study != "channels" && study != "merge") {
+            std::cerr << "hylens experiment: unknown study '" << study
+                      << "' (channels, circuit, encode-swap, transplant, query-map, stitch, merge)\n"
+                      << "(hylens experiment --help for details)\n";
+            return 2;
+        }
     }
     CLI::App app("studies on a model folder; results as items.jsonl, summary.csv/json, diffs.csv, run.json",
                  "hylens experiment");
@@ -233,11 +240,7 @@ inline int run_experiment(int argc, char** argv) {
                   << "' study, which has no merge\n";
         return 2;
     }
-    const experiments::MergeResult m = experiments::merge_results(dirs, merge_out);
-    std::cerr << "hylens experiment merge: " << m.folders << " folders, " << m.records << " records"
-              << (m.incomplete ? " (" + std::to_string(m.incomplete) + " folders not complete)" : std::string()) << " -> "
-              << merge_out << "\n";
-    return 0;
+    return report_merge(experiments::merge_results(dirs, merge_out), merge_out);
 }
 
 }  // namespace hylens::cli

@@ -16,18 +16,28 @@
 namespace hylens::cli {
 
 /// The end-of-sequence ids of a model folder's config.json (eos_token_id at the top or in
-/// text_config; an integer or a list), empty when there is none.
+/// text_config; a non-negative integer, a list of them, or null), empty when there is none. Any
+/// other value is a ConfigError: ignored, generation would run past the end of the answer.
 inline std::vector<std::int64_t> eos_ids(const std::string& dir) {
-    std::ifstream f(std::filesystem::path(dir) / "config.json");
+    const std::filesystem::path path = std::filesystem::path(dir) / "config.json";
+    std::ifstream f(path);
     const nlohmann::json cfg = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
     std::vector<std::int64_t> out;
-    for (const nlohmann::json* c : {&cfg, cfg.contains("text_config") ? &cfg["text_config"] : nullptr}) {
+    for (const char* where : {"", "text_config"}) {
+        const nlohmann::json* c = *where ? (cfg.is_object() && cfg.contains(where) ? &cfg[where] : nullptr) : &cfg;
         if (!c || !c->is_object() || !c->contains("eos_token_id")) continue;
         const nlohmann::json& e = (*c)["eos_token_id"];
-        if (e.is_number_integer()) out.push_back(e.get<std::int64_t>());
+        if (e.is_null()) continue;
+        const auto add = [&](const nlohmann::json& v) {
+            check<ConfigError>(v.is_number_integer() && v.get<std::int64_t>() >= 0, "[generate] ", path.string(), ": ",
+                               *where ? std::string(where) + "." : std::string(), "eos_token_id must be a token id or a list of them, got ",
+                               v.dump());
+            out.push_back(v.get<std::int64_t>());
+        };
         if (e.is_array())
-            for (const auto& v : e)
-                if (v.is_number_integer()) out.push_back(v.get<std::int64_t>());
+            for (const auto& v : e) add(v);
+        else
+            add(e);
     }
     return out;
 }

@@ -50,9 +50,9 @@ inline int run_patch(int argc, char** argv) {
     auto* in_opt = app.add_option("--input", input, "surgery reference file with the inputs")->check(CLI::ExistingFile);
     auto* l_opt = app.add_option("--layers", layers, "recurrent layers to patch (default: every recurrent layer)")
                       ->delimiter(',')
-                      ->check(CLI::NonNegativeNumber);
+                      ->check(whole_number());
     auto* a_opt = app.add_option("--attn-layer", attn_layer, "attention layer to patch (default: the first)")
-                      ->check(CLI::NonNegativeNumber);
+                      ->check(whole_number());
     app.add_option("--out", out, "safetensors file to write");
     app.add_option("--json", json, "JSON summary to write (- for stdout)");
     app.add_option("--top", top, "next tokens per output in the JSON (default 5)")->check(CLI::Range(1, 1 << 20));
@@ -69,8 +69,8 @@ inline int run_patch(int argc, char** argv) {
     std::vector<std::int64_t> d, h;
     if (!input.empty()) {
         const io::SafetensorsFile in = io::SafetensorsFile::open(input);
-        d = in.read_i64("patch.donor.ids");
-        h = in.read_i64("patch.host.ids");
+        d = read_token_ids(in, "patch.donor.ids");
+        h = read_token_ids(in, "patch.host.ids");
         for (auto l : in.read_i64("patch.layers")) layers.push_back(layer_index(l));
         const std::vector<std::int64_t> attn = in.read_i64("patch.attn_layer");
         check<ShapeError>(attn.size() == 1, "[patch] ", input, ": patch.attn_layer holds ", attn.size(),

@@ -147,9 +147,9 @@ inline int run_surgery(int argc, char** argv) {
     in.check_finite = !mi.no_finite_check;
     if (!input.empty()) {
         const io::SafetensorsFile f = io::SafetensorsFile::open(input);
-        in.a = f.read_i64("ctx_a.ids");
-        in.b = f.read_i64("ctx_b.ids");
-        in.query = f.read_i64("query.ids");
+        in.a = read_token_ids(f, "ctx_a.ids");
+        in.b = read_token_ids(f, "ctx_b.ids");
+        in.query = read_token_ids(f, "query.ids");
         in.kv_layers = LayerSet::from_i64(f.read_i64("kv_only_layers.layers"), "kv_only_layers.layers");
         in.swap_layers = LayerSet::from_i64(f.read_i64("swap_ka_rb_layers.layers"), "swap_ka_rb_layers.layers");
     } else {

@@ -90,7 +90,15 @@ inline int run_detokenize(int argc, char** argv, std::istream& in, std::ostream&
         const Tokenizer tok = Tokenizer::from_file(path);
         std::string line;
         std::size_t line_no = 0;
-        while (std::getline(in, line)) out << tok.decode(detail::parse_id_line(line, ++line_no), skip_special) << '\n';
+        while (std::getline(in, line)) {
+            const std::vector<Tokenizer::TokenId> ids = detail::parse_id_line(line, ++line_no);
+            // decode() leaves out an id the tokenizer has no token for (a model's padding rows);
+            // here it is an input error, not text to drop.
+            for (const Tokenizer::TokenId id : ids)
+                check<Error>(tok.id_to_token(id).has_value(), "[detokenize] line ", line_no, ": ", id,
+                             " is not an id of this tokenizer (", tok.vocab_size(), " tokens)");
+            out << tok.decode(ids, skip_special) << '\n';
+        }
         out.flush();
     } catch (const std::exception& e) {
         err << "hylens detokenize: error: " << e.what() << "\n";

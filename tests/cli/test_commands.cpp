@@ -3,6 +3,7 @@
 // patch on text or ids, equal to their reference-file runs); seeded sampling reproduces;
 // damaged weights are an error, and verify names the tensor.
 #include <hylens/io/safetensors.hpp>
+#include <hylens/io/safetensors_writer.hpp>
 #include <hylens/models/load.hpp>
 #include <hylens/stack/generate.hpp>
 #include <hylens/text/tokenizer.hpp>
@@ -102,6 +103,17 @@ TEST_SUITE("cli") {
         CHECK(run_cli("generate --model " + kQwen).rc == 2);                            // neither
         CHECK(run_cli("surgery --model " + kQwen + " --context-ids 1,2 --query-ids 3").rc == 2);  // no --out / --json
         CHECK(run_cli("no-such-command").rc == 2);
+        // Numbers CLI11 would have read wrong: a negative, overflowing or empty value of an unsigned
+        // option (read as 2^64 - 1, 2^64 - 1 and 0), and NaN past a range check.
+        for (const std::string bad : {"--seed -1", "--seed 99999999999999999999999", "--top-k ''", "--temperature nan",
+                                      "--top-p inf"}) {
+            INFO(bad);
+            const Run r = run_cli("generate --model " + kQwen + " --ids 1,2 " + bad);
+            CHECK(r.rc == 2);
+            CHECK(r.err.find("Usage: hylens generate") != std::string::npos);
+        }
+        CHECK(run_cli("generate --model " + kQwen + " --ids 1,x").err.find("'x' is not a whole number") != std::string::npos);
+        CHECK(run_cli("tasks --task dictionary --items -1").rc == 2);
         // Runtime errors (not usage errors) are exit 1 with a message.
         const Run missing = run_cli("generate --model " + kQwen + " --prompt hello");  // no tokenizer.json there
         CHECK(missing.rc == 1);
@@ -338,6 +350,36 @@ TEST_SUITE("cli") {
         CHECK(uneven.rc == 1);
         CHECK(uneven.err.find("equal token length") != std::string::npos);
         for (const auto& p : {a, b, j}) fs::remove(p);
+    }
+
+    TEST_CASE("malformed inputs: an eos_token_id of another type, a batch of input ids") {
+        const fs::path d = tmp("eos_model");
+        fs::remove_all(d);
+        fs::create_directories(d);
+        for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(fs::path(kQwen) / f, d / f);
+        nlohmann::json cfg = json_of(d / "config.json");
+        cfg["eos_token_id"] = "x";  // ignored, generation ran past the end of the answer
+        std::ofstream(d / "config.json") << cfg.dump();
+        const Run eos = run_cli("generate --model " + d.string() + " --ids 1,2 --max-new 2");
+        CHECK(eos.rc == 1);
+        CHECK(eos.err.find("eos_token_id must be a token id or a list of them, got \"x\"") != std::string::npos);
+        // input_ids of shape [2, 3]: not one sequence of six tokens
+        io::SafetensorsWriter w;
+        const std::vector<std::int64_t> ids = {1, 2, 3, 4, 5, 6};
+        w.add_i64("input_ids", {2, 3}, ids);
+        const fs::path in = tmp("batch.safetensors");
+        w.write(in);
+        const Run batch = run_cli("dump --model " + kQwen + " --input " + in.string() + " --out " + tmp("o.safetensors").string());
+        CHECK(batch.rc == 1);
+        CHECK(batch.err.find("tensor 'input_ids' has shape [2, 3]; one sequence of token ids is [T] or [1, T]") !=
+              std::string::npos);
+        io::SafetensorsWriter one;
+        one.add_i64("input_ids", {1, 6}, ids);
+        one.write(in);
+        CHECK(run_cli("dump --model " + kQwen + " --input " + in.string() + " --out " + tmp("o.safetensors").string()).rc == 0);
+        fs::remove(in);
+        fs::remove(tmp("o.safetensors"));
+        fs::remove_all(d);
     }
 
     TEST_CASE("damaged weights: generate stops with the layer and site, verify names the tensor") {

@@ -87,6 +87,7 @@ TEST_CASE("cli: hylens experiment rejects bad arguments with a usage error") {
     CHECK(sh(kCli + " experiment channels --help" + quiet) == 0);
     CHECK(sh(kCli + " experiment" + quiet) == 2);                                        // no subcommand
     CHECK(sh(kCli + " experiment bogus" + quiet) == 2);
+    CHECK(sh(kCli + " experiment chanels --model x --out y 2>&1 | grep -q \"unknown study 'chanels'\"") == 0);
     CHECK(sh(base + quiet) == 2);                                                        // no --task
     CHECK(sh(base + " --task dictionary --bogus 7" + quiet) == 2);                       // unknown option
     CHECK(sh(base + " --task nosuchtask" + quiet) == 2);
@@ -129,16 +130,24 @@ TEST_CASE("cli: hylens experiment channels on real tasks, shards merged == unsha
     REQUIRE(sh(study + " --shard 1/2 --out " + s1.string() + " 2>/dev/null") == 0);
     REQUIRE(sh(kCli + " experiment merge " + s0.string() + " " + s1.string() + " --out " + merged.string() + " 2>/dev/null") == 0);
     CHECK(hylens::test::differing_results(whole, merged).empty());
+    // One shard of two merges as a partial result, marked so; the output may not be an input.
+    const fs::path half = dir.path / "half";
+    REQUIRE(sh(kCli + " experiment merge " + s0.string() + " --out " + half.string() + " 2>/dev/null") == 0);
+    const nlohmann::json half_run = nlohmann::json::parse(hylens::test::read_text(half / "run.json"));
+    CHECK(half_run["status"] == "incomplete");
+    CHECK(half_run["missing_shards"] == nlohmann::json::array({"1/2"}));
+    CHECK(nlohmann::json::parse(hylens::test::read_text(merged / "run.json"))["status"] == "complete");
+    const std::string s1_items = hylens::test::read_text(s1 / "items.jsonl");
+    CHECK(sh(kCli + " experiment merge " + s0.string() + " " + s1.string() + " --out " + s1.string() + " 2>/dev/null") == 1);
+    CHECK(hylens::test::read_text(s1 / "items.jsonl") == s1_items);
     // The figure script (matplotlib, Agg) draws from the result folder alone.
     const fs::path script = fs::path(HYLENS_GOLDEN_DIR).parent_path().parent_path() / "scripts" / "plot_channels.py";
-    if (sh("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0) {
+    if (hylens::test::figure_scripts_can_run()) {
         CHECK(sh("/usr/bin/python3 " + script.string() + " " + whole.string() + " >/dev/null") == 0);
         CHECK(fs::file_size(whole / "channels.png") > 1000);
         CHECK(fs::file_size(whole / "swaps.png") > 1000);
         CHECK(fs::file_size(whole / "layers.png") > 1000);
         CHECK(sh("/usr/bin/python3 " + script.string() + " " + model.string() + " >/dev/null 2>&1") != 0);
-    } else {
-        MESSAGE("matplotlib not installed: figure script not run");
     }
 }
 

@@ -22,7 +22,7 @@ namespace hylens::experiments {
 inline MergeResult merge_results(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out,
                                  const BootstrapOptions& bootstrap = {}) {
     namespace fs = std::filesystem;
-    detail::ShardFolders f = detail::read_shard_folders(dirs, [](const fs::path& p, const nlohmann::json& run) {
+    detail::ShardFolders f = detail::read_shard_folders(dirs, out, [](const fs::path& p, const nlohmann::json& run) {
         check(run.contains("study") && run["study"].contains("conditions"), "[merge] ", p.string(), " has no study definition");
     });
     std::vector<nlohmann::json> skipped;

@@ -19,6 +19,7 @@
 // study into one folder whose items.jsonl is byte for byte the unsharded run's.
 
 #include <algorithm>   // std::sort
+#include <charconv>    // std::from_chars
 #include <cstddef>     // std::size_t
 #include <cstdio>      // std::snprintf
 #include <ctime>       // std::time, std::gmtime, std::strftime
@@ -236,7 +237,8 @@ private:
 };
 
 struct MergeResult {
-    std::size_t records = 0, folders = 0, incomplete = 0;
+    std::size_t records = 0, folders = 0, incomplete = 0;  ///< incomplete: folders not complete + shards missing
+    std::size_t missing_shards = 0;                         ///< shards i/N of the study not among the folders
 };
 
 namespace detail {
@@ -247,19 +249,39 @@ struct ShardFolders {
     nlohmann::json study;                    ///< the definition, shard aside
     nlohmann::json first_run;                ///< the first folder's run.json
     nlohmann::json sources = nlohmann::json::array();  ///< run.json "merged_from"
+    std::vector<std::string> missing;        ///< shards "i/N" of the study that no folder holds
     std::vector<nlohmann::json> records;     ///< every folder's records, unsorted
 };
 
-/// Reads the folders of a merge: each must hold a run.json that `accept(path, run)` takes (it
-/// fails otherwise) and the same study definition (shard aside); each shard at most once; no
-/// record key in two folders.
-inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>& dirs,
+/// i and N of a shard "i/N" (i < N); a FormatError naming the folder otherwise.
+inline std::pair<std::size_t, std::size_t> parse_shard_of(const std::string& shard, const std::filesystem::path& run_json) {
+    std::size_t i = 0, n = 0;
+    const auto slash = shard.find('/');
+    const char* b = shard.data();
+    const char* e = b + shard.size();
+    const bool ok = slash != std::string::npos && std::from_chars(b, b + slash, i).ptr == b + slash &&
+                    std::from_chars(b + slash + 1, e, n).ptr == e && slash > 0 && slash + 1 < shard.size() && i < n;
+    check<FormatError>(ok, "[merge] ", run_json.string(), ": shard '", shard, "' is not I/N with I < N");
+    return {i, n};
+}
+
+/// Reads the folders of a merge into `out`: each must hold a run.json that `accept(path, run)`
+/// takes (it fails otherwise) and the same study definition (shard aside); each shard at most
+/// once, of one shard count N; no record key in two folders; `out` none of them (the merge
+/// would overwrite what it reads). Shards i/N that no folder holds are listed in `missing` and
+/// counted as incomplete: a merge of some shards is a partial result, not the study's.
+inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out,
                                        const std::function<void(const std::filesystem::path&, const nlohmann::json&)>& accept) {
     namespace fs = std::filesystem;
     check(!dirs.empty(), "[merge] no result folder given");
+    for (const fs::path& d : dirs)
+        check(!fs::exists(out) || !fs::equivalent(out, d), "[merge] the output folder ", out.string(),
+              " is one of the folders to merge (", d.string(), "): give another --out");
     ShardFolders f;
     std::set<RecordKey> keys;
     std::set<std::string> shards;
+    std::size_t shard_count = 0;
+    std::set<std::size_t> present;
     for (const fs::path& d : dirs) {
         check(fs::exists(d / "run.json"), "[merge] ", d.string(), " holds no run.json (not a study result folder)");
         const nlohmann::json run = read_json_file(d / "run.json");
@@ -274,6 +296,11 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
         check(s == f.study, "[merge] ", d.string(), " is another study than ", dirs.front().string(), " (", s.dump(), " vs ",
               f.study.dump(), ")");
         check(shards.insert(shard).second || shard == "0/1", "[merge] shard ", shard, " is given twice");
+        const auto [si, sn] = parse_shard_of(shard, d / "run.json");
+        if (shard_count == 0) shard_count = sn;
+        check(sn == shard_count, "[merge] ", d.string(), " is shard ", shard, " of ", sn, " where ", dirs.front().string(),
+              " is one of ", shard_count);
+        present.insert(si);
         if (run.value("status", "") != "complete") ++f.counts.incomplete;
         f.sources.push_back({{"folder", d.string()}, {"shard", shard}, {"status", run.value("status", "")}});
         for (auto& r : read_records(d / "items.jsonl", false)) {
@@ -284,6 +311,11 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
         }
         ++f.counts.folders;
     }
+    if (shard_count > 1)
+        for (std::size_t i = 0; i < shard_count; ++i)
+            if (!present.count(i)) f.missing.push_back(std::to_string(i) + "/" + std::to_string(shard_count));
+    f.counts.missing_shards = f.missing.size();
+    f.counts.incomplete += f.missing.size();
     return f;
 }
 
@@ -295,6 +327,7 @@ inline nlohmann::json merged_run(const ShardFolders& f, std::size_t records) {
     run["study"] = study;
     run["merged_from"] = f.sources;
     run["status"] = f.counts.incomplete ? "incomplete" : "complete";
+    if (!f.missing.empty()) run["missing_shards"] = f.missing;
     run["records"] = records;
     run.erase("records_written");
     run.erase("timings");
@@ -306,12 +339,13 @@ inline nlohmann::json merged_run(const ShardFolders& f, std::size_t records) {
 /// Merges the shard folders of one study of kind `kind`: same kind and definition (shard
 /// aside), no key in two folders, every shard at most once. Writes out/items.jsonl (RecordKey
 /// order) and out/run.json (the first folder's, "shard": "0/1", "merged_from", status
-/// "complete" or "incomplete" when a folder was not complete, "records"), then calls
+/// "complete" or "incomplete" when a folder was not complete or a shard is missing,
+/// "missing_shards", "records"), then calls
 /// write_summaries(out, records) for the study's own summary files.
 inline MergeResult merge_study_folders(
     const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out, const std::string& kind,
     const std::function<void(const std::filesystem::path&, const std::vector<nlohmann::json>&)>& write_summaries) {
-    detail::ShardFolders f = detail::read_shard_folders(dirs, [&](const std::filesystem::path& p, const nlohmann::json& run) {
+    detail::ShardFolders f = detail::read_shard_folders(dirs, out, [&](const std::filesystem::path& p, const nlohmann::json& run) {
         check(run.value("kind", "") == kind && run.contains("study") && run["study"].is_object(), "[merge] ", p.string(),
               " is not a '", kind, "' study");
     });
