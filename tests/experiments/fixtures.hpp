@@ -11,7 +11,6 @@
 #include <hylens/tasks/task.hpp>
 #include <hylens/text/tokenizer.hpp>
 
-#include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -96,15 +95,6 @@ struct TempDir {
 inline int sh(const std::string& cmd) {
     const int rc = std::system(cmd.c_str());
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-/// Whether Debian's python3 can import matplotlib, the figure scripts' one dependency
-/// (scripts/install-deps.sh installs it). Where it cannot, says so in the test's output, so that
-/// a run without it does not pass its figure checks silently.
-inline bool figure_scripts_can_run() {
-    if (sh("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0) return true;
-    MESSAGE("matplotlib not installed: the figure script's checks are skipped");
-    return false;
 }
 
 #ifdef HYLENS_CLI

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "fixtures.hpp"
+#include "support/figure_scripts.hpp"
 
 namespace fs = std::filesystem;
 

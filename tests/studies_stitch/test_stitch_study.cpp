@@ -21,6 +21,7 @@
 #include <sys/wait.h>  // WEXITSTATUS
 
 #include "studies_circuit/fixtures.hpp"
+#include "support/figure_scripts.hpp"
 
 namespace {
 

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "studies_circuit/fixtures.hpp"  // sh
+#include "support/figure_scripts.hpp"
 
 using namespace hylens;
 namespace ex = hylens::experiments;
