@@ -191,7 +191,10 @@ struct ModelInput {
 
     /// The ids of `in`: its ids, or its text encoded (in the chat format with --chat; else with
     /// the tokenizer's special tokens, as Hugging Face's encode does by default).
+    /// --chat with ids is an error: it wraps text only, so it would be ignored.
     std::vector<std::int64_t> ids(const TokenInput& in, const std::string& model_type) const {
+        check(in.is_text() || !in.given() || !chat, "[cli] --chat wraps text input, and ", in.ids_opt->get_name(),
+              " gives token ids: pass the text instead, or the ids already in the chat format without --chat");
         if (!in.is_text()) return in.ids;
         const Tokenizer& tok = *tokenizer(true, in.text_opt->get_name());
         const Encoding enc = chat ? encode_chat(tok, wrap_chat(chat_family_of(model_type), in.text))

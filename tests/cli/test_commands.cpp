@@ -114,6 +114,9 @@ TEST_SUITE("cli") {
         }
         CHECK(run_cli("generate --model " + kQwen + " --ids 1,x").err.find("'x' is not a whole number") != std::string::npos);
         CHECK(run_cli("tasks --task dictionary --items -1").rc == 2);
+        const Run chat_ids = run_cli("generate --model " + kQwen + " --ids 1,2 --chat");  // --chat was ignored
+        CHECK(chat_ids.rc == 1);
+        CHECK(chat_ids.err.find("--chat wraps text input") != std::string::npos);
         // Runtime errors (not usage errors) are exit 1 with a message.
         const Run missing = run_cli("generate --model " + kQwen + " --prompt hello");  // no tokenizer.json there
         CHECK(missing.rc == 1);
