@@ -467,6 +467,11 @@ TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
         CHECK(sh(kCli + " experiment transplant --model " + kOrganism.string() + " --blocks G7 --out " + (root / "x").string() +
                  quiet) == 1);  // checked against the model: an error, not a usage error
         CHECK(read_text(root / "log").find("G7") != std::string::npos);
+        // A head the reader layer does not have (it failed inside the attention capture).
+        CHECK(sh(kCli + " experiment transplant --model " + kOrganism.string() +
+                 " --per-config 1 --blocks G0 --positions final --kind mixer --reader 3:99 --out " + (root / "h").string() +
+                 quiet) == 1);
+        CHECK(read_text(root / "log").find("the reader head 99 is not a head of layer 3 (4 query heads)") != std::string::npos);
     }
     SUBCASE("a run, two shards merged by `hylens experiment merge`, the figure") {
         REQUIRE(sh(base + " --out " + (root / "full").string() + quiet) == 0);
@@ -490,6 +495,10 @@ TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
         const std::string qm = kCli + " experiment query-map --model " + kOrganism.string() +
                                " --variant chat4 --fit 30 --curve 15 --per-config 1 --reader 3:1 --no-progress";
         CHECK(sh(qm + " --out " + (root / "q").string() + " --curve 40" + quiet) == 2);  // a curve point beyond --fit
+        const std::string qm_head = kCli + " experiment query-map --model " + kOrganism.string() +
+                                    " --variant chat4 --fit 30 --curve 15 --per-config 1 --reader 3:77 --no-progress";
+        CHECK(sh(qm_head + " --out " + (root / "qh").string() + quiet) == 1);
+        CHECK(read_text(root / "log").find("the reader head 77 is not a head of layer 3 (4 query heads)") != std::string::npos);
         REQUIRE(sh(qm + " --out " + (root / "q").string() + quiet) == 0);
         REQUIRE(sh(qm + " --shard 0/2 --out " + (root / "q0").string() + quiet) == 0);
         REQUIRE(sh(qm + " --shard 1/2 --out " + (root / "q1").string() + quiet) == 0);

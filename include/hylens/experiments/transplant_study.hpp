@@ -431,9 +431,13 @@ TransplantStudyResult run_transplant_study(const Model& model, const Tokenizer& 
                                   c.name, ": layer ", l, " has no recurrent mixer (mixer and state transplants act on "
                                   "DeltaNet / Mamba-2 layers)");
         }
-    if (opt.reader.given())
+    if (opt.reader.given()) {
         check<ShapeError>(find_mixer_site(model.stack(), opt.reader.layer, MixerChannel::attention).has_value(),
                           "[transplant] the reader layer ", opt.reader.layer, " has no softmax attention");
+        const std::size_t heads = attention_heads(model.stack(), opt.reader.layer);
+        check<ShapeError>(opt.reader.head < heads, "[transplant] the reader head ", opt.reader.head, " is not a head of layer ",
+                          opt.reader.layer, " (", heads, " query heads)");
+    }
     const std::string task = transplant_task(opt.style, opt.n_pairs);
     nlohmann::json def = {{"task", task},
                           {"per_config", opt.per_config},

@@ -177,6 +177,19 @@ Site mixer_site(const Stack& stack, LayerIndex l, MixerChannel ch) {
     return *s;
 }
 
+/// Query heads of layer l's softmax-attention mixer (0 when it has none).
+template <class Stack>
+std::size_t attention_heads(const Stack& stack, LayerIndex l) {
+    check<ShapeError>(l < stack.size(), "[attention_heads] layer ", layer_name(l), " out of ", stack.size());
+    std::size_t h = 0;
+    stack.visit(l, [&](const auto& layer) {
+        detail::for_each_mixer(layer.mixer(), [&](const auto& m) {
+            if constexpr (requires { m.config().Hq; m.config().Hkv; }) h = m.config().Hq;
+        });
+    });
+    return h;
+}
+
 /// Width of one head at a head-structured site of layer l: q, k, v and head_out use the
 /// attention head_dim; lin_head_out uses DeltaNet's dv or Mamba-2's head dim P. Throws
 /// ShapeError when layer l has no mixer with that site.
