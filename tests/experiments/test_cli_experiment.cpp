@@ -141,6 +141,15 @@ TEST_CASE("cli: hylens experiment channels on real tasks, shards merged == unsha
     const std::string s1_items = hylens::test::read_text(s1 / "items.jsonl");
     CHECK(sh(kCli + " experiment merge " + s0.string() + " " + s1.string() + " --out " + s1.string() + " 2>/dev/null") == 1);
     CHECK(hylens::test::read_text(s1 / "items.jsonl") == s1_items);
+    // Shards of another count: shard 1/3 does not complete shard 0/2.
+    const fs::path s1x = dir.path / "s1x";
+    fs::create_directories(s1x);
+    for (const char* f : {"items.jsonl", "run.json"}) fs::copy_file(s1 / f, s1x / f);
+    nlohmann::json run_x = nlohmann::json::parse(hylens::test::read_text(s1x / "run.json"));
+    run_x["study"]["shard"] = "1/3";
+    std::ofstream(s1x / "run.json") << run_x.dump();
+    CHECK(sh(kCli + " experiment merge " + s0.string() + " " + s1x.string() + " --out " + (dir.path / "mx").string() +
+             " 2>&1 | grep -q 'is one of 2 shards'") == 0);
     // The figure script (matplotlib, Agg) draws from the result folder alone.
     const fs::path script = fs::path(HYLENS_GOLDEN_DIR).parent_path().parent_path() / "scripts" / "plot_channels.py";
     if (hylens::test::figure_scripts_can_run()) {

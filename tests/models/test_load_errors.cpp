@@ -126,7 +126,7 @@ TEST_CASE("load: config values that would load into silent garbage are errors na
         {"rms_norm_eps", 1e30, "rms_norm_eps must be finite, > 0 and below 1"},
         {"rms_norm_eps", 0.0, "rms_norm_eps must be finite, > 0"},
         {"rms_norm_eps", -1e-6, "rms_norm_eps must be finite, > 0"},
-        {"rope_theta", 0.0, "rope_theta must be finite, > 0"},
+        {"rope_theta", 0.0, "rope_theta must be finite and > 0, got 0"},
         {"partial_rotary_factor", -1.0, "partial_rotary_factor must be in (0, 1]"},
         {"num_hidden_layers", std::int64_t{1} << 40, "num_hidden_layers is 1099511627776 but the checkpoint holds only"},
     };

@@ -30,6 +30,7 @@
 #include <set>         // std::set
 #include <string>      // std::string
 #include <string_view> // std::string_view
+#include <system_error> // std::error_code
 #include <utility>     // std::move
 #include <vector>      // std::vector
 
@@ -274,9 +275,11 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
                                        const std::function<void(const std::filesystem::path&, const nlohmann::json&)>& accept) {
     namespace fs = std::filesystem;
     check(!dirs.empty(), "[merge] no result folder given");
-    for (const fs::path& d : dirs)
-        check(!fs::exists(out) || !fs::equivalent(out, d), "[merge] the output folder ", out.string(),
-              " is one of the folders to merge (", d.string(), "): give another --out");
+    for (const fs::path& d : dirs) {
+        std::error_code ec;  // a folder that does not exist is reported below, with its run.json
+        check(!fs::equivalent(out, d, ec), "[merge] the output folder ", out.string(), " is one of the folders to merge (",
+              d.string(), "): give another --out");
+    }
     ShardFolders f;
     std::set<RecordKey> keys;
     std::set<std::string> shards;
@@ -298,8 +301,8 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
         check(shards.insert(shard).second || shard == "0/1", "[merge] shard ", shard, " is given twice");
         const auto [si, sn] = parse_shard_of(shard, d / "run.json");
         if (shard_count == 0) shard_count = sn;
-        check(sn == shard_count, "[merge] ", d.string(), " is shard ", shard, " of ", sn, " where ", dirs.front().string(),
-              " is one of ", shard_count);
+        check(sn == shard_count, "[merge] ", d.string(), " is shard ", shard, " where ", dirs.front().string(),
+              " is one of ", shard_count, " shards");
         present.insert(si);
         if (run.value("status", "") != "complete") ++f.counts.incomplete;
         f.sources.push_back({{"folder", d.string()}, {"shard", shard}, {"status", run.value("status", "")}});

@@ -86,9 +86,12 @@ struct RopeParams {
 inline double positive_finite(const io::Config& c, std::string_view key, double fallback,
                               double below = std::numeric_limits<double>::infinity()) {
     const double v = c.get_double(key, fallback);
-    check<ConfigError>(std::isfinite(v) && v > 0 && v < below, "[load] ", c.path(), ": ",
-                       c.key_prefix().empty() ? "" : c.key_prefix() + ".", key, " must be finite, > 0 and below ", below,
-                       ", got ", v);
+    if (!(std::isfinite(v) && v > 0 && v < below)) {
+        const std::string where = c.key_prefix().empty() ? std::string(key) : c.key_prefix() + "." + std::string(key);
+        if (std::isfinite(below))
+            fail<ConfigError>("[load] ", c.path(), ": ", where, " must be finite, > 0 and below ", below, ", got ", v);
+        fail<ConfigError>("[load] ", c.path(), ": ", where, " must be finite and > 0, got ", v);
+    }
     return v;
 }
 
