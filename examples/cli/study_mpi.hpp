@@ -180,9 +180,8 @@ inline nlohmann::json first_definition(const std::vector<std::filesystem::path>&
 
 /// The report line of `hylens experiment merge` for a study's merge.
 inline int report_merge(const experiments::MergeResult& m, const std::string& out) {
-    const std::size_t not_complete = m.incomplete - m.missing_shards;
     std::cerr << "hylens experiment merge: " << m.folders << " folders, " << m.records << " records"
-              << (not_complete ? " (" + std::to_string(not_complete) + " folders not complete)" : std::string())
+              << (m.incomplete ? " (" + std::to_string(m.incomplete) + " folders not complete)" : std::string())
               << (m.missing_shards ? " (" + std::to_string(m.missing_shards) + " shards missing: a partial result, run.json "
                                      "status \"incomplete\", missing_shards)"
                                    : std::string())

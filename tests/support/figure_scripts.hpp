@@ -3,9 +3,7 @@
 
 #include <doctest/doctest.h>
 
-#include <cstdlib>  // std::system
-
-#include <sys/wait.h>  // WIFEXITED, WEXITSTATUS
+#include "experiments/fixtures.hpp"  // sh
 
 namespace hylens::test {
 
@@ -13,8 +11,7 @@ namespace hylens::test {
 /// (scripts/install-deps.sh installs it). Where it cannot, says so in the test's output, so that
 /// a run without it does not pass its figure checks silently.
 inline bool figure_scripts_can_run() {
-    const int rc = std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1");
-    if (WIFEXITED(rc) && WEXITSTATUS(rc) == 0) return true;
+    if (sh("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0) return true;
     MESSAGE("matplotlib not installed: the figure script's checks are skipped");
     return false;
 }

@@ -157,13 +157,7 @@ QueryMapResult run_query_map_study(const RecvModel& recv, const Tokenizer& tok_r
             check<ShapeError>(l < donor.num_layers() &&
                                   find_mixer_site(donor.stack(), l, MixerChannel::recurrent).has_value(),
                               "[query-map] source ", b.name, ": donor layer ", l, " is no recurrent mixer layer");
-    if (opt.reader.given()) {
-        check<ShapeError>(find_mixer_site(recv.stack(), opt.reader.layer, MixerChannel::attention).has_value(),
-                          "[query-map] the reader layer ", opt.reader.layer, " has no softmax attention");
-        const std::size_t heads = attention_heads(recv.stack(), opt.reader.layer);
-        check<ShapeError>(opt.reader.head < heads, "[query-map] the reader head ", opt.reader.head, " is not a head of layer ",
-                          opt.reader.layer, " (", heads, " query heads)");
-    }
+    check_reader_head(recv.stack(), opt.reader, "query-map");
     std::vector<std::string> source_names;
     std::vector<std::vector<LayerIndex>> source_layers;
     for (const TransplantBlock& b : opt.sources) {

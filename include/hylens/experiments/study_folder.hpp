@@ -19,7 +19,6 @@
 // study into one folder whose items.jsonl is byte for byte the unsharded run's.
 
 #include <algorithm>   // std::sort
-#include <charconv>    // std::from_chars
 #include <cstddef>     // std::size_t
 #include <cstdio>      // std::snprintf
 #include <ctime>       // std::time, std::gmtime, std::strftime
@@ -238,7 +237,7 @@ private:
 };
 
 struct MergeResult {
-    std::size_t records = 0, folders = 0, incomplete = 0;  ///< incomplete: folders not complete + shards missing
+    std::size_t records = 0, folders = 0, incomplete = 0;  ///< incomplete: folders whose run was not complete
     std::size_t missing_shards = 0;                         ///< shards i/N of the study not among the folders
 };
 
@@ -254,23 +253,11 @@ struct ShardFolders {
     std::vector<nlohmann::json> records;     ///< every folder's records, unsorted
 };
 
-/// i and N of a shard "i/N" (i < N); a FormatError naming the folder otherwise.
-inline std::pair<std::size_t, std::size_t> parse_shard_of(const std::string& shard, const std::filesystem::path& run_json) {
-    std::size_t i = 0, n = 0;
-    const auto slash = shard.find('/');
-    const char* b = shard.data();
-    const char* e = b + shard.size();
-    const bool ok = slash != std::string::npos && std::from_chars(b, b + slash, i).ptr == b + slash &&
-                    std::from_chars(b + slash + 1, e, n).ptr == e && slash > 0 && slash + 1 < shard.size() && i < n;
-    check<FormatError>(ok, "[merge] ", run_json.string(), ": shard '", shard, "' is not I/N with I < N");
-    return {i, n};
-}
-
 /// Reads the folders of a merge into `out`: each must hold a run.json that `accept(path, run)`
 /// takes (it fails otherwise) and the same study definition (shard aside); each shard at most
 /// once, of one shard count N; no record key in two folders; `out` none of them (the merge
-/// would overwrite what it reads). Shards i/N that no folder holds are listed in `missing` and
-/// counted as incomplete: a merge of some shards is a partial result, not the study's.
+/// would overwrite what it reads). Shards i/N that no folder holds are listed in `missing`: a
+/// merge of some shards is a partial result, not the study's (merged_run marks it incomplete).
 inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out,
                                        const std::function<void(const std::filesystem::path&, const nlohmann::json&)>& accept) {
     namespace fs = std::filesystem;
@@ -299,11 +286,16 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
         check(s == f.study, "[merge] ", d.string(), " is another study than ", dirs.front().string(), " (", s.dump(), " vs ",
               f.study.dump(), ")");
         check(shards.insert(shard).second || shard == "0/1", "[merge] shard ", shard, " is given twice");
-        const auto [si, sn] = parse_shard_of(shard, d / "run.json");
-        if (shard_count == 0) shard_count = sn;
-        check(sn == shard_count, "[merge] ", d.string(), " is shard ", shard, " where ", dirs.front().string(),
+        Shard sh;
+        try {
+            sh = parse_shard(shard);
+        } catch (const Error& e) {
+            fail<FormatError>("[merge] ", (d / "run.json").string(), ": ", e.what());
+        }
+        if (shard_count == 0) shard_count = sh.count;
+        check(sh.count == shard_count, "[merge] ", d.string(), " is shard ", shard, " where ", dirs.front().string(),
               " is one of ", shard_count, " shards");
-        present.insert(si);
+        present.insert(sh.index);
         if (run.value("status", "") != "complete") ++f.counts.incomplete;
         f.sources.push_back({{"folder", d.string()}, {"shard", shard}, {"status", run.value("status", "")}});
         for (auto& r : read_records(d / "items.jsonl", false)) {
@@ -318,7 +310,6 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
         for (std::size_t i = 0; i < shard_count; ++i)
             if (!present.count(i)) f.missing.push_back(std::to_string(i) + "/" + std::to_string(shard_count));
     f.counts.missing_shards = f.missing.size();
-    f.counts.incomplete += f.missing.size();
     return f;
 }
 
@@ -329,7 +320,7 @@ inline nlohmann::json merged_run(const ShardFolders& f, std::size_t records) {
     study["shard"] = "0/1";
     run["study"] = study;
     run["merged_from"] = f.sources;
-    run["status"] = f.counts.incomplete ? "incomplete" : "complete";
+    run["status"] = f.counts.incomplete || f.counts.missing_shards ? "incomplete" : "complete";
     if (!f.missing.empty()) run["missing_shards"] = f.missing;
     run["records"] = records;
     run.erase("records_written");

@@ -202,6 +202,19 @@ struct ReaderHead {
     bool given() const noexcept { return layer != no_layer; }
 };
 
+/// Checks a given reader head against the model: its layer has softmax attention and the head
+/// is one of that layer's query heads (else it would fail inside the attention capture with a
+/// tensor's shape). `study` names the caller in messages.
+template <class Stack>
+void check_reader_head(const Stack& stack, const ReaderHead& reader, const char* study) {
+    if (!reader.given()) return;
+    check<ShapeError>(find_mixer_site(stack, reader.layer, MixerChannel::attention).has_value(), "[", study,
+                      "] the reader layer ", reader.layer, " has no softmax attention");
+    const std::size_t heads = attention_heads(stack, reader.layer);
+    check<ShapeError>(reader.head < heads, "[", study, "] the reader head ", reader.head, " is not a head of layer ",
+                      reader.layer, " (", heads, " query heads)");
+}
+
 /// What one donor/host item needs: both prompts, the two answers, the two entries' spans.
 struct TransplantItem {
     std::vector<std::int64_t> a, b;
@@ -431,13 +444,7 @@ TransplantStudyResult run_transplant_study(const Model& model, const Tokenizer& 
                                   c.name, ": layer ", l, " has no recurrent mixer (mixer and state transplants act on "
                                   "DeltaNet / Mamba-2 layers)");
         }
-    if (opt.reader.given()) {
-        check<ShapeError>(find_mixer_site(model.stack(), opt.reader.layer, MixerChannel::attention).has_value(),
-                          "[transplant] the reader layer ", opt.reader.layer, " has no softmax attention");
-        const std::size_t heads = attention_heads(model.stack(), opt.reader.layer);
-        check<ShapeError>(opt.reader.head < heads, "[transplant] the reader head ", opt.reader.head, " is not a head of layer ",
-                          opt.reader.layer, " (", heads, " query heads)");
-    }
+    check_reader_head(model.stack(), opt.reader, "transplant");
     const std::string task = transplant_task(opt.style, opt.n_pairs);
     nlohmann::json def = {{"task", task},
                           {"per_config", opt.per_config},
