@@ -162,8 +162,12 @@ struct ModelInput {
     bool no_finite_check = false;
     bool no_mmap = false;
 
-    /// How to hold the weights (--no-mmap).
-    LoadOptions load_options() const { return cli::load_options(no_mmap); }
+    /// How to hold the weights (--no-mmap) and whether to scan the small ones (--no-finite-check).
+    LoadOptions load_options() const {
+        LoadOptions o = cli::load_options(no_mmap);
+        o.check_finite = !no_finite_check;
+        return o;
+    }
 
     void add(CLI::App& app, bool with_chat = true) {
         app.add_option("--model", dir, "model folder (config.json + *.safetensors)")->required();
@@ -171,7 +175,8 @@ struct ModelInput {
             ->check(CLI::ExistingFile);
         if (with_chat) app.add_flag("--chat", chat, "wrap text input in the family's chat format (one user turn)");
         app.add_flag("--no-finite-check", no_finite_check,
-                     "do not stop at the first NaN / infinity in activations or logits");
+                     "do not stop at the first NaN / infinity in activations or logits, nor at one in a "
+                     "small parameter (norm, bias, A_log...) as the model loads");
         add_no_mmap(app, no_mmap);
     }
 
@@ -217,10 +222,14 @@ private:
     mutable std::optional<Tokenizer> tok_;
 };
 
-/// JSON of one token: {"id": 12, "text": "Hello"} ("text" only with a tokenizer).
+/// JSON of one token: {"id": 12, "text": "Hello"} ("text" only with a tokenizer; null for an id
+/// the tokenizer has no token for, such as a model's padding rows past its vocabulary).
 inline nlohmann::json token_json(const ModelInput& mi, std::int64_t id) {
     nlohmann::json j = {{"id", id}};
-    if (auto t = mi.text({id})) j["text"] = *t;
+    if (const Tokenizer* tok = mi.tokenizer(false)) {
+        const auto tid = static_cast<Tokenizer::TokenId>(id);
+        j["text"] = tok->id_to_token(tid) ? nlohmann::json(tok->decode({tid})) : nlohmann::json(nullptr);
+    }
     return j;
 }
 

@@ -23,7 +23,9 @@ inline int run_top_k(int argc, char** argv) {
     std::size_t k = 10;
     std::string json;
     app.add_option("-k,--k", k, "how many tokens (default 10)")->check(CLI::Range(1, 1 << 24));
-    app.add_option("--json", json, "write the list as JSON to FILE (- for stdout) instead of the table");
+    app.add_option("--json", json,
+                   "write the list as JSON to FILE (- for stdout) instead of the table (\"text\": null for an id the "
+                   "tokenizer has no token for, such as a padding row of the embedding)");
     prompt.require_in(app);
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
@@ -45,9 +47,10 @@ inline int run_top_k(int argc, char** argv) {
     std::printf("%4s  %8s  %10s  %10s  %s\n", "rank", "id", "prob", "logit", "token");
     for (std::size_t r = 0; r < top.size(); ++r) {
         const auto& t = top[r];
-        const std::string txt = t.contains("text") ? nlohmann::json(t["text"].get<std::string>())
-                                                         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-                                                   : "";
+        // A null text is an id the tokenizer has no token for (a padding row of the embedding).
+        const std::string txt = !t.contains("text")  ? ""
+                                : t["text"].is_null() ? "(not a token of the tokenizer)"
+                                                      : t["text"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
         std::printf("%4zu  %8lld  %10.6f  %10.4f  %s\n", r + 1, static_cast<long long>(t["id"].get<std::int64_t>()),
                     t["prob"].get<double>(), t["logit"].get<double>(), txt.c_str());
     }

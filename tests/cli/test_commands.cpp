@@ -305,6 +305,30 @@ TEST_SUITE("cli") {
         const Run table = run_cli("top-k --model " + kQwen + " --ids " + join(prompt) + " -k 2");
         CHECK(table.rc == 0);
         CHECK(table.out.find("rank") == 0);
+
+        // The model has 320 rows, the byte tokenizer 256 tokens: ids past it have a null text and
+        // a marked table row (they had "" as their text, like a token that decodes to nothing).
+        REQUIRE(run_cli("top-k --model " + kQwen + " --tokenizer " + kBytes + " --ids " + join(prompt) + " -k " +
+                        std::to_string(V) + " --json " + j.string())
+                    .rc == 0);
+        std::size_t nulls = 0;
+        const nlohmann::json all_ids = json_of(j)["top_k"];
+        REQUIRE(all_ids.size() == V);
+        for (const auto& t : all_ids) {
+            const bool padding = t["id"].get<std::size_t>() >= 256;
+            CHECK(t["text"].is_null() == padding);
+            CHECK(t["text"].is_string() == !padding);
+            nulls += padding;
+        }
+        CHECK(nulls == V - 256);
+        const Run all = run_cli("top-k --model " + kQwen + " --tokenizer " + kBytes + " --ids " + join(prompt) + " -k " +
+                                std::to_string(V));
+        REQUIRE(all.rc == 0);
+        std::size_t marked = 0;
+        for (std::size_t at = all.out.find("(not a token of the tokenizer)"); at != std::string::npos;
+             at = all.out.find("(not a token of the tokenizer)", at + 1))
+            ++marked;
+        CHECK(marked == V - 256);
         fs::remove(j);
     }
 
@@ -403,6 +427,19 @@ TEST_SUITE("cli") {
         const Run ok = run_cli("verify --model " + kQwen);
         CHECK(ok.rc == 0);
         CHECK(ok.out.find("all finite") != std::string::npos);
+
+        // An index that leaves the damaged tensor out: the loader ignores it, verify still scans
+        // and names it (it scanned only the index's names and said "all finite").
+        nlohmann::json map = nlohmann::json::object();
+        for (const std::string& n : io::SafetensorsFile::open(dir / "model.safetensors").names())
+            if (n != bad) map[n] = "model.safetensors";
+        std::ofstream(dir / "model.safetensors.index.json") << nlohmann::json{{"weight_map", map}}.dump();
+        const Run unlisted = run_cli("verify --model " + dir.string());
+        CHECK(unlisted.rc == 1);
+        CHECK(unlisted.out.find("not in the index: " + bad + " (in model.safetensors; the loader ignores it)") !=
+              std::string::npos);
+        CHECK(unlisted.out.find("non-finite: " + bad) != std::string::npos);
+        CHECK(unlisted.out.find(", 1 not in the index: 1 tensor(s) hold non-finite values") != std::string::npos);
         fs::remove_all(dir);
     }
 }

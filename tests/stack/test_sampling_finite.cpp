@@ -77,6 +77,11 @@ TEST_SUITE("stack/sampling") {
         // Non-finite logits cannot be sampled; bad options are errors.
         const std::vector<float> bad = {0.0f, std::numeric_limits<float>::quiet_NaN()};
         CHECK_THROWS_AS(choose_token(bad.data(), 2, t1, rng), Error);
+        // Nor can they be argmaxed (greedy chose id 0 for {0, NaN}, whatever the NaN stood for).
+        CHECK_THROWS_WITH_AS(choose_token(bad.data(), 2, SamplingOptions{}, rng),
+                             doctest::Contains("logit of token 1 is nan; cannot take the argmax"), Error);
+        const std::vector<float> inf = {0.0f, std::numeric_limits<float>::infinity()};
+        CHECK_THROWS_AS(choose_token(inf.data(), 2, SamplingOptions{}, rng), Error);
         CHECK_THROWS_AS(SamplingOptions{.temperature = -1.0f}.validate(), ShapeError);
         CHECK_THROWS_AS(SamplingOptions{.top_p = 0.0f}.validate(), ShapeError);
     }
@@ -128,7 +133,21 @@ TEST_SUITE("stack/finite_check") {
         g.check_finite = true;
         auto c3 = m.new_cache(1);
         CHECK_THROWS_AS(generate(m, c3, ids, g), NonFiniteError);
+        // With the check off, the NaN logits still stop generation (greedy took id 0 from them).
+        g.check_finite = false;
+        auto c3b = m.new_cache(1);
+        CHECK_THROWS_WITH_AS(generate(m, c3b, ids, g), doctest::Contains("cannot take the argmax of non-finite logits"), Error);
         fs::remove_all(dir);
+
+        // A small parameter is scanned at load (a NaN A_log is named there, not found later or
+        // never: A_log = +inf would make the decay 0 and the logits finite); LoadOptions opt out.
+        const std::string a_log = "model.language_model.layers.1.linear_attn.A_log";
+        const fs::path small = test::damaged_model(std::string(HYLENS_GOLDEN_DIR) + "/models/qwen3_5_dense",
+                                                   fs::temp_directory_path() / ("hylens_nan_small_" + std::to_string(::getpid())),
+                                                   a_log, 1);
+        CHECK_THROWS_WITH_AS(load(small), doctest::Contains(("tensor '" + a_log + "' [4] holds nan at flat index 0").c_str()), FormatError);
+        CHECK_NOTHROW(load(small, LoadOptions{.check_finite = false}));
+        fs::remove_all(small);
 
         // A hook that writes an infinity: the check sees what the hook left, at that site.
         const auto good = load_as<Qwen35Model>(std::string(HYLENS_GOLDEN_DIR) + "/models/qwen3_5_dense");

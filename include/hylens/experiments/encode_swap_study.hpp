@@ -167,10 +167,17 @@ EncodeSwapResult run_encode_swap_study(const Model& model, const Tokenizer& tok,
     check(!variant.long_filler, "[encode-swap] the 'long' variant is not supported");
     check(!opt.encode.empty(), "[encode-swap] no Encode layers");
     const std::vector<LayerIndex> linear = recurrent_layers(model.stack());
-    for (const std::vector<LayerIndex>* ls : {&opt.encode, &opt.other})
-        for (LayerIndex l : *ls)
-            check(std::find(linear.begin(), linear.end(), l) != linear.end(), "[encode-swap] layer ", l,
-                  " of the circuit is not a linear layer of this model (a circuit file of another model?)");
+    const auto is_linear = [&](LayerIndex l) { return std::find(linear.begin(), linear.end(), l) != linear.end(); };
+    for (LayerIndex l : opt.encode)
+        check(is_linear(l), "[encode-swap] layer ", l,
+              " of the circuit's Encode block is not a linear layer of this model (a circuit file of another model?)");
+    for (LayerIndex l : opt.other) {
+        if (is_linear(l)) continue;
+        std::string names;
+        for (LayerIndex k : linear) names += (names.empty() ? "" : ",") + std::to_string(k);
+        fail("[encode-swap] control layer ", l, " (--other-layers) is not a linear layer of this model (its linear layers: ",
+             names, ")");
+    }
     const ChatFormat format = chat_format(family);
     const lk::CleanCorruptSet set =
         lk::clean_corrupt_pairs(tok, format, variant, lk::in_family_vocabulary(tok), opt.per_config, opt.seed);

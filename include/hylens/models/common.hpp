@@ -37,10 +37,12 @@ using FalconH1Model = CausalLM<FalconH1Stack>;
 
 namespace models {
 
-/// A checkpoint seen through a key prefix ("model." or "model.language_model.").
+/// A checkpoint seen through a key prefix ("model." or "model.language_model."). With
+/// `check_finite`, the small parameters read by vec() are scanned for NaN and infinity.
 class TensorSource {
 public:
-    TensorSource(io::Checkpoint ckpt, std::string prefix) : ckpt_(std::move(ckpt)), prefix_(std::move(prefix)) {}
+    TensorSource(io::Checkpoint ckpt, std::string prefix, bool check_finite = true)
+        : ckpt_(std::move(ckpt)), prefix_(std::move(prefix)), check_finite_(check_finite) {}
 
     const io::Checkpoint& checkpoint() const noexcept { return ckpt_; }
     const std::string& prefix() const noexcept { return prefix_; }
@@ -59,10 +61,20 @@ public:
         return ckpt_.weight(name);
     }
     /// A small parameter widened to float32 (norm weights, conv kernels, per-head scalars, biases).
+    /// A non-finite value is a FormatError naming the tensor and the index: some of these would
+    /// not turn the activations non-finite (A_log = +inf makes the decay 0, dt_bias = -inf the
+    /// step 0), so the forward's finite check could not catch them. The large matrices are left
+    /// to that check and to `hylens verify` (scanning them would read the whole model at load).
     std::vector<float> vec(const std::string& key, const std::vector<std::size_t>& shape) const {
         const std::string name = prefix_ + key;
         (void)global_matrix(name, shape);
-        return ckpt_.read_f32(name);
+        std::vector<float> v = ckpt_.read_f32(name);
+        if (check_finite_)
+            for (std::size_t i = 0; i < v.size(); ++i)
+                check<FormatError>(std::isfinite(v[i]), "[load] ", ckpt_.dir().string(), ": tensor '", name, "' ",
+                                   shape_string(shape), " holds ", v[i], " at flat index ", i,
+                                   " (`hylens verify --model DIR` lists every non-finite weight)");
+        return v;
     }
     /// As vec(), or empty when the tensor is absent.
     std::vector<float> optional_vec(const std::string& key, const std::vector<std::size_t>& shape) const {
@@ -72,6 +84,7 @@ public:
 private:
     io::Checkpoint ckpt_;
     std::string prefix_;
+    bool check_finite_;
 };
 
 /// rope_theta and partial_rotary_factor from rope_parameters (new format) or the top level.

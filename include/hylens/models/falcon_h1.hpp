@@ -13,7 +13,7 @@
 
 namespace hylens::models {
 
-inline FalconH1Model load_falcon_h1(const io::Checkpoint& ckpt, const io::Config& c) {
+inline FalconH1Model load_falcon_h1(const io::Checkpoint& ckpt, const io::Config& c, bool check_finite = true) {
     const std::string type = c.get_string("model_type");
     check<UnsupportedError>(type == "falcon_h1", "[load] ", c.path(), ": model_type '", type, "' is not falcon_h1");
     const std::size_t H = positive(c, "hidden_size"), V = positive(c, "vocab_size"), L = layer_count(c, ckpt);
@@ -44,7 +44,7 @@ inline FalconH1Model load_falcon_h1(const io::Checkpoint& ckpt, const io::Config
     const bool mamba_norm = c.get_bool("mamba_rms_norm", false);
     const bool norm_before_gate = c.get_bool("mamba_norm_before_gate", true);
 
-    const TensorSource src(ckpt, "model.");
+    const TensorSource src(ckpt, "model.", check_finite);
     FalconH1Stack stack;
     using PL = ParallelLayer<AttentionLayer<>, Mamba2Layer<>>;
     for (std::size_t i = 0; i < L; ++i) {

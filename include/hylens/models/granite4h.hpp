@@ -25,7 +25,7 @@ inline std::size_t read_mamba_head_dim(const io::Config& c, std::size_t d_inner,
     return d_inner / heads;
 }
 
-inline GraniteModel load_granite4h(const io::Checkpoint& ckpt, const io::Config& c) {
+inline GraniteModel load_granite4h(const io::Checkpoint& ckpt, const io::Config& c, bool check_finite = true) {
     const std::string type = c.get_string("model_type");
     check<UnsupportedError>(type == "granitemoehybrid", "[load] ", c.path(), ": model_type '", type,
                             "' is not granitemoehybrid");
@@ -54,7 +54,7 @@ inline GraniteModel load_granite4h(const io::Checkpoint& ckpt, const io::Config&
     const std::size_t E = static_cast<std::size_t>(c.get_int("num_local_experts", 0));
     const std::size_t S = static_cast<std::size_t>(c.get_int("shared_intermediate_size", 0));
 
-    const TensorSource src(ckpt, "model.");
+    const TensorSource src(ckpt, "model.", check_finite);
     GraniteStack stack;
     for (std::size_t i = 0; i < L; ++i) {
         const std::string p = "layers." + std::to_string(i) + ".";

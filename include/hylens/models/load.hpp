@@ -53,6 +53,10 @@ struct LoadOptions {
     /// first (llama.cpp's --no-mmap): the same values, a slower open, and on some machines a
     /// faster decode (docs/performance-log.md, "Weights in the page cache").
     io::Storage weights = io::Storage::mapped;
+    /// Scan the small parameters (norms, biases, conv kernels, per-head scalars such as A_log
+    /// and dt_bias) for NaN and infinity as they are read: a FormatError naming the tensor.
+    /// Off only to study a damaged checkpoint (the CLI's --no-finite-check).
+    bool check_finite = true;
 };
 
 /// Loads a model folder (config.json + model.safetensors or shards). Unknown model types
@@ -64,9 +68,9 @@ inline AnyModel load(const std::filesystem::path& dir, const LoadOptions& option
     const io::Config cfg = io::Config::from_file(cfg_path);
     const std::string type = cfg.get_string("model_type");
     const io::Checkpoint ckpt = io::Checkpoint::open(dir, options.weights);
-    if (models::is_qwen_type(type)) return AnyModel(models::load_qwen3_5(ckpt, cfg));
-    if (type == "granitemoehybrid") return AnyModel(models::load_granite4h(ckpt, cfg));
-    if (type == "falcon_h1") return AnyModel(models::load_falcon_h1(ckpt, cfg));
+    if (models::is_qwen_type(type)) return AnyModel(models::load_qwen3_5(ckpt, cfg, options.check_finite));
+    if (type == "granitemoehybrid") return AnyModel(models::load_granite4h(ckpt, cfg, options.check_finite));
+    if (type == "falcon_h1") return AnyModel(models::load_falcon_h1(ckpt, cfg, options.check_finite));
     fail<UnsupportedError>("[load] ", cfg_path.string(), ": unsupported model_type '", type,
                            "' (supported: qwen3_5, qwen3_5_text, qwen3_5_moe, qwen3_5_moe_text, qwen3_next, "
                            "granitemoehybrid, falcon_h1)");

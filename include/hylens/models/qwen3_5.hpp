@@ -18,7 +18,7 @@ inline bool is_qwen_type(const std::string& t) {
 }
 
 /// Builds a Qwen-family model from an open checkpoint and its config.json.
-inline Qwen35Model load_qwen3_5(const io::Checkpoint& ckpt, const io::Config& root) {
+inline Qwen35Model load_qwen3_5(const io::Checkpoint& ckpt, const io::Config& root, bool check_finite = true) {
     const std::string type = root.get_string("model_type");
     check<UnsupportedError>(is_qwen_type(type), "[load] ", root.path(), ": model_type '", type, "' is not a Qwen type");
     const io::Config c = root.is_object("text_config") ? root.sub("text_config") : root;
@@ -45,7 +45,7 @@ inline Qwen35Model load_qwen3_5(const io::Checkpoint& ckpt, const io::Config& ro
     }
 
     const std::string prefix = ckpt.contains("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
-    const TensorSource src(ckpt, prefix);
+    const TensorSource src(ckpt, prefix, check_finite);
     const bool tied = root.get_bool("tie_word_embeddings", c.get_bool("tie_word_embeddings", false));
 
     QwenStack stack;

@@ -93,12 +93,15 @@ inline std::vector<double> softmax(const float* row, std::size_t V, double tempe
     return p;
 }
 
-/// The next token for one row of logits [V]: the argmax when opt.greedy(), else a draw.
+/// The next token for one row of logits [V]: the argmax when opt.greedy(), else a draw. A
+/// non-finite logit is an Error either way (with NaN the argmax was id 0, or whichever id came
+/// before the NaN: a token from garbage, where the forward's finite check was turned off).
 inline std::int64_t choose_token(const float* row, std::size_t V, const SamplingOptions& opt, SplitMix64& rng) {
-    if (opt.greedy()) return detail::argmax_row(row, V);
     for (std::size_t v = 0; v < V; ++v)
-        check(std::isfinite(row[v]), "[sampling] logit of token ", v, " is ", row[v],
-              "; cannot sample from non-finite logits (ForwardOptions::check_finite locates the cause)");
+        check(std::isfinite(row[v]), "[sampling] logit of token ", v, " is ", row[v], "; cannot ",
+              opt.greedy() ? "take the argmax of" : "sample from",
+              " non-finite logits (ForwardOptions::check_finite locates the cause)");
+    if (opt.greedy()) return detail::argmax_row(row, V);
     const std::vector<std::size_t> ids = top_ids(row, V, opt.top_k);
     // Softmax over the kept ids at the temperature (ids[0] holds the largest logit).
     std::vector<double> p(ids.size());
