@@ -13,6 +13,7 @@
 #include <hylens/interp/transplant.hpp>
 #include <hylens/stack/generate.hpp>
 
+#include "../support/nan_max.hpp"
 #include "../support/random_model.hpp"
 
 #include <doctest/doctest.h>
@@ -21,7 +22,9 @@
 #include <xtensor/xoperation.hpp>
 #include <xtensor/xview.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -318,6 +321,16 @@ TEST_CASE("cache views of a model's cache: the same values as the raw accessors,
     const Tensor3 a = m.forward(next, cache), b = m.forward(next, raw);
     CHECK(a.shape()[0] == 2);
     CHECK(max_abs_diff(a, b) == 0.0f);
+}
+
+TEST_CASE("max_abs_diff: a NaN anywhere is NaN, other sizes are infinite") {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    // The NaN was kept only when no larger finite difference followed it.
+    CHECK(std::isnan(max_abs_diff(std::vector<float>{nan, 0.0f}, std::vector<float>{0.0f, 5.0f})));
+    CHECK(std::isnan(max_abs_diff(std::vector<float>{1.0f, 2.0f}, std::vector<float>{1.0f, nan})));
+    CHECK(max_abs_diff(std::vector<float>{1.0f, 2.0f}, std::vector<float>{1.5f, 4.0f}) == 2.0f);
+    CHECK(std::isinf(max_abs_diff(std::vector<float>{1.0f}, std::vector<float>{1.0f, 2.0f})));
+    CHECK(std::isnan(hylens::test::nan_max(hylens::test::nan_max(0.0, nan), 3.0)));
 }
 
 TEST_CASE("NamedTensor is an owning row-major xtensor container, captures of run() are NamedTensors") {

@@ -11,6 +11,7 @@
 #include <hylens/kernels/linear.hpp>
 
 #include "../support/random_values.hpp"
+#include "../support/nan_max.hpp"
 
 #include <doctest/doctest.h>
 
@@ -56,7 +57,7 @@ double worst_error(const std::vector<float>& y, std::size_t ldy, const std::vect
             s *= alpha;
             mag *= std::fabs(alpha);
             if (bias) s += (*bias)[o], mag += std::fabs((*bias)[o]);
-            worst = std::max(worst, std::fabs(double(y[m * ldy + o]) - s) / (mag + 1e-30));
+            worst = hylens::test::nan_max(worst, std::fabs(double(y[m * ldy + o]) - s) / (mag + 1e-30));
         }
     return worst;
 }

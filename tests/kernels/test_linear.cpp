@@ -1,6 +1,8 @@
 // kernels::linear (f32 sgemm, bf16 fused widen-and-dot, bf16 blocked widening) against its
 // plain twin on random shapes.
 
+#include "../support/nan_max.hpp"
+
 #include <hylens/kernels/linear.hpp>
 #include <hylens/kernels/reference/linear.hpp>
 
@@ -30,7 +32,7 @@ TEST_CASE("linear: fast paths match the reference for f32 and bf16 weights, any 
             double worst = 0;
             for (std::size_t m = 0; m < M; ++m)
                 for (std::size_t o = 0; o < out; ++o)
-                    worst = std::max(worst, std::fabs(double(y[m * (out + 1) + o]) - r[m * (out + 1) + o]) /
+                    worst = hylens::test::nan_max(worst, std::fabs(double(y[m * (out + 1) + o]) - r[m * (out + 1) + o]) /
                                                 (1.0 + std::fabs(r[m * (out + 1) + o])));
             INFO("bf16 " << bf << " M " << M << " out " << out << " in " << in);
             CHECK(worst <= 1e-5);

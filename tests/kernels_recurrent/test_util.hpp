@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "golden_reader.hpp"
+#include "../support/nan_max.hpp"
 
 namespace rtest {
 
@@ -33,7 +34,7 @@ inline std::vector<float> uniform(std::size_t n, std::mt19937& rng, float lo, fl
 /// max |a - b| over n values at strides (for views into wider rows).
 inline double max_abs_diff(const float* a, const float* b, std::size_t n) {
     double m = 0;
-    for (std::size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(double(a[i]) - double(b[i])));
+    for (std::size_t i = 0; i < n; ++i) m = hylens::test::nan_max(m, std::fabs(double(a[i]) - double(b[i])));
     return m;
 }
 

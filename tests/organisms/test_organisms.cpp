@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "studies_circuit/fixtures.hpp"
+#include "../support/nan_max.hpp"
 
 namespace fs = std::filesystem;
 using namespace hylens;
@@ -99,7 +100,7 @@ void compare_field(const nlohmann::json& want, const nlohmann::json& got, const 
     const double tol = circuit_field_tolerance(field, leaf, atol);
     if (tol > 0 && want.is_number_float() && got.is_number()) {
         const double d = std::fabs(got.get<double>() - want.get<double>());
-        out.worst = std::max(out.worst, d / tol);
+        out.worst = hylens::test::nan_max(out.worst, d / tol);
         if (d > tol)
             out.mismatches.push_back(where + ": " + got.dump() + " vs the card's " + want.dump() + " (tolerance " +
                                      std::to_string(tol) + ")");
@@ -254,7 +255,7 @@ TEST_CASE("organisms: hylens logits equal the torch training forward (prefill an
                     CHECK(worst_rows(want, V, 0, head, half) <= atol);
                     double worst = 0;
                     for (std::size_t t = half; t < T; ++t)
-                        worst = std::max(worst, worst_rows(want, V, t, m.forward(TokenBatch({ids[t]}), c2), 1));
+                        worst = hylens::test::nan_max(worst, worst_rows(want, V, t, m.forward(TokenBatch({ids[t]}), c2), 1));
                     INFO("prompt " << i << " decode");
                     CHECK(worst <= atol);
                 });
@@ -314,7 +315,7 @@ TEST_CASE("organisms: with bf16 activations, a bf16 copy equals the torch forwar
             struct Rows {
                 std::size_t n = 0, close = 0;
                 double worst = 0;
-                void add(double d, double c) { ++n, close += d <= c, worst = std::max(worst, d); }
+                void add(double d, double c) { ++n, close += d <= c, worst = hylens::test::nan_max(worst, d); }
             };
             auto run = [&](bool decode) {
                 Rows r;

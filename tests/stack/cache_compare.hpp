@@ -2,6 +2,8 @@
 // Test helper: largest relative difference between two stack caches (every K/V, conv
 // window and state), relative to max(1, max |reference|).
 
+#include "../support/nan_max.hpp"
+
 #include <hylens/cache/parts.hpp>
 
 #include <algorithm>
@@ -15,6 +17,7 @@ inline double rel_diff(const float* a, const float* b, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
         const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
         if (!(d <= worst)) worst = d;
+        if (std::isnan(d)) break;  // a later finite difference would replace the NaN
     }
     return worst / scale;
 }
@@ -32,8 +35,8 @@ double cache_rel_diff(const Cache& a, const Cache& b) {
                     if (auto* ra = recurrent_part(ca)) {
                         auto* rb = recurrent_part(cb);
                         for (std::size_t s = 0; s < ra->batch(); ++s) {
-                            worst = std::max(worst, rel_diff(ra->conv(s), rb->conv(s), ra->conv_channels() * ra->conv_width()));
-                            worst = std::max(worst, rel_diff(ra->state(s), rb->state(s), ra->state_size()));
+                            worst = hylens::test::nan_max(worst, rel_diff(ra->conv(s), rb->conv(s), ra->conv_channels() * ra->conv_width()));
+                            worst = hylens::test::nan_max(worst, rel_diff(ra->state(s), rb->state(s), ra->state_size()));
                         }
                     }
                     if (auto* ka = kv_part(ca)) {
@@ -45,8 +48,8 @@ double cache_rel_diff(const Cache& a, const Cache& b) {
                         for (std::size_t s = 0; s < ka->batch(); ++s)
                             for (std::size_t j = 0; j < ka->kv_heads(); ++j) {
                                 const std::size_t n = ka->length() * ka->head_dim();
-                                worst = std::max(worst, rel_diff(ka->k(s, j), kb->k(s, j), n));
-                                worst = std::max(worst, rel_diff(ka->v(s, j), kb->v(s, j), n));
+                                worst = hylens::test::nan_max(worst, rel_diff(ka->k(s, j), kb->k(s, j), n));
+                                worst = hylens::test::nan_max(worst, rel_diff(ka->v(s, j), kb->v(s, j), n));
                             }
                     }
                 } else {

@@ -10,6 +10,7 @@
 #include <xtensor/xtensor.hpp>  // xt::xtensor
 
 #include <cstddef>  // std::size_t
+#include <limits>   // std::numeric_limits
 #include <string>   // std::string
 #include <vector>   // std::vector
 
@@ -35,16 +36,21 @@ std::string shape_string(const Shape& s) {
     return out + "]";
 }
 
-/// Largest |a - b| over two containers of equal size (tests and checks).
+/// Largest |a - b| over two containers of equal size (tests and checks): NaN when any
+/// difference is NaN (it was kept only when no larger finite difference came after it, so a
+/// NaN before the last element compared as equal), infinity when the sizes differ.
 template <class A, class B>
 float max_abs_diff(const A& a, const B& b) {
     float m = 0.0f;
     auto ia = a.begin();
-    for (auto ib = b.begin(); ia != a.end() && ib != b.end(); ++ia, ++ib) {
+    auto ib = b.begin();
+    for (; ia != a.end() && ib != b.end(); ++ia, ++ib) {
         float d = static_cast<float>(*ia) - static_cast<float>(*ib);
         if (d < 0) d = -d;
-        if (!(d <= m)) m = d;  // NaN propagates as a large value
+        if (d != d) return d;  // NaN
+        if (d > m) m = d;
     }
+    if (ia != a.end() || ib != b.end()) return std::numeric_limits<float>::infinity();
     return m;
 }
 
