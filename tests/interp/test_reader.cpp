@@ -91,6 +91,8 @@ TEST_CASE("T12: reader search finds the planted head, not the decoy that attends
     const auto m = planted_model();
     const auto items = planted_items();
     const ReaderSearch rs = reader_search(m, items, 4);
+    // top = 0 returned the first head as the reader with a removal gap never computed.
+    CHECK_THROWS_AS((void)reader_search(m, items, 0), ShapeError);
     CHECK(rs.baseline.acc == 1.0);
     CHECK(rs.baseline.gap.mean > 1.0);
     REQUIRE(rs.ranked.size() == 4);

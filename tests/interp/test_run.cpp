@@ -4,12 +4,18 @@
 
 #include <hylens/interp/run.hpp>
 #include <hylens/interp/state_patch.hpp>
+#include <hylens/models/load.hpp>
 
 #include "../support/random_model.hpp"
+#include "../support/nan_max.hpp"
 
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <utility>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,7 +34,7 @@ float max_diff(const Tensor3& a, const Tensor3& b) {
 float max_diff(std::span<const float> a, std::span<const float> b) {
     REQUIRE(a.size() == b.size());
     float m = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+    for (std::size_t i = 0; i < a.size(); ++i) m = hylens::test::nan_max(m, std::fabs(a[i] - b[i]));
     return m;
 }
 
@@ -348,6 +354,97 @@ TEST_CASE("state patch: copy_recurrent moves state and (optionally) conv window,
     auto h2 = a;
     copy_recurrent(h2, a, {0, 1, 2});
     CHECK(h2 == a);
+}
+
+TEST_CASE("site_width: the sites each layer fires and their widths, on every reference model") {
+    namespace fs = std::filesystem;
+    std::size_t models = 0;
+    for (const auto& entry : fs::directory_iterator(fs::path(HYLENS_GOLDEN_DIR) / "models")) {
+        if (!fs::exists(entry.path() / "config.json")) continue;
+        ++models;
+        const AnyModel any = load(entry.path());
+        any.visit([&](const auto& m) {
+            // What a forward fires, with a hook that wants everything: (layer + 1, site) -> D.
+            std::map<std::pair<std::size_t, Site>, std::size_t> fired;
+            Hook h;
+            h.fn = [&](Site s, LayerIndex l, const ActivationView& v, const std::int64_t*) {
+                fired[{l == no_layer ? 0 : l + 1, s}] = s == Site::attn_probs ? 0 : v.D;
+            };
+            auto cache = m.new_cache(1);
+            (void)m.forward(TokenBatch({1, 2, 3}), cache, {.hook = &h});
+            std::size_t sites = 0;
+            for (std::size_t row = 0; row <= m.num_layers(); ++row)
+                for (std::size_t i = 0; i < hylens::detail::kNumSites; ++i) {
+                    const Site s = static_cast<Site>(i);
+                    const LayerIndex l = row == 0 ? no_layer : row - 1;
+                    const auto it = fired.find({row, s});
+                    const std::optional<std::size_t> w = site_width(m.stack(), l, s);
+                    INFO(entry.path().filename().string(), " layer ", layer_name(l), " site ", site_name(s));
+                    CHECK(w.has_value() == (it != fired.end()));
+                    if (w && it != fired.end()) CHECK(*w == it->second);
+                    sites += w.has_value();
+                }
+            CHECK(sites == fired.size());
+        });
+    }
+    CHECK(models >= 10);
+}
+
+TEST_CASE("run: bad interventions and captures stop before the forward, the cache unchanged") {
+    const auto m = test::random_qwen({});
+    const std::size_t H = m.config().hidden, T = kPrompt.T();
+    // A DeltaNet layer (no q) and an attention layer (no gate_g), found through site_width.
+    LayerIndex lin = no_layer, att = no_layer;
+    for (LayerIndex l = 0; l < m.num_layers(); ++l) (site_width(m.stack(), l, Site::q) ? att : lin) = l;
+    REQUIRE(lin != no_layer);
+    REQUIRE(att != no_layer);
+    auto cache = m.new_cache(1);
+    (void)m.forward(TokenBatch({1, 2, 3}), cache);
+    const auto before = cache;
+    const auto fails = [&](const std::vector<Intervention>& iv, const std::vector<SiteRef>& caps, const char* says) {
+        RunOptions o;
+        o.capture = caps;
+        CHECK_THROWS_WITH_AS(run(m, cache, kPrompt, iv, o), doctest::Contains(says), ShapeError);
+        CHECK(cache == before);  // checked before the forward: nothing ran
+    };
+    // A site the layer does not fire acted on nothing; now it names the layer's sites.
+    fails({zero(Site::q, {lin})}, {}, "has no site q (its sites: resid_pre, mixer_in, mixer_out, mlp_out, resid_post");
+    fails({zero(Site::attn_out, {att})}, {}, "has no site attn_out");
+    fails({zero(Site::gate_g, {att})}, {}, "has no site gate_g");
+    fails({}, {site::q(lin)}, "capture q.");  // a capture too (it failed after the forward)
+    // Two captures of one site at different positions: the second overwrote the first.
+    fails({}, {site::mixer_out(att, Positions::last()), site::mixer_out(att, Positions::at({0, 1}))}, "is listed twice");
+    fails({}, {SiteRef{Site::attn_probs, att, Positions::all(), true}}, "layer_write is a resid_post site");
+    // Counts and lengths against the site's width; values finite.
+    fails({mean_ablate(Site::mixer_out, {0, 1, 2}, {std::vector<float>(H), std::vector<float>(H)})}, {},
+          "2 mean vectors for 3 layers");
+    fails({mean_ablate(Site::mixer_out, {0}, {std::vector<float>(H - 1)})}, {}, "mean of " );
+    std::vector<float> bad_mu(H, 0.0f);
+    bad_mu[3] = std::nanf("");
+    fails({mean_ablate(Site::mixer_out, {0}, {bad_mu})}, {}, "mean value 3 is nan");
+    fails({patch(site::mixer_out(att, Positions::last()), std::vector<float>(2 * H))}, {}, "donor values, expected [1, 1, ");
+    std::vector<float> rows(H, 1.0f);
+    rows[0] = INFINITY;
+    fails({patch(site::mixer_out(att, Positions::last()), rows)}, {}, "donor value 0 is inf");
+    // Heads past the end (SIZE_MAX overflowed the bound's product and wrote past the row).
+    fails({head_zero(att, {SIZE_MAX})}, {}, "head 18446744073709551615 out of");
+    fails({proj_patch(att, Site::k, Positions::last(), std::vector<float>(site_width(m.stack(), att, Site::k).value()),
+                      {SIZE_MAX / 4})},
+          {}, "out of");
+    // A position named twice had one slot: one row of the capture stayed zero.
+    fails({}, {site::resid_post(0, Positions::at({1, 1 - static_cast<std::int64_t>(T)}))}, "names row 1 of a run of");
+}
+
+TEST_CASE("run: an empty or moved-from model is an error, not a null read") {
+    auto m = test::random_qwen({});
+    auto cache = m.new_cache(1);
+    auto moved = std::move(m);
+    CHECK_THROWS_WITH_AS(m.forward(TokenBatch({1, 2}), cache), doctest::Contains("the model is empty"), Error);
+    CHECK_THROWS_WITH_AS(decltype(moved){}.forward(TokenBatch({1, 2}), cache), doctest::Contains("the model is empty"),
+                         Error);
+    CHECK_THROWS_AS((void)TokenBatch({1, 2}).at(0, 2), ShapeError);
+    CHECK_THROWS_AS((void)TokenBatch({1, 2}).at(1, 0), ShapeError);
+    CHECK(moved.forward(TokenBatch({1, 2}), cache).shape()[1] == 2);
 }
 
 }  // TEST_SUITE

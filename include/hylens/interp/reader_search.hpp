@@ -77,6 +77,7 @@ struct ReaderSearch {
 template <class Model>
 ReaderSearch reader_search(const Model& model, const std::vector<PairItem>& items, std::size_t top = 8) {
     check<ShapeError>(!items.empty(), "[reader_search] no items");
+    check<ShapeError>(top >= 1, "[reader_search] top = 0: no candidate head would be removed and scored");
     ReaderSearch rs;
     rs.baseline = score_pairs(model, items);
     const std::vector<LayerIndex> layers = attention_layers(model.stack());
@@ -188,6 +189,10 @@ template <class Model>
 std::array<std::array<SelectivityMean, 2>, 2> selectivity_2x2(const Model& model, const std::vector<PairItem>& items,
                                                           const std::vector<LayerIndex>& removed, LayerIndex reader_layer,
                                                           std::size_t reader_head, RemovalUnit unit = RemovalUnit::mixer) {
+    check<ShapeError>(!items.empty(), "[selectivity_2x2] no items");
+    check<ShapeError>(reader_head < attention_heads(model.stack(), reader_layer), "[selectivity_2x2] head ", reader_head,
+                      " is not a head of layer ", reader_layer, " (", attention_heads(model.stack(), reader_layer),
+                      " query heads)");
     std::array<std::array<SelectivityMean, 2>, 2> acc{};
     const std::vector<Intervention> rm = removal(model.stack(), removed, unit);
     for (const PairItem& it : items) {

@@ -6,9 +6,10 @@
 // (the hook pointer is null). At a site, interventions act in list order, then captures
 // record what flows on.
 
-#include <algorithm>  // std::copy, std::fill, std::min
+#include <algorithm>  // std::copy, std::fill, std::find, std::min
 #include <array>      // std::array
-#include <cmath>      // std::nan
+#include <cmath>      // std::isfinite, std::nan
+#include <optional>   // std::optional
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::int64_t
 #include <span>       // std::span
@@ -350,9 +351,78 @@ private:
     std::size_t offset_ = 0, chunk_ = 0;
 };
 
-/// Entry checks: layer ranges, sites an action can act on, recurrent-only actions.
+/// "a, b, c": the sites layer l fires, for messages.
 template <class Stack>
-void validate_interventions(const Stack& stack, const std::vector<Intervention>& iv) {
+std::string site_list(const Stack& stack, LayerIndex l) {
+    std::string out;
+    for (Site s : layer_sites(stack, l)) out += (out.empty() ? "" : ", ") + std::string(site_name(s));
+    return out;
+}
+
+/// Every value of `v` finite: a ShapeError naming the intervention, what and the index.
+inline void check_finite_values(const std::vector<float>& v, const std::string& what, const std::string& which) {
+    for (std::size_t i = 0; i < v.size(); ++i)
+        check<ShapeError>(std::isfinite(v[i]), what, ": ", which, " value ", i, " is ", v[i],
+                          " (interventions write finite values only)");
+}
+
+/// One vector per layer, or one for all: its count, each one's length (the site's width at
+/// its layer) and its values.
+inline void check_per_layer_vectors(const std::vector<std::vector<float>>& v, const std::vector<LayerIndex>& layers,
+                                    const std::vector<std::size_t>& widths, const std::string& what,
+                                    const std::string& which) {
+    check<ShapeError>(v.size() == 1 || v.size() == widths.size(), what, ": ", v.size(), " ", which, " vectors for ",
+                      widths.size(), " layers (one for all, or one per layer)");
+    for (std::size_t j = 0; j < widths.size(); ++j) {
+        const std::vector<float>& x = v.size() == 1 ? v[0] : v[j];
+        check<ShapeError>(x.size() == widths[j], what, ": ", which, " of ", x.size(), " values for a site of ",
+                          widths[j], " channels at layer ", layer_name(layers[j]));
+        if (v.size() > 1 || j == 0) check_finite_values(x, what, which);
+    }
+}
+
+/// A Surrogate's tables and fallbacks as check_per_layer_vectors checks vectors.
+inline void check_surrogate(const Surrogate& sg, const std::vector<LayerIndex>& layers,
+                            const std::vector<std::size_t>& widths, const std::string& what) {
+    check<ShapeError>(sg.tables.size() == 1 || sg.tables.size() == widths.size(), what, ": ", sg.tables.size(),
+                      " tables for ", widths.size(), " layers (one for all, or one per layer)");
+    for (std::size_t j = 0; j < widths.size(); ++j)
+        for (const auto& [id, row] : sg.tables.size() == 1 ? sg.tables[0] : sg.tables[j]) {
+            check<ShapeError>(row.size() == widths[j], what, ": the table row of token ", id, " has ", row.size(),
+                              " values for a site of ", widths[j], " channels at layer ", layer_name(layers[j]));
+            check_finite_values(row, what, "the table row of token " + std::to_string(id) + ":");
+        }
+    check_per_layer_vectors(sg.fallback, layers, widths, what, "fallback");
+}
+
+/// Donor rows [B or 1, n, D] per layer (Set, ProjPatch): one set per layer, each of n x D or
+/// B x n x D finite values.
+inline void check_donor_rows(const std::vector<std::vector<float>>& rows, const std::vector<std::size_t>& widths,
+                             std::size_t n, std::size_t B, const std::string& what) {
+    check<ShapeError>(rows.size() == widths.size(), what, ": ", rows.size(), " donor row sets for ", widths.size(),
+                      " layers");
+    for (std::size_t j = 0; j < widths.size(); ++j) {
+        const std::size_t D = widths[j];
+        check<ShapeError>(rows[j].size() == n * D || rows[j].size() == B * n * D, what, ": ", rows[j].size(),
+                          " donor values, expected [", B == 1 ? std::string("1") : std::to_string(B) + " or 1", ", ",
+                          n, ", ", D, "] (", n, " positions of a site of ", D, " channels)");
+        check_finite_values(rows[j], what, "donor");
+    }
+}
+
+/// Heads h of width w within D channels.
+inline void check_heads(const std::vector<std::size_t>& heads, std::size_t w, std::size_t D, const std::string& what) {
+    for (std::size_t h : heads)
+        check<ShapeError>(h < D / w, what, ": head ", h, " out of ", D / w, " heads (of ", w, " channels)");
+}
+
+/// Checks before the forward, so a bad intervention stops the run before the cache changes:
+/// layer ranges; that each layer fires the site (a site a layer kind does not have acted on
+/// nothing); sites an action can act on; recurrent-only actions; the counts and lengths of
+/// donor rows, means, tables and fills against the site's width, and their values finite;
+/// heads and channels in range. T and B: the run's tokens and sequences.
+template <class Stack>
+void validate_interventions(const Stack& stack, const std::vector<Intervention>& iv, std::size_t T, std::size_t B) {
     const LayerIndex L = stack.size();
     for (const Intervention& v : iv) {
         const std::string what = "[run] " + v.describe();
@@ -360,8 +430,8 @@ void validate_interventions(const Stack& stack, const std::vector<Intervention>&
         const bool global = v.site == Site::embed || v.site == Site::final_norm;
         for (LayerIndex l : v.layers)
             check<ShapeError>(global ? l == no_layer : l < L, what, ": layer ", layer_name(l),
-                              global ? " (embed and final_norm take no_layer)" : " is outside the model's ", L,
-                              global ? "" : " layers");
+                              global ? " (embed and final_norm take no_layer)" : " is outside the model's ",
+                              global ? std::string() : std::to_string(L) + " layers");
         check<UnsupportedError>(v.site != Site::attn_probs && v.site != Site::gate_dt, what, ": ", site_name(v.site),
                                 " is observed after its use, so changing it would change nothing; capture it instead");
         check<ShapeError>(!v.write || v.site == Site::resid_post, what, ": layer_write is a resid_post site");
@@ -371,18 +441,62 @@ void validate_interventions(const Stack& stack, const std::vector<Intervention>&
         if (std::holds_alternative<ProjPatch>(v.action))
             check<ShapeError>(v.site == Site::q || v.site == Site::k || v.site == Site::v, what,
                               ": ProjPatch acts on q, k or v");
-        if (const Set* s = std::get_if<Set>(&v.action))
-            check<ShapeError>(s->rows.size() == v.layers.size(), what, ": ", s->rows.size(), " donor row sets for ",
-                              v.layers.size(), " layers");
-        if (const ProjPatch* s = std::get_if<ProjPatch>(&v.action))
-            check<ShapeError>(s->rows.size() == v.layers.size(), what, ": ", s->rows.size(), " donor row sets for ",
-                              v.layers.size(), " layers");
-        if (std::holds_alternative<ConvTaps>(v.action) || std::holds_alternative<StateResetEvery>(v.action))
+        if (std::holds_alternative<ConvTaps>(v.action) || std::holds_alternative<StateResetEvery>(v.action)) {
             for (LayerIndex l : v.layers)
                 check<ShapeError>(find_mixer_site(stack, l, MixerChannel::recurrent).has_value(), what, ": layer ", l,
                                   " has no recurrent mixer");
-        if (const StateResetEvery* s = std::get_if<StateResetEvery>(&v.action))
-            check<ShapeError>(s->every >= 1, what, ": chunk length 0");
+            if (const StateResetEvery* s = std::get_if<StateResetEvery>(&v.action))
+                check<ShapeError>(s->every >= 1, what, ": chunk length 0");
+            continue;  // act on the model or the chunking, not at a site
+        }
+        if (std::holds_alternative<Truncate>(v.action) || std::holds_alternative<SkipLayer>(v.action)) continue;
+
+        // The site's width at each layer; a layer that does not fire it is an error.
+        std::vector<std::size_t> widths;
+        for (LayerIndex l : v.layers) {
+            const std::optional<std::size_t> w = site_width(stack, l, v.site);
+            check<ShapeError>(w.has_value(), what, ": layer ", layer_name(l), " has no site ", site_name(v.site),
+                              " (its sites: ", site_list(stack, l), ")");
+            widths.push_back(*w);
+        }
+        const std::size_t n = v.positions.resolve(T).size();
+        if (const Set* a = std::get_if<Set>(&v.action)) check_donor_rows(a->rows, widths, n, B, what);
+        if (const ProjPatch* a = std::get_if<ProjPatch>(&v.action)) {
+            check_donor_rows(a->rows, widths, n, B, what);
+            for (std::size_t j = 0; j < v.layers.size(); ++j)
+                check_heads(a->heads, head_width(stack, v.layers[j], v.site), widths[j], what);
+        }
+        if (const Mean* a = std::get_if<Mean>(&v.action)) check_per_layer_vectors(a->mu, v.layers, widths, what, "mean");
+        if (const Surrogate* a = std::get_if<Surrogate>(&v.action)) check_surrogate(*a, v.layers, widths, what);
+        if (const ChannelMask* a = std::get_if<ChannelMask>(&v.action)) {
+            for (std::size_t j = 0; j < widths.size(); ++j)
+                for (std::size_t c : a->channels)
+                    check<ShapeError>(c < widths[j], what, ": channel ", c, " out of ", widths[j]);
+            if (a->fill == MaskFill::mean) check_per_layer_vectors(a->mean.mu, v.layers, widths, what, "mean");
+            if (a->fill == MaskFill::token_mean) check_surrogate(a->table, v.layers, widths, what);
+        }
+        if (const HeadZero* a = std::get_if<HeadZero>(&v.action))
+            for (std::size_t j = 0; j < v.layers.size(); ++j)
+                check_heads(a->heads, head_width(stack, v.layers[j], v.site), widths[j], what);
+    }
+}
+
+/// Captures: each at a site its layer fires, each name once (a second capture of one site,
+/// at other positions, overwrote the first).
+template <class Stack>
+void validate_captures(const Stack& stack, const std::vector<SiteRef>& caps) {
+    std::vector<std::string> names;
+    for (const SiteRef& c : caps) {
+        check<ShapeError>(c.layer == no_layer || c.layer < stack.size(), "[run] capture ", c.name(), ": layer ",
+                          layer_name(c.layer), " is outside the model's ", stack.size(), " layers");
+        check<ShapeError>(site_width(stack, c.layer, c.site).has_value(), "[run] capture ", c.name(), ": layer ",
+                          layer_name(c.layer), " has no site ", site_name(c.site), " (its sites: ",
+                          site_list(stack, c.layer), ")");
+        check<ShapeError>(!c.write || c.site == Site::resid_post, "[run] capture ", c.name(), ": layer_write is a ",
+                          "resid_post site (", site_name(c.site), " with write set)");
+        check<ShapeError>(std::find(names.begin(), names.end(), c.name()) == names.end(), "[run] capture ", c.name(),
+                          " is listed twice (one capture per site and layer; list its positions once)");
+        names.push_back(c.name());
     }
 }
 
@@ -402,7 +516,8 @@ RunResult run(const Model& model, typename Model::cache_type& cache, const Token
     check<ShapeError>(T >= 1 && ids.ids.size() == B * T, "[run] need B >= 1 sequences of T >= 1 tokens");
     check<ShapeError>(opt.positions.empty() || opt.positions.size() == T, "[run] ", opt.positions.size(),
                       " positions for ", T, " tokens");
-    detail::validate_interventions(model.stack(), interventions);
+    detail::validate_interventions(model.stack(), interventions, T, B);
+    detail::validate_captures(model.stack(), opt.capture);
 
     // Head widths per (intervention, layer) for HeadZero / ProjPatch.
     std::vector<std::size_t> hw(interventions.size() * (L + 1), 0);

@@ -41,7 +41,8 @@ public:
 
     bool is_all() const noexcept { return all_; }
 
-    /// The row indices in [0, T), in order; throws ShapeError when an index is out of range.
+    /// The row indices in [0, T), in order; throws ShapeError when an index is out of range or
+    /// two name one row.
     std::vector<std::size_t> resolve(std::size_t T) const {
         std::vector<std::size_t> out;
         const auto fix = [T](std::int64_t i, bool end) {
@@ -58,7 +59,15 @@ public:
             check<ShapeError>(a <= b, "[Positions] empty range [", idx_[0], ", ", idx_[1], ") in a run of ", T);
             for (std::size_t t = a; t < b; ++t) out.push_back(t);
         } else {
-            for (std::int64_t i : idx_) out.push_back(fix(i, false));
+            std::vector<bool> seen(T, false);
+            for (std::int64_t i : idx_) {
+                const std::size_t r = fix(i, false);
+                // A row listed twice had one slot: a capture kept one copy and a patch one donor row.
+                check<ShapeError>(!seen[r], "[Positions] ", describe(), " names row ", r, " of a run of ", T,
+                                  " tokens twice");
+                seen[r] = true;
+                out.push_back(r);
+            }
         }
         return out;
     }
@@ -188,6 +197,65 @@ std::size_t attention_heads(const Stack& stack, LayerIndex l) {
         });
     });
     return h;
+}
+
+/// The width D of site s at layer l (`no_layer` for embed and final_norm) when the forward fires
+/// it there, its rows then being [B, T, D]; nullopt when it never fires there, so an
+/// intervention or a capture at it would never act. Every decoder layer fires resid_pre,
+/// mixer_in, mixer_out, mlp_out and resid_post; an attention mixer q, k, v (before q/k norm and
+/// RoPE; q without the gate half), attn_probs (width 0 here: its rows are heads x tokens, its
+/// width the keys so far) and head_out; a DeltaNet mixer gate_g, gate_beta (one value per value
+/// head) and lin_head_out; a Mamba-2 mixer gate_dt (one per head) and lin_head_out; each half of
+/// a parallel layer its attn_out or ssm_out. tests/interp/test_run.cpp holds this to what the
+/// layers fire, on every reference model.
+template <class Stack>
+std::optional<std::size_t> site_width(const Stack& stack, LayerIndex l, Site s) {
+    check<ShapeError>(stack.size() > 0, "[site_width] an empty stack");
+    check<ShapeError>(l == no_layer || l < stack.size(), "[site_width] layer ", layer_name(l), " out of ", stack.size());
+    std::optional<std::size_t> w;
+    stack.visit(l == no_layer ? LayerIndex{0} : l, [&](const auto& layer) {
+        using K = typename std::remove_cvref_t<decltype(layer)>::kind_type;
+        detail::for_each_mixer(layer.mixer(), [&](const auto& m) {
+            const auto& c = m.config();
+            if (l == no_layer) {
+                if (s == Site::embed || s == Site::final_norm) w = c.hidden;
+                return;
+            }
+            switch (s) {
+                case Site::resid_pre:
+                case Site::mixer_in:
+                case Site::mixer_out:
+                case Site::mlp_out:
+                case Site::resid_post: w = c.hidden; return;
+                default: break;
+            }
+            if constexpr (requires { typename K::first_kind; typename K::second_kind; }) {
+                using M = std::remove_cvref_t<decltype(m)>;
+                if (s == M::out_site) w = c.hidden;
+            }
+            if constexpr (requires { c.head_dim; c.Hkv; }) {
+                if (s == Site::q || s == Site::head_out) w = c.Hq * c.head_dim;
+                if (s == Site::k || s == Site::v) w = c.Hkv * c.head_dim;
+                if (s == Site::attn_probs) w = 0;
+            } else if constexpr (requires { c.dv; c.Hv; }) {
+                if (s == Site::gate_g || s == Site::gate_beta) w = c.Hv;
+                if (s == Site::lin_head_out) w = c.Vd();
+            } else if constexpr (requires { c.P; c.N; }) {
+                if (s == Site::gate_dt) w = c.H;
+                if (s == Site::lin_head_out) w = c.d_inner();
+            }
+        });
+    });
+    return w;
+}
+
+/// The sites layer l fires (`no_layer`: embed and final_norm), for messages and listings.
+template <class Stack>
+std::vector<Site> layer_sites(const Stack& stack, LayerIndex l) {
+    std::vector<Site> out;
+    for (std::size_t i = 0; i <= static_cast<std::size_t>(Site::final_norm); ++i)
+        if (site_width(stack, l, static_cast<Site>(i))) out.push_back(static_cast<Site>(i));
+    return out;
 }
 
 /// Width of one head at a head-structured site of layer l: q, k, v and head_out use the

@@ -93,6 +93,7 @@ public:
     /// skip_logits `logits` is left as it was.
     void forward(const TokenBatch& ids, cache_type& cache, Tensor3& logits, const ForwardOptions& opt = {}) const {
         const std::size_t B = ids.batch, T = ids.T(), H = c_.hidden;
+        check_loaded("CausalLM::forward");
         check<ShapeError>(B >= 1 && T >= 1 && ids.ids.size() == B * T, "[CausalLM::forward] need B >= 1 sequences of T >= 1 tokens, got ",
                           ids.ids.size(), " ids for batch ", B);
         for (std::size_t i = 0; i < ids.ids.size(); ++i)
@@ -159,6 +160,9 @@ public:
     void head(const float* h, std::size_t B, std::size_t T, Tensor3& logits, bool last_only = false,
               const ForwardContext& ctx = {}) const {
         const std::size_t H = c_.hidden, V = c_.vocab, Tout = last_only ? 1 : T;
+        check_loaded("CausalLM::head");
+        check<ShapeError>(h != nullptr && B >= 1 && T >= 1, "[CausalLM::head] need B >= 1 sequences of T >= 1 rows, got ",
+                          B, " x ", T);
         Workspace::Frame ws;
         const std::span<float> x = ws.zeros<float>(B * Tout * H);
         for (std::size_t b = 0; b < B; ++b) {
@@ -172,6 +176,13 @@ public:
     }
 
 private:
+    /// A model default-constructed or moved from has no layers and no final norm (its config
+    /// may remain): an Error, where a forward read a null norm.
+    void check_loaded(const char* op) const {
+        check(stack_.size() > 0 && norm_.size() == c_.hidden && c_.hidden > 0, "[", op,
+              "] the model is empty (default-constructed or moved from): load one first");
+    }
+
     LMConfig c_;
     Weight embed_;
     Stack stack_;

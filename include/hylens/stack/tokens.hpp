@@ -30,7 +30,11 @@ struct TokenBatch {
         }
     }
     std::size_t T() const noexcept { return batch ? ids.size() / batch : 0; }
-    std::int64_t at(std::size_t b, std::size_t t) const { return ids[b * T() + t]; }
+    /// The id of sequence b at token t; ShapeError outside [0, batch) x [0, T).
+    std::int64_t at(std::size_t b, std::size_t t) const {
+        check<ShapeError>(b < batch && t < T(), "[TokenBatch::at] (", b, ", ", t, ") is outside ", batch, " x ", T());
+        return ids[b * T() + t];
+    }
 };
 
 }  // namespace hylens
