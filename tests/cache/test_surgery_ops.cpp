@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 using namespace hylens;
@@ -176,12 +177,17 @@ void check_channel_ops(const Model& m, const std::string& label) {
                 CHECK_THROWS_AS((void)drop<channel::kv>(a, LayerSet({i})), ChannelError);
                 CHECK_THROWS_AS((void)keep_only<channel::kv>(a, LayerSet({i})), ChannelError);
                 CHECK_THROWS_AS((void)state_swap(a, d, LayerSet({i}), LayerSet::all()), ChannelError);
+                // mask_state / patch_heads returned the cache unchanged here.
+                CHECK_THROWS_AS((void)mask_state<channel::kv>(a, LayerSet({i}), {0}), ChannelError);
+                CHECK_THROWS_AS((void)patch_heads<channel::kv>(a, d, LayerSet({i}), {0}), ChannelError);
             }
             if (!v.has_rec) {
                 CHECK_THROWS_AS((void)drop<channel::recurrent>(a, LayerSet({i})), ChannelError);
                 CHECK_THROWS_AS((void)drop<channel::ssm>(a, LayerSet({i})), ChannelError);
                 CHECK_THROWS_AS((void)patch_state(a, d, LayerSet({i})), ChannelError);
                 CHECK_THROWS_AS((void)state_swap(a, d, LayerSet::all(), LayerSet({i})), ChannelError);
+                CHECK_THROWS_AS((void)mask_state<channel::ssm>(a, LayerSet({i}), {0}), ChannelError);
+                CHECK_THROWS_AS((void)patch_heads<channel::conv>(a, d, LayerSet({i}), {0}), ChannelError);
                 try {
                     (void)drop<channel::recurrent>(a, LayerSet({i}));
                 } catch (const ChannelError& e) {
@@ -291,6 +297,35 @@ TEST_CASE("surgery ops: caches of two models of the same stack type but other sh
         CHECK(std::string(e.what()).find("[state_swap] layer 0: recurrent parts differ") != std::string::npos);
     }
     CHECK(!diff(c1, c2).same_layout);
+    // patch_heads compared only the layer order and copied the host's head size out of the donor
+    // (past its end one way, part of its rows the other way).
+    for (const auto* pair : {&c1, &c2}) {
+        const auto& host = *pair;
+        const auto& donor = pair == &c1 ? c2 : c1;
+        CHECK_THROWS_WITH_AS((void)patch_heads<channel::ssm>(host, donor, LayerSet({0}), {1}),
+                             doctest::Contains("[patch_heads] layer 0: recurrent parts differ"), ShapeError);
+        CHECK_THROWS_AS((void)patch_heads<channel::conv>(host, donor, LayerSet({0}), {1}), ShapeError);
+    }
+    test::QwenLikeStack k1, k2;  // attention with head_dim 8 and 4
+    k1.push_back(r.decoder(r.attention(true, 4, 2, 8, 4), false, true));
+    k2.push_back(r.decoder(r.attention(true, 4, 2, 4, 4), false, true));
+    const auto ck1 = r.model(std::move(k1)).prefill(TokenBatch({1, 2}));
+    const auto ck2 = r.model(std::move(k2)).prefill(TokenBatch({1, 2}));
+    CHECK_THROWS_WITH_AS((void)patch_heads<channel::kv>(ck2, ck1, LayerSet({0}), {1}),
+                         "[patch_heads] layer 0: KV parts differ (2 heads x 4 vs 2 heads x 8); the caches come from "
+                         "different models",
+                         ShapeError);
+}
+
+TEST_CASE("surgery ops: diff counts a NaN as a difference, and mask_state writes finite values only") {
+    const auto m = test::random_qwen({});
+    const auto a = m.prefill(TokenBatch({1, 2, 3}));
+    auto b = a;
+    b.visit(0, [](auto& layer) { recurrent_part(layer)->state(0)[5] = std::nanf(""); });
+    CHECK(std::isnan(diff(a, b).state));  // it was 0: std::max(0, NaN) kept the 0
+    CHECK(std::isnan(diff(a, b).max()));
+    CHECK(diff(a, b).kv == 0.0);
+    CHECK_THROWS_AS((void)mask_state<channel::ssm>(a, LayerSet({0}), {0}, std::nanf("")), ShapeError);
 }
 
 TEST_CASE("surgery ops: layers_with lists the layers holding a channel") {

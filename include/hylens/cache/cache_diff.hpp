@@ -3,8 +3,7 @@
 // K/V at every filled position, the conv windows and the SSM states). operator== on the
 // caches is the exact (bitwise) comparison; diff() says by how much they differ.
 
-#include <algorithm>    // std::max
-#include <cmath>        // std::fabs
+#include <cmath>        // std::fabs, std::isnan
 #include <cstddef>      // std::size_t
 #include <limits>       // std::numeric_limits
 #include <type_traits>  // std::is_same_v
@@ -15,6 +14,12 @@
 
 namespace hylens {
 
+namespace detail {
+/// The larger of two differences, NaN counting as the largest (std::max(0, NaN) is 0: a cache
+/// of NaN compared as equal).
+inline double worse(double a, double b) noexcept { return std::isnan(a) ? a : !(b <= a) ? b : a; }
+}  // namespace detail
+
 struct CacheDiff {
     double kv = 0.0;     ///< max |a - b| over K and V of every filled position
     double conv = 0.0;   ///< max |a - b| over the conv windows
@@ -23,7 +28,7 @@ struct CacheDiff {
     /// batch, dimensions or KV lengths (then max() is infinite).
     bool same_layout = true;
     double max() const noexcept {
-        return same_layout ? std::max(kv, std::max(conv, state)) : std::numeric_limits<double>::infinity();
+        return same_layout ? detail::worse(kv, detail::worse(conv, state)) : std::numeric_limits<double>::infinity();
     }
 };
 
@@ -32,7 +37,8 @@ inline double max_abs_diff(const float* a, const float* b, std::size_t n) noexce
     double worst = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
         const double d = std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i]));
-        if (!(d <= worst)) worst = d;  // NaN counts as a difference
+        if (std::isnan(d)) return d;  // NaN counts as a difference, the largest
+        if (d > worst) worst = d;
     }
     return worst;
 }
@@ -62,8 +68,8 @@ CacheDiff diff(const Cache& a, const Cache& b, const LayerSet& layers = {}) {
                         const std::size_t n = ka->length() * ka->head_dim();  // (L, hd) per head
                         for (std::size_t s = 0; s < ka->batch(); ++s)
                             for (std::size_t j = 0; j < ka->kv_heads(); ++j) {
-                                d.kv = std::max(d.kv, detail::max_abs_diff(ka->k(s, j), kb->k(s, j), n));
-                                d.kv = std::max(d.kv, detail::max_abs_diff(ka->v(s, j), kb->v(s, j), n));
+                                d.kv = detail::worse(d.kv, detail::max_abs_diff(ka->k(s, j), kb->k(s, j), n));
+                                d.kv = detail::worse(d.kv, detail::max_abs_diff(ka->v(s, j), kb->v(s, j), n));
                             }
                     }
                     if (const RecurrentCache* ra = recurrent_part(ca)) {
@@ -75,8 +81,8 @@ CacheDiff diff(const Cache& a, const Cache& b, const LayerSet& layers = {}) {
                         }
                         const std::size_t nc = ra->conv_channels() * ra->conv_width();  // (C, K)
                         for (std::size_t s = 0; s < ra->batch(); ++s) {
-                            d.conv = std::max(d.conv, detail::max_abs_diff(ra->conv(s), rb->conv(s), nc));
-                            d.state = std::max(d.state, detail::max_abs_diff(ra->state(s), rb->state(s), ra->state_size()));
+                            d.conv = detail::worse(d.conv, detail::max_abs_diff(ra->conv(s), rb->conv(s), nc));
+                            d.state = detail::worse(d.state, detail::max_abs_diff(ra->state(s), rb->state(s), ra->state_size()));
                         }
                     }
                 }

@@ -10,8 +10,9 @@
 // without the part are left alone.
 
 #include <algorithm>    // std::fill, std::copy
+#include <cmath>        // std::isfinite
 #include <cstddef>      // std::size_t
-#include <type_traits>  // std::is_same_v
+#include <type_traits>  // std::conditional_t, std::is_same_v
 #include <utility>      // std::as_const
 #include <vector>       // std::vector
 
@@ -81,9 +82,13 @@ void for_unit(LayerCache& c, const LayerCache* donor, std::size_t u, F&& f) {
     }
 }
 
+/// Layers in range, holding Part (a listed layer without it is a ChannelError, as for drop /
+/// keep_only: it was left unchanged without a word), and every unit index in range.
 template <class Part, class Cache>
 void check_units(const Cache& cache, const LayerSet& layers, const std::vector<std::size_t>& units, const char* op) {
     layers.check_against(cache.num_layers(), op);
+    require_channel_held<std::conditional_t<std::is_same_v<Part, channel::kv>, channel::kv, channel::recurrent>>(
+        cache, layers, op);
     for (std::size_t i = 0; i < cache.num_layers(); ++i) {
         if (!layers.contains(i)) continue;
         cache.visit(i, [&](const auto& c) {
@@ -106,6 +111,7 @@ Cache mask_state(const Cache& cache, const LayerSet& layers, const std::vector<s
     static_assert(detail::require_maskable_part<Part>());
     static_assert(detail::require_channel<Cache, Part>());
     detail::check_units<Part>(cache, layers, units, "mask_state");
+    check<ShapeError>(std::isfinite(value), "[mask_state] value ", value, " (a cache holds finite values only)");
     Cache out = cache;
     for (std::size_t i = 0; i < out.num_layers(); ++i) {
         if (!layers.contains(i)) continue;
@@ -132,14 +138,24 @@ Cache patch_heads(const Cache& host, const Other& donor, const LayerSet& layers,
         detail::check_same_layout(host, donor, "patch_heads");
         detail::check_units<Part>(host, layers, units, "patch_heads");
         detail::check_units<Part>(donor, layers, units, "patch_heads");
+        // Every layer's parts of one shape before anything is copied (the caches of two models of
+        // one stack type and layer order, such as two Qwen3.5 sizes, read past the donor's rows).
         detail::for_each_layer_pair(out, donor, [&](std::size_t i, auto& c, const auto& d) {
             if (!layers.contains(i) || detail::units_of<Part>(std::as_const(c)) == 0) return;
-            if constexpr (std::is_same_v<Part, channel::kv> &&
-                          std::remove_cvref_t<decltype(c)>::channels::template has<channel::kv>) {
-                check<ShapeError>(kv_part(d)->length() == kv_part(std::as_const(c))->length(), "[patch_heads] layer ", i,
-                                  ": host holds ", kv_part(std::as_const(c))->length(), " positions, donor ",
-                                  kv_part(d)->length());
+            if constexpr (std::is_same_v<Part, channel::kv>) {
+                for_each_kv_pair(c, d, [&](const KVCache& h, const KVCache& o) {
+                    detail::check_same_kv(h, o, i, "patch_heads");
+                    check<ShapeError>(o.length() == h.length(), "[patch_heads] layer ", i, ": host holds ", h.length(),
+                                      " positions, donor ", o.length());
+                });
+            } else {
+                for_each_recurrent_pair(c, d, [&](const RecurrentCache& h, const RecurrentCache& o) {
+                    detail::check_same_recurrent(h, o, i, "patch_heads");
+                });
             }
+        });
+        detail::for_each_layer_pair(out, donor, [&](std::size_t i, auto& c, const auto& d) {
+            if (!layers.contains(i) || detail::units_of<Part>(std::as_const(c)) == 0) return;
             for (std::size_t u : units)
                 detail::for_unit<Part>(c, &d, u, [](float* dst, const float* src, std::size_t n) { std::copy(src, src + n, dst); });
         });

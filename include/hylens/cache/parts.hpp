@@ -8,6 +8,7 @@
 
 #include <cstddef>  // std::size_t
 
+#include "../core/error.hpp"
 #include "channels.hpp"
 #include "kv_cache.hpp"
 #include "recurrent_cache.hpp"
@@ -105,5 +106,26 @@ bool layer_holds(const C& c) {
         for_each_recurrent_part(c, [&](const RecurrentCache&) { found = true; });
     return found;
 }
+
+namespace detail {
+
+/// ShapeError unless two recurrent parts have one shape (batch, conv window, state): the
+/// caches of a copy between them come from models of one shape.
+inline void check_same_recurrent(const RecurrentCache& a, const RecurrentCache& b, std::size_t layer,
+                                  const char* op) {
+    check<ShapeError>(a.batch() == b.batch() && a.conv_channels() == b.conv_channels() &&
+                          a.conv_width() == b.conv_width() && a.state_shape() == b.state_shape(),
+                      "[", op, "] layer ", layer, ": recurrent parts differ (conv ", a.conv_channels(), "x",
+                      a.conv_width(), ", state of ", a.state_size(), " vs conv ", b.conv_channels(), "x",
+                      b.conv_width(), ", state of ", b.state_size(), "); the caches come from different models");
+}
+
+inline void check_same_kv(const KVCache& a, const KVCache& b, std::size_t layer, const char* op) {
+    check<ShapeError>(a.batch() == b.batch() && a.kv_heads() == b.kv_heads() && a.head_dim() == b.head_dim(), "[",
+                      op, "] layer ", layer, ": KV parts differ (", a.kv_heads(), " heads x ", a.head_dim(), " vs ",
+                      b.kv_heads(), " heads x ", b.head_dim(), "); the caches come from different models");
+}
+
+}  // namespace detail
 
 }  // namespace hylens

@@ -72,21 +72,6 @@ void drop_if_present(Cache& cache, const LayerSet& layers, const DropOptions& op
     }
 }
 
-inline void check_same_recurrent(const RecurrentCache& a, const RecurrentCache& b, std::size_t layer,
-                                  const char* op) {
-    check<ShapeError>(a.batch() == b.batch() && a.conv_channels() == b.conv_channels() &&
-                          a.conv_width() == b.conv_width() && a.state_shape() == b.state_shape(),
-                      "[", op, "] layer ", layer, ": recurrent parts differ (conv ", a.conv_channels(), "x",
-                      a.conv_width(), ", state of ", a.state_size(), " vs conv ", b.conv_channels(), "x",
-                      b.conv_width(), ", state of ", b.state_size(), "); the caches come from different models");
-}
-
-inline void check_same_kv(const KVCache& a, const KVCache& b, std::size_t layer, const char* op) {
-    check<ShapeError>(a.batch() == b.batch() && a.kv_heads() == b.kv_heads() && a.head_dim() == b.head_dim(), "[",
-                      op, "] layer ", layer, ": KV parts differ (", a.kv_heads(), " heads x ", a.head_dim(), " vs ",
-                      b.kv_heads(), " heads x ", b.head_dim(), "); the caches come from different models");
-}
-
 /// Copies the SSM state (and the conv window when with_conv) of `src` into `dst`.
 inline void copy_recurrent(RecurrentCache& dst, const RecurrentCache& src, bool with_conv) {
     const std::size_t nc = dst.conv_channels() * dst.conv_width(), ns = dst.state_size();
