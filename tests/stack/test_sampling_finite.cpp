@@ -5,6 +5,7 @@
 #include <hylens/models/load.hpp>
 #include <hylens/stack/generate.hpp>
 #include <hylens/stack/sampling.hpp>
+#include <hylens/stack/split_prefill.hpp>
 
 #include "../support/damaged_model.hpp"
 
@@ -84,6 +85,25 @@ TEST_SUITE("stack/sampling") {
         CHECK_THROWS_AS(choose_token(inf.data(), 2, SamplingOptions{}, rng), Error);
         CHECK_THROWS_AS(SamplingOptions{.temperature = -1.0f}.validate(), ShapeError);
         CHECK_THROWS_AS(SamplingOptions{.top_p = 0.0f}.validate(), ShapeError);
+    }
+
+    TEST_CASE("generate and split_prefill: positions below -1 or past 2^63 are errors") {
+        const auto m = load_as<Qwen35Model>(std::string(HYLENS_GOLDEN_DIR) + "/models/qwen3_5_dense");
+        auto c = m.new_cache(1);
+        // -5 ran from the cache's next position, as -1 does.
+        CHECK_THROWS_WITH_AS(generate(m, c, TokenBatch({1}), {.max_new = 1, .start_position = -5}),
+                             doctest::Contains("start_position -5"), ShapeError);
+        // INT64_MAX - 1 wrapped to a negative position (signed overflow) and blamed it.
+        CHECK_THROWS_WITH_AS(generate(m, c, TokenBatch({1, 2, 3}), {.max_new = 1, .start_position = INT64_MAX - 1}),
+                             doctest::Contains("overflow a 64-bit position"), ShapeError);
+        CHECK(c.next_position() == 0);  // both refused before the forward
+        const GenerateResult at_edge = generate(m, c, TokenBatch({1, 2}), {.max_new = 1, .start_position = INT64_MAX - 2});
+        CHECK(at_edge.positions.back() == INT64_MAX - 1);
+        auto c2 = m.new_cache(1);
+        CHECK_THROWS_WITH_AS(generate(m, c2, TokenBatch({1, 2}), {.max_new = 2, .start_position = INT64_MAX - 2}),
+                             doctest::Contains("the next position overflows"), ShapeError);
+        CHECK_THROWS_WITH_AS(split_prefill(m, TokenBatch({1, 2}), TokenBatch({3}), SplitMode::FULL, {.position = -7}),
+                             doctest::Contains("position -7"), ShapeError);
     }
 
     TEST_CASE("generate: greedy by default, a seed reproduces a sampled continuation") {

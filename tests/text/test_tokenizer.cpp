@@ -57,6 +57,10 @@ TEST_SUITE("text/tokenizer") {
     TEST_CASE("hostile tokenizer.json files give hylens errors, never crashes") {
         CHECK_THROWS_AS(Tokenizer::from_string("{not json"), hylens::FormatError);
         CHECK_THROWS_AS(Tokenizer::from_string("[1, 2]"), hylens::FormatError);
+        // Valid JSON of another type is not "not valid JSON".
+        for (const char* other : {"[]", "null", "3"})
+            CHECK_THROWS_WITH_AS(Tokenizer::from_string(other),
+                                 doctest::Contains("expected an object at the top level, got "), hylens::FormatError);
         CHECK_THROWS_AS(Tokenizer::from_file("/nonexistent/tokenizer.json"), hylens::FormatError);
         auto j = small();
         j.erase("model");

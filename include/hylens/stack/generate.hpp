@@ -39,7 +39,13 @@ GenerateResult generate(const Model& model, typename Model::cache_type& cache, c
     opt.sampling.validate();
     SplitMix64 rng(opt.sampling.seed);
     GenerateResult res;
+    check<ShapeError>(opt.start_position >= -1, "[generate] start_position ", opt.start_position,
+                      " (a position, or -1 for the cache's next one)");
     std::int64_t p = opt.start_position >= 0 ? opt.start_position : static_cast<std::int64_t>(cache.next_position());
+    // Every position must fit an int64 (it wrapped to a negative): the prompt's here, each fed
+    // token's below.
+    check<ShapeError>(static_cast<std::uint64_t>(INT64_MAX - p) >= T, "[generate] positions from ", p, " for ", T,
+                      " prompt tokens overflow a 64-bit position");
     std::vector<std::int64_t> pos(T);
     for (std::size_t t = 0; t < T; ++t) pos[t] = p++;
     res.positions = pos;
@@ -66,6 +72,7 @@ GenerateResult generate(const Model& model, typename Model::cache_type& cache, c
         }
         const bool final = (n + 1 == opt.max_new) || all_stopped;
         if (final && !opt.feed_last) break;
+        check<ShapeError>(p < INT64_MAX, "[generate] the next position overflows a 64-bit position");
         const std::int64_t step_pos[1] = {p++};
         res.positions.push_back(step_pos[0]);
         fo.positions = std::span<const std::int64_t>(step_pos, 1);

@@ -103,6 +103,8 @@ SplitResult<typename Model::cache_type> run_split(const Model& model, const type
     g.max_new = opt.max_new;
     g.feed_last = opt.feed_last;
     g.stop_ids = opt.stop_ids;
+    check<ShapeError>(opt.position >= -1, "[split_prefill] position ", opt.position,
+                      " (a query start position, or -1 for the one the mode implies)");
     g.start_position = opt.position >= 0 ? opt.position : edited.position;
     GenerateResult run = generate(model, edited.cache, query, g);
     return {std::move(run), std::move(edited.cache), g.start_position};

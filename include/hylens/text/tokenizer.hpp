@@ -194,14 +194,20 @@ public:
     const text::Bpe& model() const noexcept { return model_; }
 
 private:
+    /// `j` itself, checked to be an object first: a tokenizer.json of "[]" or "null" said "not
+    /// valid JSON: cannot use value() with array" (the members read it before the check).
+    static const text::detail::Json& top_level(const text::detail::Json& j) {
+        check<FormatError>(j.is_object(), "[tokenizer.json] expected an object at the top level, got ", j.type_name());
+        return j;
+    }
+
     /// parsed, when given, holds model.vocab and model.merges (absent from j).
     Tokenizer(const text::detail::Json& j, const text::detail::ParsedTokenizerJson* parsed)
-        : normalizer_(text::Normalizer::from_json(j.value("normalizer", text::detail::Json()))),
+        : normalizer_(text::Normalizer::from_json(top_level(j).value("normalizer", text::detail::Json()))),
           pre_tokenizer_(text::PreTokenizer::from_json(j.value("pre_tokenizer", text::detail::Json()))),
           post_processor_(text::PostProcessor::from_json(j.value("post_processor", text::detail::Json()))),
           decoder_(text::Decoder::from_json(j.value("decoder", text::detail::Json()))),
           model_(read_model(text::detail::require(j, "model", "root"), parsed, pre_tokenizer_.ends_with_byte_level())) {
-        check<FormatError>(j.is_object(), "[tokenizer.json] expected an object at the top level");
         needs_token_strings_ = post_processor_.reads_token_strings();
         // Added tokens: the id is the model's id for the same content when it has one (the
         // reference re-derives it that way), otherwise the file's id.
