@@ -10,6 +10,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,9 @@ inline void bind_experiment(pyb::module_& m) {
         opt.batch = batch;
         opt.progress = progress;
         opt.out = out;
-        opt.run_info = {{"model", model.path()}, {"model_type", model.model_type()}, {"via", "python"}};
+        opt.run_info = {{"model", std::filesystem::absolute(model.path()).string()},
+                        {"model_type", model.model_type()},
+                        {"via", "python"}};
         const ChatFamily family = ex::chat_family(model.model_type());
         const ex::StudyResult r = model.visit([&](const auto& x) {
             const pyb::gil_scoped_release nogil;

@@ -221,6 +221,22 @@ TEST_CASE("channel study: resume after a kill (torn items.jsonl) == uninterrupte
     CHECK_THROWS_AS(run(o), Error);
 }
 
+TEST_CASE("channel study: resuming with another model is an error (its records would mix with the first's)") {
+    test::TempDir dir("resume_model");
+    StudyOptions o = small_study(dir.path);
+    o.seeds = {1};
+    o.run_info = {{"model", "/models/qwen-a"}, {"model_type", "qwen3_5"}};
+    run(o);
+    o.resume = true;
+    o.run_info["model"] = "/models/x/../qwen-a";  // the same folder, written another way
+    CHECK(run(o).written == 0);
+    o.run_info["model"] = "/models/qwen-b";
+    CHECK_THROWS_WITH_AS(run(o), doctest::Contains("this run has \"/models/qwen-b\"; resume with the same model"),
+                         Error);
+    o.run_info = {{"model", "/models/qwen-a"}, {"model_type", "granitemoehybrid"}};
+    CHECK_THROWS_WITH_AS(run(o), doctest::Contains("was run with model_type"), Error);
+}
+
 TEST_CASE("channel study: swap items whose A and B differ in token length are skipped and listed") {
     test::TempDir dir("skip");
     tasks::TaskSpec t = test::lookup_task(true);

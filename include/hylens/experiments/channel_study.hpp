@@ -140,6 +140,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
         const nlohmann::json prev = detail::read_json_file(run_path);
         check(prev.value("study", nlohmann::json()) == definition, "[experiment] --resume: ", run_path.string(),
               " describes another study (", prev.value("study", nlohmann::json()).dump(), "); this one is ", definition.dump());
+        detail::check_same_inputs(prev, opt.run_info, run_path, "experiment");
     } else {
         check(!fs::exists(items_path) || fs::file_size(items_path) == 0, "[experiment] ", items_path.string(),
               " already exists: continue it with --resume or choose another --out");

@@ -73,6 +73,27 @@ inline nlohmann::json read_json_file(const std::filesystem::path& p) {
     }
 }
 
+/// Resuming a folder with another model, tokenizer, host or donor mixed two models' records
+/// in one items.jsonl without a word: the inputs named in both run.json files must agree (paths
+/// compared resolved; a key only one of them has is not compared).
+inline void check_same_inputs(const nlohmann::json& prev, const nlohmann::json& now, const std::filesystem::path& run_path,
+                              const std::string& kind) {
+    namespace fs = std::filesystem;
+    for (const char* key : {"model", "model_type", "tokenizer", "host", "host_type", "host_tokenizer", "donor",
+                            "donor_type", "donor_tokenizer"}) {
+        if (!prev.is_object() || !now.is_object() || !prev.contains(key) || !now.contains(key)) continue;
+        const nlohmann::json &a = prev[key], &b = now[key];
+        bool same = a == b;
+        if (!same && a.is_string() && b.is_string() && std::string_view(key).find("type") == std::string_view::npos) {
+            std::error_code ea, eb;
+            const fs::path pa = fs::weakly_canonical(a.get<std::string>(), ea), pb = fs::weakly_canonical(b.get<std::string>(), eb);
+            same = !ea && !eb && pa == pb;
+        }
+        check(same, "[", kind, "] --resume: ", run_path.string(), " was run with ", key, " ", a.dump(), ", this run has ",
+              b.dump(), "; resume with the same ", key, " or choose another --out");
+    }
+}
+
 inline std::string utc_now() {
     const std::time_t t = std::time(nullptr);
     char buf[32];
@@ -161,6 +182,7 @@ public:
                   prev_kind.is_string() ? prev_kind.get<std::string>() : std::string("channels"), "' study, not '", o_.kind, "'");
             check(prev.value("study", nlohmann::json()) == study, "[", o_.kind, "] --resume: ", run_path.string(),
                   " describes another study (", prev.value("study", nlohmann::json()).dump(), "); this one is ", study.dump());
+            detail::check_same_inputs(prev, o_.run_info, run_path, o_.kind);
         } else {
             check(!fs::exists(items) || fs::file_size(items) == 0, "[", o_.kind, "] ", items.string(),
                   " already exists: continue it with --resume or choose another --out");
