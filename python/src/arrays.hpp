@@ -10,6 +10,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -109,7 +110,21 @@ inline std::vector<float> to_floats(pyb::handle obj, const std::string& what, st
         shape->clear();
         for (pyb::ssize_t i = 0; i < f.ndim(); ++i) shape->push_back(static_cast<std::size_t>(f.shape(i)));
     }
-    return std::vector<float>(f.data(), f.data() + f.size());
+    // Every use writes the values into a run or a cache: a NaN or an infinity (or a float64
+    // past float32's range) would give NaN logits with no error.
+    const float* d = f.data();
+    for (pyb::ssize_t i = 0; i < f.size(); ++i)
+        if (!std::isfinite(d[i]))
+            throw pyb::value_error(what + ": value " + std::to_string(i) + " is " + std::to_string(d[i]) +
+                                   " as float32 (only finite values can be written)");
+    return std::vector<float>(d, d + f.size());
+}
+
+/// One integer (a Python int or a NumPy integer scalar), not a bool, not an array: NumPy
+/// arrays have __index__ too, so np.array([0, 1]) was read as one integer (and rejected).
+inline bool is_int_scalar(pyb::handle obj) {
+    if (!PyIndex_Check(obj.ptr()) || PyBool_Check(obj.ptr())) return false;
+    return !pyb::isinstance<pyb::array>(obj) || pyb::reinterpret_borrow<pyb::array>(obj).ndim() == 0;
 }
 
 /// An integer from a Python int or NumPy integer (bool is rejected).
@@ -136,7 +151,7 @@ inline std::vector<std::size_t> to_indices(pyb::handle obj, const std::string& w
         if (v < 0) throw pyb::value_error(what + ": negative index " + std::to_string(v));
         out.push_back(static_cast<std::size_t>(v));
     };
-    if (PyIndex_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
+    if (is_int_scalar(obj)) {
         one(obj);
         return out;
     }

@@ -52,7 +52,7 @@ inline Positions to_positions(pyb::handle obj) {
         }
         return Positions::range(start.is_none() ? 0 : to_int(start, "positions"), to_int(stop, "positions"));
     }
-    if (PyIndex_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) return Positions::at({to_int(obj, "positions")});
+    if (is_int_scalar(obj)) return Positions::at({to_int(obj, "positions")});
     if (!pyb::isinstance<pyb::iterable>(obj)) throw pyb::type_error("positions: use 'all', 'last', an int, a list of ints or a slice");
     std::vector<std::int64_t> idx;
     for (pyb::handle h : pyb::iter(obj)) idx.push_back(to_int(h, "positions"));
@@ -102,7 +102,7 @@ inline std::vector<SiteRef> to_sites(pyb::handle obj) {
 /// other negatives are a ShapeError.
 inline std::vector<LayerIndex> to_layer_list(pyb::handle obj, const std::string& what) {
     std::vector<LayerIndex> out;
-    if (PyIndex_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
+    if (is_int_scalar(obj)) {
         out.push_back(site_layer_index(to_int(obj, what)));
         return out;
     }

@@ -69,7 +69,7 @@ inline CachePtr optional_cache(pyb::handle obj, const char* op) {
 inline std::vector<std::int64_t> to_i64s(pyb::handle obj, const char* what) {
     std::vector<std::int64_t> out;
     if (obj.is_none()) return out;
-    if (PyIndex_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
+    if (is_int_scalar(obj)) {
         out.push_back(to_int(obj, what));
         return out;
     }
@@ -375,16 +375,19 @@ inline void bind_model(pyb::module_& m) {
                    " layers, hidden " + std::to_string(s.config().hidden) + ", vocab " + std::to_string(s.config().vocab) + ">";
         });
 
-    m.def("load", [](const std::string& path, bool mmap) {
+    m.def("load", [](const std::string& path, bool mmap, bool check_finite) {
         AnyModel am = [&] {
             const pyb::gil_scoped_release nogil;
-            return load(path, LoadOptions{mmap ? io::Storage::mapped : io::Storage::in_memory});
+            return load(path, LoadOptions{.weights = mmap ? io::Storage::mapped : io::Storage::in_memory,
+                                          .check_finite = check_finite});
         }();
         return std::make_shared<PyModel>(std::move(am), path);
-    }, pyb::arg("path"), pyb::kw_only(), pyb::arg("mmap") = true,
+    }, pyb::arg("path"), pyb::kw_only(), pyb::arg("mmap") = true, pyb::arg("check_finite") = true,
           "Loads a model folder (config.json + safetensors, F32 or BF16) of any supported family. mmap=False reads "
           "the weights into private memory instead of mapping the files (the CLI's --no-mmap; the same values; "
-          "faster decode where page-cache pages read slowly, docs/io.md).");
+          "faster decode where page-cache pages read slowly, docs/io.md). check_finite=False loads a checkpoint "
+          "whose norms, biases or per-head parameters hold NaN or infinity (an error by default; docs/models.md, "
+          "\"Damaged weights\").");
 
     m.def("set_bf16_activations", [](bool on) { precision::set_round_activations(on); }, pyb::arg("on"),
           "Rounds the input of every product with a bf16 weight to bf16 (True) or keeps it float32 (False, the "

@@ -48,8 +48,12 @@ public:
         closed_ = true;
     }
 
+    /// Every use of the cache passes here: ValueError when it is closed, RuntimeError while
+    /// another thread runs a forward on it (reading, writing or closing it then was a race;
+    /// closing it freed the memory under the forward).
     void check_open(const char* op) const {
         if (closed_) throw pyb::value_error(std::string(op) + ": the cache is closed");
+        if (busy_) throw std::runtime_error(std::string(op) + ": the cache is in use by another thread");
     }
 
     /// The typed cache; ValueError when it belongs to another model type. `other` says what

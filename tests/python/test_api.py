@@ -81,6 +81,21 @@ def test_weights_read_into_memory_give_the_same_bits(qwen):
         hylens.load(str(QWEN), False)  # keyword only: a bare bool says nothing at the call site
 
 
+def test_a_nan_in_a_small_parameter_stops_the_load(tmp_path):
+    """A_log = NaN in one layer: FormatError naming the tensor; check_finite=False loads it."""
+    import json, shutil, struct
+    shutil.copy(QWEN / "config.json", tmp_path / "config.json")
+    data = bytearray((QWEN / "model.safetensors").read_bytes())
+    n = struct.unpack("<Q", data[:8])[0]
+    name = "model.language_model.layers.1.linear_attn.A_log"
+    start = 8 + n + json.loads(data[8:8 + n])[name]["data_offsets"][0]
+    data[start:start + 4] = struct.pack("<f", float("nan"))
+    (tmp_path / "model.safetensors").write_bytes(bytes(data))
+    with pytest.raises(hylens.FormatError, match=f"tensor '{name}' \\[4\\] holds nan at flat index 0"):
+        hylens.load(str(tmp_path))
+    assert hylens.load(str(tmp_path), check_finite=False).config["vocab"] == 320
+
+
 def test_caches_are_tied_to_their_model_type(qwen, mamba):
     qc, mc = qwen.prefill(IDS), mamba.prefill(IDS)
     with pytest.raises(ValueError, match="belongs to a granitemoehybrid model"):
@@ -195,6 +210,17 @@ def test_captures_own_their_buffers_and_interventions_apply(qwen):
         qwen.run(IDS, interventions=[hylens.zero("attn_probs", [3])])
     with pytest.raises(ValueError):
         qwen.run(IDS, capture=["mixer_out.30"])
+    # a site the layer does not have acted on nothing (q of DeltaNet layer 0); now an error,
+    # raised before the forward, so the cache is left as it was
+    c = qwen.prefill(IDS)
+    with pytest.raises(ValueError, match="has no site q"):
+        qwen.run(IDS, cache=c, interventions=[hylens.zero("q", [0])])
+    assert c.next_position == len(IDS)
+    # non-finite values are refused where they are given; NumPy integer arrays are index lists
+    with pytest.raises(ValueError, match="value 5 is nan"):
+        hylens.mean_ablate("mixer_out", [3], np.where(np.arange(64) == 5, np.nan, 0.0).astype(np.float32))
+    assert_bitwise(qwen.run(IDS, interventions=[hylens.zero("mixer_out", np.array([3]))]).logits, z, "layers as an array")
+    assert_bitwise(qwen.forward(IDS, positions=np.arange(len(IDS))), plain, "positions as an array")
     # head_zero equals zeroing that head's columns of head_out
     hz = qwen.run(IDS, interventions=[hylens.head_zero(3, [1])], capture=["head_out.3"])
     assert np.all(hz.captures["head_out.3"][..., 32:64] == 0)
@@ -236,6 +262,40 @@ def test_gil_is_released_during_a_forward(qwen):
         t.join()
     inside = [x for x in stamps if window[0] < x < window[1]]
     assert inside, "no Python step ran while the forward was running: the GIL was held"
+
+
+def test_a_cache_under_a_forward_refuses_every_other_use(qwen):
+    """While one thread runs a forward on a cache, another thread's reads, writes and close of
+    that cache raise RuntimeError (close freed the memory under the forward: a segfault; reset
+    moved the position under it)."""
+    ids = np.arange(6000) % qwen.vocab
+    want = qwen.forward(ids, cache=qwen.prefill(IDS))
+    ops = {"next_position": lambda c: c.next_position, "state": lambda c: c.state(0), "clone": lambda c: c.clone(),
+           "reset": lambda c: c.reset(), "set_state": lambda c: c.set_state(0, np.zeros(c.state(0).shape, np.float32)),
+           "tokens_seen": lambda c: setattr(c, "tokens_seen", 3), "close": lambda c: c.close()}
+    for _ in range(5):  # a forward can end before the first op; then try again
+        c, got = qwen.prefill(IDS), []
+        t = threading.Thread(target=lambda: got.append(qwen.forward(ids, cache=c)))
+        t.start()
+        busy = False
+        while t.is_alive() and not busy:
+            try:
+                c.next_position
+            except RuntimeError:
+                busy = True
+        refused = set()
+        if busy:
+            for name, op in ops.items():
+                try:
+                    op(c)
+                except RuntimeError as e:
+                    assert "in use by another thread" in str(e)
+                    refused.add(name)
+        t.join()
+        assert_bitwise(got[0], want, "the forward under the other thread's attempts")
+        if refused == set(ops):
+            return
+    pytest.fail("no attempt saw every op refused while the forward ran")
 
 
 def test_two_threads_run_forwards_at_once(qwen):
