@@ -5,6 +5,7 @@ notebook sees is exactly what is on disk."""
 
 import csv
 import json
+import os
 from pathlib import Path
 
 DEFAULT_CONDITIONS = "FULL,KV_ONLY,REC_ONLY,NONE,KV_A+REC_B,KV_B+REC_A,KV_A+REC_A,KV_B+REC_B"
@@ -62,6 +63,28 @@ def _load_csv(path, frames):
     return df
 
 
+def _whole(x):
+    """x as an int when it is a whole number (an int, a NumPy integer, or a float such as 2.0),
+    else None (2.7, "12", a list, a bool)."""
+    if isinstance(x, bool):
+        return None
+    if hasattr(x, "__index__"):
+        try:
+            return x.__index__()
+        except TypeError:
+            return None
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    return None
+
+
+def _whole_or_raise(x, what):
+    v = _whole(x)
+    if v is None:
+        raise TypeError(f"experiment: {what} must be a whole number, got {x!r}")
+    return v
+
+
 def experiment(model, tokenizer, tasks, out, conditions=DEFAULT_CONDITIONS, items=600, seeds=(1, 2, 3),
                max_new=0, layers="", shard="", resume=False, batch=16, progress=False, frames=None):
     """Runs the channel study of `tasks` on `model` into the folder `out` and returns an
@@ -73,13 +96,25 @@ def experiment(model, tokenizer, tasks, out, conditions=DEFAULT_CONDITIONS, item
 
     if isinstance(tasks, str):
         tasks = [tasks]
+    tasks = list(tasks)
     known = _core.experiment_tasks()
     for t in tasks:
         if t not in known:
             raise ValueError(f"experiment: unknown task '{t}' (known tasks: {', '.join(known)})")
+    if len(set(tasks)) != len(tasks):
+        raise ValueError(f"experiment: a task is listed twice in {tasks} (its records would count twice)")
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"experiment: out must be a folder path, got {type(out).__name__}")
+    if isinstance(seeds, (str, bytes)) or _whole(seeds) is not None:
+        raise TypeError(f"experiment: seeds must be a list of whole numbers, got {seeds!r}")
+    seeds = [_whole_or_raise(s, "a seed") for s in seeds]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"experiment: a seed is listed twice in {seeds} (its records would count twice)")
+    if tokenizer is None:
+        raise TypeError("experiment: tokenizer must be a hylens.Tokenizer or a tokenizer.json path, got None")
     if not isinstance(tokenizer, _core.Tokenizer):
         tokenizer = _core.Tokenizer(str(tokenizer))
-    stats = _core._channel_study(model, tokenizer, list(tasks), conditions, str(out), int(items),
-                                 [int(s) for s in seeds], int(max_new), layers, shard, bool(resume), int(batch),
-                                 bool(progress))
+    stats = _core._channel_study(model, tokenizer, tasks, conditions, os.fspath(out), _whole_or_raise(items, "items"),
+                                 seeds, _whole_or_raise(max_new, "max_new"), layers, shard, bool(resume),
+                                 _whole_or_raise(batch, "batch"), bool(progress))
     return ExperimentResult(out, stats, frames)

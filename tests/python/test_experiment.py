@@ -69,6 +69,23 @@ def test_channel_study_records_and_summaries(tokenizer, tmp_path):
         hylens.experiment(model, tokenizer, ["no_such_task"], tmp_path / "x", items=1, seeds=[1])
     with pytest.raises(ValueError):  # the C++ condition parser's hylens::Error, as a ValueError
         hylens.experiment(model, tokenizer, [task], tmp_path / "y", conditions="FULL,SIDEWAYS", items=1, seeds=[1])
+    # arguments the call coerced or took twice: items=2.7 ran 2 items, seeds="12" seeds 1 and 2,
+    # a repeated seed or task doubled its records in the summaries, out=None ran into ./None
+    for bad in (dict(items=2.7), dict(seeds="12"), dict(seeds=[1.5]), dict(max_new=True)):
+        with pytest.raises(TypeError, match="whole number"):
+            hylens.experiment(model, tokenizer, [task], tmp_path / "z", **{"items": 1, "seeds": [1], **bad})
+    with pytest.raises(ValueError, match="a seed is listed twice"):
+        hylens.experiment(model, tokenizer, [task], tmp_path / "z", items=1, seeds=[1, 1])
+    with pytest.raises(ValueError, match="a task is listed twice"):
+        hylens.experiment(model, tokenizer, [task, task], tmp_path / "z", items=1, seeds=[1])
+    with pytest.raises(TypeError, match="out must be a folder path"):
+        hylens.experiment(model, tokenizer, [task], None, items=1, seeds=[1])
+    assert not (tmp_path / "z").exists()
+    # resuming with another model is refused (its records would mix with this model's)
+    other = hylens.load(str(GOLDEN / "models" / "granite_h_dense"))
+    with pytest.raises(ValueError, match="was run with model"):
+        hylens.experiment(other, tokenizer, [task], tmp_path / "run", conditions=conds, items=2, seeds=[1],
+                          max_new=2, resume=True, frames=False)
     # pandas view of the same files (scripts/install-deps.sh installs pandas; skipped without it)
     pd = pytest.importorskip("pandas")
     frames = hylens.experiment(model, tokenizer, [task], tmp_path / "run", conditions=conds, items=2, seeds=[1],
