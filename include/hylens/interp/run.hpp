@@ -126,7 +126,7 @@ public:
     void fire(Site s, LayerIndex layer, const ActivationView& v) {
         for (const Entry& e : table_[key(s, layer)]) {
             switch (e.kind) {
-                case Entry::intervene: apply(e.index, e.slot, s, layer, v); break;
+                case Entry::intervene: apply(e.index, e.slot, layer, v); break;
                 case Entry::capture: record(e.index, s, layer, v); break;
                 case Entry::save_pre: save(saved_pre_[e.index], v); break;
                 case Entry::save_cut: save(saved_cut_, v); break;
@@ -194,37 +194,40 @@ private:
             }
     }
 
+    // validate_interventions checked, before the forward, every count, length, channel and
+    // head read below against the site's width at each layer: the row loops only copy.
+
+    /// Values for layer j of a one-for-all or one-per-layer list.
+    template <class Vec>
+    static const Vec& per_layer(const std::vector<Vec>& v, std::size_t j) noexcept {
+        return v.size() == 1 ? v[0] : v[j];
+    }
     /// Donor values for (batch b, slot) from [B or 1, n, D] rows.
     const float* donor_row(const std::vector<float>& rows, std::size_t i, std::size_t b, std::size_t slot,
-                           std::size_t D) const {
+                           std::size_t D) const noexcept {
         const std::size_t n = iv_rows_[i];
-        check<ShapeError>(rows.size() == n * D || rows.size() == B_ * n * D, "[run] ", iv_[i].describe(), ": ",
-                          rows.size(), " donor values, expected [", B_, " or 1, ", n, ", ", D, "]");
         const std::size_t bb = rows.size() == n * D ? 0 : b;
         return rows.data() + (bb * n + slot) * D;
     }
-    template <class Vec>
-    static const Vec& per_layer(const std::vector<Vec>& v, std::size_t j, const std::string& what) {
-        check<ShapeError>(!v.empty(), "[run] ", what, ": no values given");
-        return v.size() == 1 ? v[0] : v.at(j);
-    }
+    /// A Surrogate's row for the token at (b, r): its table's, or the fallback; counts hits.
     const std::vector<float>& token_row(std::size_t i, const Surrogate& sg, std::size_t j, std::size_t b,
                                         std::size_t r) {
-        const auto& table = per_layer(sg.tables, j, iv_[i].describe());
+        const auto& table = per_layer(sg.tables, j);
         ++total_[i];
         auto it = table.find(ids_.at(b, r));
         if (it != table.end()) {
             ++hits_[i];
             return it->second;
         }
-        return per_layer(sg.fallback, j, iv_[i].describe() + " fallback");
+        return per_layer(sg.fallback, j);
     }
 
-    void apply(std::size_t i, std::size_t j, Site s, LayerIndex layer, const ActivationView& v) {
+    void apply(std::size_t i, std::size_t j, LayerIndex layer, const ActivationView& v) {
         const Intervention& iv = iv_[i];
         const std::size_t D = v.D;
         const std::vector<long>& slot = iv_slots_[i];
         const std::size_t lw = layer != no_layer ? layer : 0;
+        const std::size_t w = head_w_[i * (L_ + 1) + lw];
         for (std::size_t b = 0; b < v.B; ++b)
             for (std::size_t t = 0; t < v.T; ++t) {
                 const std::size_t r = offset_ + t;
@@ -232,7 +235,7 @@ private:
                 const std::size_t sl = static_cast<std::size_t>(slot[r]);
                 float* row = v.row(b, t);
                 if (const Set* a = std::get_if<Set>(&iv.action)) {
-                    const float* d = donor_row(per_layer(a->rows, j, iv.describe()), i, b, sl, D);
+                    const float* d = donor_row(a->rows[j], i, b, sl, D);
                     if (iv.write) {
                         const float* pre = saved_pre_[lw].data() + (b * v.T + t) * D;
                         for (std::size_t c = 0; c < D; ++c) row[c] = pre[c] + d[c];
@@ -242,47 +245,27 @@ private:
                 } else if (std::holds_alternative<Zero>(iv.action)) {
                     std::fill(row, row + D, 0.0f);
                 } else if (const Mean* a = std::get_if<Mean>(&iv.action)) {
-                    const auto& mu = per_layer(a->mu, j, iv.describe());
-                    check<ShapeError>(mu.size() == D, "[run] ", iv.describe(), ": mean of ", mu.size(), " values for ",
-                                      D, " channels");
+                    const auto& mu = per_layer(a->mu, j);
                     std::copy(mu.begin(), mu.end(), row);
                 } else if (const Surrogate* a = std::get_if<Surrogate>(&iv.action)) {
                     const auto& src = token_row(i, *a, j, b, r);
-                    check<ShapeError>(src.size() == D, "[run] ", iv.describe(), ": table row of ", src.size(),
-                                      " values for ", D, " channels");
                     std::copy(src.begin(), src.end(), row);
                 } else if (const ChannelMask* a = std::get_if<ChannelMask>(&iv.action)) {
                     const std::vector<float>* fill = nullptr;
-                    if (a->fill == MaskFill::mean) fill = &per_layer(a->mean.mu, j, iv.describe());
+                    if (a->fill == MaskFill::mean) fill = &per_layer(a->mean.mu, j);
                     if (a->fill == MaskFill::token_mean) fill = &token_row(i, a->table, j, b, r);
-                    check<ShapeError>(!fill || fill->size() == D, "[run] ", iv.describe(), ": fill of ",
-                                      fill ? fill->size() : 0, " values for ", D, " channels");
-                    for (std::size_t c : a->channels) {
-                        check<ShapeError>(c < D, "[run] ", iv.describe(), ": channel ", c, " of ", D);
-                        row[c] = fill ? (*fill)[c] : 0.0f;
-                    }
+                    for (std::size_t c : a->channels) row[c] = fill ? (*fill)[c] : 0.0f;
                 } else if (const HeadZero* a = std::get_if<HeadZero>(&iv.action)) {
-                    const std::size_t w = head_w_[i * (L_ + 1) + lw];
-                    for (std::size_t h : a->heads) {
-                        check<ShapeError>((h + 1) * w <= D, "[run] ", iv.describe(), ": head ", h, " x ", w,
-                                          " does not fit ", D, " channels");
-                        std::fill(row + h * w, row + (h + 1) * w, 0.0f);
-                    }
+                    for (std::size_t h : a->heads) std::fill(row + h * w, row + (h + 1) * w, 0.0f);
                 } else if (const ProjPatch* a = std::get_if<ProjPatch>(&iv.action)) {
-                    const float* d = donor_row(per_layer(a->rows, j, iv.describe()), i, b, sl, D);
-                    const std::size_t w = head_w_[i * (L_ + 1) + lw];
+                    const float* d = donor_row(a->rows[j], i, b, sl, D);
                     if (a->heads.empty()) std::copy(d, d + D, row);
-                    for (std::size_t h : a->heads) {
-                        check<ShapeError>((h + 1) * w <= D, "[run] ", iv.describe(), ": head ", h, " x ", w,
-                                          " does not fit ", D, " channels");
-                        std::copy(d + h * w, d + (h + 1) * w, row + h * w);
-                    }
+                    for (std::size_t h : a->heads) std::copy(d + h * w, d + (h + 1) * w, row + h * w);
                 } else if (std::holds_alternative<SkipLayer>(iv.action)) {
                     const float* pre = saved_pre_[lw].data() + (b * v.T + t) * D;
                     std::copy(pre, pre + D, row);
                 }
             }
-        (void)s;
     }
 
     void record(std::size_t c, Site s, LayerIndex layer, const ActivationView& v) {
