@@ -75,8 +75,8 @@ int main(int argc, char** argv) {
             std::printf("%s: %zu layers, donor asks bed (value gold), host asks hill (value mouse), %zu tokens each\n",
                         dir.filename().c_str(), m.num_layers(), host.size());
             std::printf("donor alone: top %s, D(A-B) = %+.4f; host alone: top %s, D(A-B) = %+.4f\n\n",
-                        word(argmax(logits_row(la), V)).c_str(), logit_diff(logits_row(la), vA, vB),
-                        word(argmax(logits_row(lb), V)).c_str(), logit_diff(logits_row(lb), vA, vB));
+                        word(argmax(logits_row(la), V)).c_str(), logit_diff(logits_row(la), V, vA, vB),
+                        word(argmax(logits_row(lb), V)).c_str(), logit_diff(logits_row(lb), V, vA, vB));
             std::printf("%-6s %-12s %-10s %10s  %s\n", "block", "layers", "positions", "D(A-B)", "host's top token");
             // Blocks: the linear layers before each softmax layer (groups(0) of §A.6).
             const auto groups = layer_groups(m.stack(), 0);
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
                     const MixerTransplant t = transplant_mixer(m, A, B, groups[g].layers, pos);
                     const float* row = logits_row(t.host.logits);
                     std::printf("G%-5zu %-12s %-10s %+10.4f  %s%s\n", g, layer_list(groups[g].layers).c_str(), name,
-                                logit_diff(row, vA, vB), word(argmax(row, V)).c_str(),
+                                logit_diff(row, V, vA, vB), word(argmax(row, V)).c_str(),
                                 argmax(row, V) == vA ? "  (= vA)" : "");
                 }
         });

@@ -112,10 +112,18 @@ TEST_CASE("T12: reader search finds the planted head, not the decoy that attends
 
 TEST_CASE("metrics of §A.5 on hand-made rows") {
     const float row[] = {0.0f, 2.0f, -1.0f, 5.0f};
-    CHECK(logit_diff(row, 3, 1) == 3.0);
+    CHECK(logit_diff(row, 4, 3, 1) == 3.0);
     CHECK(hylens::argmax(row, 4) == 3);
-    CHECK(argmax_among(row, {0, 1, 2}) == 1);
-    CHECK(candidate_margin(row, 3, {0, 1, 2, 3}) == doctest::Approx(5.0 - 1.0 / 3.0));
+    CHECK(argmax_among(row, 4, {0, 1, 2}) == 1);
+    CHECK(candidate_margin(row, 4, 3, {0, 1, 2, 3}) == doctest::Approx(5.0 - 1.0 / 3.0));
+    // An id outside the row's vocabulary is an error naming it (it read past the row).
+    CHECK_THROWS_WITH_AS(logit_diff(row, 4, 4, 1), "[logit_diff] token id 4 is outside the vocabulary of 4",
+                         hylens::ShapeError);
+    CHECK_THROWS_AS(logit_diff(row, 4, 3, -1), hylens::ShapeError);
+    CHECK_THROWS_WITH_AS(argmax_among(row, 4, {0, 7}), "[argmax_among] token id 7 is outside the vocabulary of 4",
+                         hylens::ShapeError);
+    CHECK_THROWS_AS(candidate_margin(row, 4, 9, {0, 1}), hylens::ShapeError);
+    CHECK_THROWS_AS(candidate_margin(row, 4, 3, {0, 4}), hylens::ShapeError);
     CHECK(std::isnan(recovery(1.0, 2.0, 2.0 + 1e-8)));
     CHECK(recovery(1.5, 1.0, 3.0) == doctest::Approx(0.25));
     const MeanSem g = gap({3.0, 5.0}, {1.0, 1.0});

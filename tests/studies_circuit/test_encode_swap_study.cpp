@@ -87,12 +87,12 @@ TEST_CASE("encode-swap on qwen35-tiny: records, identities with independent runs
         if (cond == "value:none") {
             // The corrupted prompt alone: D(v_t - v_d) = the circuit study's d_corrupt.
             const auto l = last_logits(it.corrupt_ids);
-            CHECK(rec["dAB"].get<double>() == hylens::logit_diff(hylens::logits_row(l), it.answer, it.corrupt_answer));
+            CHECK(rec["dAB"].get<double>() == hylens::logit_diff(hylens::logits_row(l), model.config().vocab, it.answer, it.corrupt_answer));
             CHECK(rec["positions"] == std::vector<std::size_t>{it.clean.values[it.target][0]});
         }
         if (cond == "key:none") {
             const auto l = last_logits(it.clean.ids);
-            CHECK(rec["dAB"].get<double>() == hylens::logit_diff(hylens::logits_row(l), it.corrupt_answer, it.answer));
+            CHECK(rec["dAB"].get<double>() == hylens::logit_diff(hylens::logits_row(l), model.config().vocab, it.corrupt_answer, it.answer));
         }
         if (cond == "key:embedding") {
             // The donor differs from the host only at the key tokens, so writing the donor's
@@ -100,7 +100,7 @@ TEST_CASE("encode-swap on qwen35-tiny: records, identities with independent runs
             const auto ks = lk::key_swap(tok, hylens::chat_format(family), lk::parse_variant("chat8"), it, drops);
             REQUIRE(ks.has_value());
             const auto l = last_logits(ks->ids);
-            CHECK(rec["dAB"].get<double>() == hylens::logit_diff(hylens::logits_row(l), it.corrupt_answer, it.answer));
+            CHECK(rec["dAB"].get<double>() == hylens::logit_diff(hylens::logits_row(l), model.config().vocab, it.corrupt_answer, it.answer));
             CHECK(rec["success"].get<bool>() == (hylens::argmax(hylens::logits_row(l), model.config().vocab) == it.corrupt_answer));
             ++checked_key;
         }

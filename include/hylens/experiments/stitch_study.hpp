@@ -332,7 +332,7 @@ inline nlohmann::json score_lookup_row(const float* row, std::size_t V, std::int
     return {{"answer", answer},
             {"argmax", top},
             {"acc", top == answer ? 1 : 0},
-            {"cacc", argmax_among(row, values) == answer ? 1 : 0},
+            {"cacc", argmax_among(row, V, values) == answer ? 1 : 0},
             {"margin", a - others / static_cast<double>(n_others)},
             {"d_top", a - best}};
 }

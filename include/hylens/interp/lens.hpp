@@ -35,8 +35,17 @@ inline const float* logits_row(const Tensor3& logits, std::size_t b = 0, long t 
     return logits.data() + (b * T + tt) * V;
 }
 
-/// D = logit(answer) - logit(other).
-inline double logit_diff(const float* row, std::int64_t answer, std::int64_t other) {
+/// A token id of a logits row of V: a ShapeError naming the caller otherwise (an id past the
+/// vocabulary read past the row).
+inline void check_vocab_id(std::int64_t id, std::size_t V, const char* who) {
+    check<ShapeError>(id >= 0 && static_cast<std::size_t>(id) < V, "[", who, "] token id ", id,
+                      " is outside the vocabulary of ", V);
+}
+
+/// D = logit(answer) - logit(other), of a logits row of V.
+inline double logit_diff(const float* row, std::size_t V, std::int64_t answer, std::int64_t other) {
+    check_vocab_id(answer, V, "logit_diff");
+    check_vocab_id(other, V, "logit_diff");
     return static_cast<double>(row[answer]) - static_cast<double>(row[other]);
 }
 
@@ -47,9 +56,10 @@ inline std::int64_t argmax(const float* row, std::size_t V) {
         if (row[v] > row[best]) best = v;
     return static_cast<std::int64_t>(best);
 }
-/// Argmax restricted to `choices` (cacc: the dictionary's value tokens).
-inline std::int64_t argmax_among(const float* row, const std::vector<std::int64_t>& choices) {
+/// Argmax restricted to `choices` (cacc: the dictionary's value tokens), of a logits row of V.
+inline std::int64_t argmax_among(const float* row, std::size_t V, const std::vector<std::int64_t>& choices) {
     check<ShapeError>(!choices.empty(), "[argmax_among] no choices");
+    for (std::int64_t c : choices) check_vocab_id(c, V, "argmax_among");
     std::int64_t best = choices[0];
     for (std::int64_t c : choices)
         if (row[c] > row[best]) best = c;
@@ -146,8 +156,12 @@ inline Selectivity qk_selectivity(const float* probs, std::size_t Tk, const std:
     return {s[target] - mean, s[target] - mx, s[target] > mx};
 }
 
-/// Candidate margin (exp34): logit(answer) minus the mean logit of the other candidates.
-inline double candidate_margin(const float* row, std::int64_t answer, const std::vector<std::int64_t>& candidates) {
+/// Candidate margin (exp34): logit(answer) minus the mean logit of the other candidates, of a
+/// logits row of V.
+inline double candidate_margin(const float* row, std::size_t V, std::int64_t answer,
+                               const std::vector<std::int64_t>& candidates) {
+    check_vocab_id(answer, V, "candidate_margin");
+    for (std::int64_t c : candidates) check_vocab_id(c, V, "candidate_margin");
     double sum = 0.0;
     std::size_t n = 0;
     for (std::int64_t c : candidates)

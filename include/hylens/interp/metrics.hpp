@@ -92,12 +92,12 @@ inline PairScore score_pair(const float* clean_row, const float* corrupt_row, st
         check<ShapeError>(id >= 0 && static_cast<std::size_t>(id) < V, "[score_pair] answer id ", id,
                           " outside the vocabulary of ", V);
     PairScore s;
-    s.d_clean = logit_diff(clean_row, answer, corrupt_answer);
-    s.d_corrupt = logit_diff(corrupt_row, answer, corrupt_answer);
+    s.d_clean = logit_diff(clean_row, V, answer, corrupt_answer);
+    s.d_corrupt = logit_diff(corrupt_row, V, answer, corrupt_answer);
     s.acc_clean = argmax(clean_row, V) == answer;
     s.acc_corrupt = argmax(corrupt_row, V) == corrupt_answer;
-    s.cacc_clean = argmax_among(clean_row, choices) == answer;
-    s.cacc_corrupt = argmax_among(corrupt_row, choices) == corrupt_answer;
+    s.cacc_clean = argmax_among(clean_row, V, choices) == answer;
+    s.cacc_corrupt = argmax_among(corrupt_row, V, choices) == corrupt_answer;
     return s;
 }
 
@@ -151,7 +151,7 @@ inline TransplantScore score_transplant(const float* row, std::size_t V, std::in
     const std::int64_t top = argmax(row, V);
     s.ansA = top == value_a;
     s.ansB = top == value_b;
-    s.dAB = logit_diff(row, value_a, value_b);
+    s.dAB = logit_diff(row, V, value_a, value_b);
     if (probs) {
         s.attA = attention_mass(probs, Tk, entry_a);
         s.attB = attention_mass(probs, Tk, entry_b);
