@@ -352,6 +352,8 @@ TEST_CASE("surgery ops: LayerSet") {
     CHECK(LayerSet::all().contains(1000));
     CHECK(!LayerSet::none().contains(0));
     CHECK(LayerSet::range(1, 4) == LayerSet({1, 2, 3}));
+    CHECK(LayerSet::range(2, 2) == LayerSet::none());
+    CHECK_THROWS_WITH_AS((void)LayerSet::range(5, 2), doctest::Contains("range(5, 2)"), ShapeError);
     CHECK(LayerSet::from_i64({0, 2}) == LayerSet({0, 2}));
     CHECK_THROWS_AS((void)LayerSet::from_i64({-1}), ShapeError);
     CHECK_THROWS_AS(s.check_against(3, "test"), ShapeError);

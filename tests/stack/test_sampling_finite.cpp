@@ -96,7 +96,13 @@ TEST_SUITE("stack/sampling") {
         // INT64_MAX - 1 wrapped to a negative position (signed overflow) and blamed it.
         CHECK_THROWS_WITH_AS(generate(m, c, TokenBatch({1, 2, 3}), {.max_new = 1, .start_position = INT64_MAX - 1}),
                              doctest::Contains("overflow a 64-bit position"), ShapeError);
-        CHECK(c.next_position() == 0);  // both refused before the forward
+        // A stop id the model cannot produce never matched: the run went on to max_new.
+        const std::int64_t V = static_cast<std::int64_t>(m.config().vocab);
+        const std::string past = "stop id " + std::to_string(V) + " is outside";
+        CHECK_THROWS_WITH_AS(generate(m, c, TokenBatch({1}), {.max_new = 2, .stop_ids = {3, V}}),
+                             doctest::Contains(past.c_str()), ShapeError);
+        CHECK_THROWS_AS(generate(m, c, TokenBatch({1}), {.max_new = 2, .stop_ids = {-1}}), ShapeError);
+        CHECK(c.next_position() == 0);  // all refused before the forward
         const GenerateResult at_edge = generate(m, c, TokenBatch({1, 2}), {.max_new = 1, .start_position = INT64_MAX - 2});
         CHECK(at_edge.positions.back() == INT64_MAX - 1);
         auto c2 = m.new_cache(1);

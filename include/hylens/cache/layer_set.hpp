@@ -37,8 +37,11 @@ public:
         }
         return LayerSet(std::move(v));
     }
-    /// Layers [first, last).
+    /// Layers [first, last); first == last is no layer, first > last a ShapeError (reversed
+    /// bounds gave an empty set, so the op did nothing).
     static LayerSet range(std::size_t first, std::size_t last) {
+        check<ShapeError>(first <= last, "[LayerSet] range(", first, ", ", last,
+                          "): the first layer is past the end (layers [first, last))");
         std::vector<std::size_t> v;
         for (std::size_t i = first; i < last; ++i) v.push_back(i);
         return LayerSet(std::move(v));

@@ -46,6 +46,10 @@ GenerateResult generate(const Model& model, typename Model::cache_type& cache, c
     // token's below.
     check<ShapeError>(static_cast<std::uint64_t>(INT64_MAX - p) >= T, "[generate] positions from ", p, " for ", T,
                       " prompt tokens overflow a 64-bit position");
+    // A stop id the model cannot produce never matched: the run went on to max_new silently.
+    for (std::int64_t s : opt.stop_ids)
+        check<ShapeError>(s >= 0 && static_cast<std::size_t>(s) < V, "[generate] stop id ", s,
+                          " is outside the model's vocabulary of ", V, " (it could never be generated)");
     std::vector<std::int64_t> pos(T);
     for (std::size_t t = 0; t < T; ++t) pos[t] = p++;
     res.positions = pos;
