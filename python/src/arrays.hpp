@@ -161,4 +161,36 @@ inline std::vector<std::size_t> to_indices(pyb::handle obj, const std::string& w
     return out;
 }
 
+/// An integer argument (a layer, a head count) that refuses bool: pybind11's integer caster
+/// takes True as 1, so cache.k(True) read layer 1. A bool, a float or a str is pybind11's
+/// TypeError listing the signature.
+struct Int {
+    long long v = 0;
+    operator long long() const noexcept { return v; }  // NOLINT(google-explicit-constructor)
+};
+
 }  // namespace hylens::python
+
+namespace pybind11::detail {
+template <>
+struct type_caster<hylens::python::Int> {
+    PYBIND11_TYPE_CASTER(hylens::python::Int, const_name("int"));
+    bool load(handle src, bool) {
+        if (!src || PyBool_Check(src.ptr()) || PyFloat_Check(src.ptr()) || !PyIndex_Check(src.ptr())) return false;
+        PyObject* r = PyNumber_Index(src.ptr());
+        if (!r) {
+            PyErr_Clear();
+            return false;
+        }
+        const long long v = PyLong_AsLongLong(r);
+        Py_DECREF(r);
+        if (v == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return false;
+        }
+        value.v = v;
+        return true;
+    }
+    static handle cast(hylens::python::Int i, return_value_policy, handle) { return PyLong_FromLongLong(i.v); }
+};
+}  // namespace pybind11::detail

@@ -132,7 +132,12 @@ inline void bind_cache(pyb::module_& m) {
         .def_property_readonly("kv_len", [](PyCache& s) { return s.visit("Cache.kv_len", [](auto& x) { return x.kv_len(); }); })
         .def_property("tokens_seen",
             [](PyCache& s) { return s.visit("Cache.tokens_seen", [](auto& x) { return x.tokens_seen(); }); },
-            [](PyCache& s, std::size_t n) { s.visit("Cache.tokens_seen", [&](auto& x) { x.set_tokens_seen(n); }); })
+            [](PyCache& s, std::size_t n) {
+                // Positions are int64: a count past 2^63 - 1 made the next position negative.
+                if (n > static_cast<std::size_t>(INT64_MAX))
+                    throw pyb::value_error("Cache.tokens_seen: " + std::to_string(n) + " is past the largest position, 2^63 - 1");
+                s.visit("Cache.tokens_seen", [&](auto& x) { x.set_tokens_seen(n); });
+            })
         .def("layers_with", [](PyCache& s, const std::string& ch) {
             const Chan k = parse_channel(ch, "Cache.layers_with");
             return s.visit("Cache.layers_with", [&](auto& x) { return layers_holding(x, k); });
@@ -176,17 +181,17 @@ inline void bind_cache(pyb::module_& m) {
             s.visit("save", [&](auto& x) { save_cache(x, path, prefix); });
         }, pyb::arg("path"), pyb::arg("prefix") = "cache.",
            "Writes <prefix>N.conv / .state / .k / .v (float32 safetensors, the golden names).")
-        .def("k", [](PyCache& s, long long l) { return s.visit("Cache.k", [&](auto& x) { return read_kv(x, l, true); }); },
+        .def("k", [](PyCache& s, Int l) { return s.visit("Cache.k", [&](auto& x) { return read_kv(x, l, true); }); },
              pyb::arg("layer"), "K of a layer, [B, kv_heads, length, head_dim] (post-norm, post-RoPE).")
-        .def("v", [](PyCache& s, long long l) { return s.visit("Cache.v", [&](auto& x) { return read_kv(x, l, false); }); },
+        .def("v", [](PyCache& s, Int l) { return s.visit("Cache.v", [&](auto& x) { return read_kv(x, l, false); }); },
              pyb::arg("layer"), "V of a layer, [B, kv_heads, length, head_dim].")
-        .def("conv", [](PyCache& s, long long l) { return s.visit("Cache.conv", [&](auto& x) { return read_recurrent(x, l, true); }); },
+        .def("conv", [](PyCache& s, Int l) { return s.visit("Cache.conv", [&](auto& x) { return read_recurrent(x, l, true); }); },
              pyb::arg("layer"), "Conv window of a recurrent layer, [B, channels, width], oldest column first.")
-        .def("state", [](PyCache& s, long long l) { return s.visit("Cache.state", [&](auto& x) { return read_recurrent(x, l, false); }); },
+        .def("state", [](PyCache& s, Int l) { return s.visit("Cache.state", [&](auto& x) { return read_recurrent(x, l, false); }); },
              pyb::arg("layer"), "State of a recurrent layer, [B, Hv, dk, dv] (DeltaNet) or [B, H, P, N] (Mamba-2).")
-        .def("set_conv", [](PyCache& s, long long l, pyb::object v) { s.visit("set_conv", [&](auto& x) { write_recurrent(x, l, v, true); }); },
+        .def("set_conv", [](PyCache& s, Int l, pyb::object v) { s.visit("set_conv", [&](auto& x) { write_recurrent(x, l, v, true); }); },
              pyb::arg("layer"), pyb::arg("values"))
-        .def("set_state", [](PyCache& s, long long l, pyb::object v) { s.visit("set_state", [&](auto& x) { write_recurrent(x, l, v, false); }); },
+        .def("set_state", [](PyCache& s, Int l, pyb::object v) { s.visit("set_state", [&](auto& x) { write_recurrent(x, l, v, false); }); },
              pyb::arg("layer"), pyb::arg("values"))
         .def("diff", [](PyCache& a, PyCache& b, pyb::object layers) {
             const LayerSet ls = to_layers(layers, "diff: layers");
@@ -207,9 +212,9 @@ inline void bind_cache(pyb::module_& m) {
             if (a.family_index() != b.family_index()) return pyb::bool_(false);
             return pyb::bool_(with_pair(a, b, "==", [](auto& x, auto& y) { return x == y; }));
         })
-        .def("close", &PyCache::close, "Frees the cache; using it afterwards raises ValueError.")
+        .def("close", &PyCache::close, "Frees the cache; using it afterwards raises ValueError (closing it again does nothing).")
         .def("__enter__", [](CachePtr s) { return s; })
-        .def("__exit__", [](PyCache& s, pyb::args) { if (!s.closed()) s.close(); })
+        .def("__exit__", [](PyCache& s, pyb::args) { s.close(); })
         .def("__repr__", [](PyCache& s) {
             if (s.closed()) return std::string("<hylens.Cache (closed)>");
             return s.visit("repr", [&](auto& x) {

@@ -190,10 +190,10 @@ inline void bind_interp(pyb::module_& m) {
         .def_property_readonly("layer", [](const SiteRef& s) { return python_layer(s.layer); })
         .def_readonly("positions", &SiteRef::positions)
         .def("__repr__", [](const SiteRef& s) { return "site('" + s.name() + "', positions=" + s.positions.describe() + ")"; });
-    m.def("site", [](const std::string& name, long long layer, pyb::object positions) {
+    m.def("site", [](const std::string& name, Int layer, pyb::object positions) {
         SiteRef r;
         r.site = parse_site(name, r.write);
-        r.layer = site_layer_index(layer);
+        r.layer = site_layer_index(layer.v);
         r.positions = to_positions(positions);
         return r;
     }, pyb::arg("name"), pyb::arg("layer") = -1, pyb::arg("positions") = pyb::none(),
@@ -232,19 +232,20 @@ inline void bind_interp(pyb::module_& m) {
         return make_iv(site, layers, positions, Mean{to_rows_per_layer(mu, "mean_ablate mu")});
     }, pyb::arg("site"), pyb::arg("layers"), pyb::arg("mu"), pyb::arg("positions") = pyb::none(),
        "Replace by a constant vector per layer: mu [D] (every layer) or [L, D].");
-    m.def("head_zero", [](int layer, pyb::object heads, const std::string& site, pyb::object positions) {
-        return make_iv(site, pyb::int_(layer), positions, HeadZero{to_indices(heads, "head_zero heads")});
+    m.def("head_zero", [](Int layer, pyb::object heads, const std::string& site, pyb::object positions) {
+        return make_iv(site, pyb::int_(layer_index(layer.v)), positions, HeadZero{to_indices(heads, "head_zero heads")});
     }, pyb::arg("layer"), pyb::arg("heads"), pyb::arg("site") = "head_out", pyb::arg("positions") = pyb::none());
-    m.def("proj_patch", [](int layer, const std::string& which, pyb::object positions, pyb::object rows, pyb::object heads) {
+    m.def("proj_patch", [](Int layer, const std::string& which, pyb::object positions, pyb::object rows, pyb::object heads) {
         std::vector<std::size_t> h = heads.is_none() ? std::vector<std::size_t>{} : to_indices(heads, "proj_patch heads");
         bool write = false;
-        return proj_patch(layer_index(layer), parse_site(which, write), to_positions(positions), to_floats(rows, "proj_patch rows"), std::move(h));
+        return proj_patch(layer_index(layer.v), parse_site(which, write), to_positions(positions), to_floats(rows, "proj_patch rows"), std::move(h));
     }, pyb::arg("layer"), pyb::arg("which"), pyb::arg("positions"), pyb::arg("rows"), pyb::arg("heads") = pyb::none());
     m.def("skip_layers", [](pyb::object layers) { return skip_layers(to_layer_list(layers, "skip_layers")); }, pyb::arg("layers"));
-    m.def("truncate_after", [](long long cut) { return truncate_after(layer_index(cut)); }, pyb::arg("cut"));
+    m.def("truncate_after", [](Int cut) { return truncate_after(layer_index(cut.v)); }, pyb::arg("cut"));
     m.def("conv_taps", [](pyb::object layers) { return conv_taps(to_layer_list(layers, "conv_taps")); }, pyb::arg("layers"));
-    m.def("state_reset_every", [](pyb::object layers, std::size_t every) {
-        return state_reset_every(to_layer_list(layers, "state_reset_every"), every);
+    m.def("state_reset_every", [](pyb::object layers, Int every) {
+        if (every.v < 1) throw pyb::value_error("state_reset_every: every is a chunk length of at least 1, got " + std::to_string(every.v));
+        return state_reset_every(to_layer_list(layers, "state_reset_every"), static_cast<std::size_t>(every.v));
     }, pyb::arg("layers"), pyb::arg("every"));
     m.def("surrogate", [](const std::string& site, pyb::object layers, pyb::object tables, pyb::object fallback, pyb::object positions) {
         return make_iv(site, layers, positions, to_surrogate(tables, fallback, "surrogate"));
@@ -254,6 +255,18 @@ inline void bind_interp(pyb::module_& m) {
                              pyb::object mean, pyb::object tables, pyb::object fallback, pyb::object positions) {
         ChannelMask cm;
         cm.channels = to_indices(channels, "channel_mask channels");
+        // An argument the fill does not read was dropped without a word (mean= with the
+        // default fill='zero' masked with zeros).
+        const auto unused = [&](const char* name, const pyb::object& o) {
+            if (!o.is_none())
+                throw pyb::value_error("channel_mask: fill='" + fill + "' does not use " + name +
+                                       "= (mean= goes with fill='mean', tables= and fallback= with fill='token_mean')");
+        };
+        if (fill != "mean") unused("mean", mean);
+        if (fill != "token_mean") {
+            unused("tables", tables);
+            unused("fallback", fallback);
+        }
         if (fill == "zero") {
             cm.fill = MaskFill::zero;
         } else if (fill == "mean") {

@@ -169,8 +169,8 @@ inline void bind_model(pyb::module_& m) {
         }, "Per layer, the cache channels it holds ('kv', 'recurrent').")
         .def_property_readonly("attention_layers", [](const PyModel& s) { return s.visit([](const auto& x) { return attention_layers(x.stack()); }); })
         .def_property_readonly("recurrent_layers", [](const PyModel& s) { return s.visit([](const auto& x) { return recurrent_layers(x.stack()); }); })
-        .def("mixer_site", [](const PyModel& s, long long signed_layer, const std::string& ch) {
-            const LayerIndex layer = layer_index(signed_layer);
+        .def("mixer_site", [](const PyModel& s, Int signed_layer, const std::string& ch) {
+            const LayerIndex layer = layer_index(signed_layer.v);
             if (ch != "recurrent" && ch != "attention") throw pyb::value_error("mixer_site: channel is 'recurrent' or 'attention'");
             const MixerChannel mc = ch == "attention" ? MixerChannel::attention : MixerChannel::recurrent;
             return s.visit([&](const auto& x) { return SiteRef{mixer_site(x.stack(), layer, mc), layer, Positions::all(), false}.name(); });
@@ -319,6 +319,7 @@ inline void bind_model(pyb::module_& m) {
         .def("logit_lens", [](const PyModel& s, pyb::handle ids, pyb::handle layers, pyb::handle positions) {
             const Ids in = to_ids(ids, "logit_lens");
             const std::vector<LayerIndex> ls = to_layer_list(layers, "logit_lens: layers");
+            if (ls.empty()) throw pyb::value_error("logit_lens: no layers given");  // it returned a shape (0,) array
             const Positions p = to_positions(positions);
             std::vector<Tensor3> per = s.visit([&](const auto& x) {
                 const pyb::gil_scoped_release nogil;

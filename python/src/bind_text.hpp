@@ -52,6 +52,7 @@ inline void bind_text(pyb::module_& m) {
 
     pyb::class_<Tokenizer>(m, "Tokenizer", "A Hugging Face tokenizer.json (BPE) with character offsets.")
         .def(pyb::init([](const std::string& path) { return Tokenizer::from_file(path); }), pyb::arg("path"))
+        .def_property_readonly("path", &Tokenizer::source, "The tokenizer.json it was read from.")
         .def("encode", [](const Tokenizer& t, const std::string& text, bool add_special) {
             const pyb::gil_scoped_release nogil;
             return t.encode(text, {.add_special = add_special});

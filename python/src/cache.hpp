@@ -41,8 +41,10 @@ public:
     const char* family() const noexcept { return family_name(c_.index()); }
     bool closed() const noexcept { return closed_; }
 
-    /// Frees the cache; every later use raises ValueError.
+    /// Frees the cache; every later use raises ValueError. Closing a closed cache does nothing
+    /// (as a file's close()), so close() inside a `with` block is not an error at its end.
     void close() {
+        if (closed_ && !busy_) return;
         check_open("close");
         c_ = CacheVariant{};
         closed_ = true;

@@ -172,7 +172,9 @@ def test_closed_cache_raises(qwen):
     c = qwen.prefill(IDS)
     with c as same:
         assert same is c
+        c.close()  # closed inside the block: its end (and a second close) do nothing
     assert c.closed
+    c.close()
     for op in (lambda: qwen.forward([1], cache=c), lambda: c.k(3), lambda: c.clone(), lambda: c.keep_only("kv"),
                lambda: hylens.state_swap(c, qwen.prefill(IDS)), lambda: c.save("/tmp/x.safetensors"), lambda: c.batch):
         with pytest.raises(ValueError, match="closed"):
@@ -226,6 +228,48 @@ def test_captures_own_their_buffers_and_interventions_apply(qwen):
     assert np.all(hz.captures["head_out.3"][..., 32:64] == 0)
 
 
+def test_channel_mask_writes_the_listed_channels_only(qwen):
+    cap = qwen.run(IDS, capture=["mixer_out.3"]).captures["mixer_out.3"]
+    ch = [0, 5, 63]
+    masked = cap.copy()
+    masked[..., ch] = 0.0
+    z = qwen.run(IDS, interventions=[hylens.channel_mask("mixer_out", [3], ch)]).logits
+    assert_bitwise(z, qwen.run(IDS, interventions=[hylens.patch("mixer_out.3", masked)]).logits, "zero fill")
+    mu = np.linspace(-1.0, 1.0, 64, dtype=np.float32)
+    masked[..., ch] = mu[ch]
+    m = qwen.run(IDS, interventions=[hylens.channel_mask("mixer_out", [3], ch, fill="mean", mean=mu)]).logits
+    assert_bitwise(m, qwen.run(IDS, interventions=[hylens.patch("mixer_out.3", masked)]).logits, "mean fill")
+    # an argument the fill does not read is an error (mean= with fill='zero' masked with zeros)
+    with pytest.raises(ValueError, match="does not use mean="):
+        hylens.channel_mask("mixer_out", [3], ch, mean=mu)
+    with pytest.raises(ValueError, match="does not use tables="):
+        hylens.channel_mask("mixer_out", [3], ch, fill="mean", mean=mu, tables={1: mu})
+    with pytest.raises(ValueError, match="channel 64 out of 64"):
+        qwen.run(IDS, interventions=[hylens.channel_mask("mixer_out", [3], [64])])
+
+
+def test_layers_and_counts_refuse_bools_and_negatives(qwen):
+    c = qwen.prefill(IDS)
+    # pybind11 took True as 1: cache.k(True) read layer 1's keys
+    for op in (lambda: c.k(True), lambda: c.state(False), lambda: hylens.head_zero(True, [0]),
+               lambda: hylens.site("resid_post", True), lambda: hylens.truncate_after(True),
+               lambda: qwen.mixer_site(True), lambda: hylens.state_reset_every([0], True), lambda: c.k(1.0)):
+        with pytest.raises(TypeError):
+            op()
+    # -1 is the layer of embed and final_norm, not a decoder layer of a head or a projection
+    with pytest.raises(hylens.ShapeError, match="layer -1 is negative"):
+        hylens.head_zero(-1, [0])
+    with pytest.raises(hylens.ShapeError, match="layer -1 is negative"):
+        hylens.proj_patch(-1, "q", "last", np.zeros(64, np.float32))
+    with pytest.raises(ValueError, match="at least 1, got -2"):
+        hylens.state_reset_every([0], -2)
+    assert hylens.site("resid_post", np.int64(2)).layer == 2
+    with pytest.raises(ValueError, match="past the largest position"):
+        c.tokens_seen = 2**63
+    with pytest.raises(ValueError, match="no layers given"):
+        qwen.logit_lens(IDS, [])
+
+
 def test_generate_batch_and_stop(qwen):
     g = qwen.generate(np.array([IDS, IDS[::-1]]), max_new=3)
     assert g.ids.shape == (2, 3) and g.prompt_logits.shape == (2, len(IDS), 320) and g.step_logits.shape == (2, 2, 320)
@@ -234,6 +278,8 @@ def test_generate_batch_and_stop(qwen):
     first = int(single.ids[0])
     stopped = qwen.generate(IDS, max_new=5, stop=first)
     assert stopped.ids.tolist() == [first]
+    with pytest.raises(hylens.ShapeError, match="stop id 320 is outside the model's vocabulary of 320"):
+        qwen.generate(IDS, max_new=2, stop=[first, 320])  # it could never match: the run went to max_new
     # generate continues its cache
     assert single.cache.next_position == len(IDS) + 2
 
