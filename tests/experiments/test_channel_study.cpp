@@ -231,10 +231,45 @@ TEST_CASE("channel study: resuming with another model is an error (its records w
     o.run_info["model"] = "/models/x/../qwen-a";  // the same folder, written another way
     CHECK(run(o).written == 0);
     o.run_info["model"] = "/models/qwen-b";
-    CHECK_THROWS_WITH_AS(run(o), doctest::Contains("this run has \"/models/qwen-b\"; resume with the same model"),
+    CHECK_THROWS_WITH_AS(run(o),
+                         doctest::Contains("differ in model \"/models/x/../qwen-a\" and \"/models/qwen-b\"; resume with the same inputs"),
                          Error);
     o.run_info = {{"model", "/models/qwen-a"}, {"model_type", "granitemoehybrid"}};
-    CHECK_THROWS_WITH_AS(run(o), doctest::Contains("was run with model_type"), Error);
+    CHECK_THROWS_WITH_AS(run(o), doctest::Contains("differ in model_type"), Error);
+}
+
+TEST_CASE("channel study: a seed or a task listed twice is an error (their items were queued twice)") {
+    test::TempDir dir("twice");
+    StudyOptions o = small_study(dir.path);
+    o.seeds = {1, 2, 1};
+    CHECK_THROWS_WITH_AS(run(o), doctest::Contains("seed 1 is listed twice"), Error);
+    o.seeds = {1};
+    o.tasks.push_back(o.tasks.front());
+    CHECK_THROWS_WITH_AS(run(o), doctest::Contains("is listed twice"), Error);
+    CHECK(!std::filesystem::exists(dir.path / "items.jsonl"));
+}
+
+TEST_CASE("channel study: shards run on two models do not merge (the result named the first model only)") {
+    test::TempDir s0("inputs_shard0"), s1("inputs_shard1"), merged("inputs_merged");
+    StudyOptions o = small_study(s0.path);
+    o.seeds = {1};
+    o.run_info = {{"model", "/models/qwen-a"}, {"model_type", "qwen3_5"}};
+    o.shard = parse_shard("0/2");
+    run(o);
+    o.out = s1.path;
+    o.shard = parse_shard("1/2");
+    o.run_info["model"] = "/models/qwen-b";
+    run(o);
+    CHECK_THROWS_WITH_AS(merge_results({s0.path, s1.path}, merged.path),
+                         doctest::Contains("were run on other inputs: model \"/models/qwen-a\" and \"/models/qwen-b\""),
+                         Error);
+    CHECK(!std::filesystem::exists(merged.path / "items.jsonl"));
+    // The same model written another way merges.
+    test::TempDir s1a("inputs_shard1_same");
+    o.out = s1a.path;
+    o.run_info["model"] = "/models/x/../qwen-a";
+    run(o);
+    CHECK(merge_results({s0.path, s1a.path}, merged.path).incomplete == 0);
 }
 
 TEST_CASE("channel study: swap items whose A and B differ in token length are skipped and listed") {

@@ -5,6 +5,7 @@ summary means recomputed from the records, the same result as pandas DataFrames 
 dicts, resume writing nothing twice."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -83,9 +84,16 @@ def test_channel_study_records_and_summaries(tokenizer, tmp_path):
     assert not (tmp_path / "z").exists()
     # resuming with another model is refused (its records would mix with this model's)
     other = hylens.load(str(GOLDEN / "models" / "granite_h_dense"))
-    with pytest.raises(ValueError, match="was run with model"):
+    with pytest.raises(ValueError, match="differ in model"):
         hylens.experiment(other, tokenizer, [task], tmp_path / "run", conditions=conds, items=2, seeds=[1],
                           max_new=2, resume=True, frames=False)
+    # ... and with another tokenizer file: run.json names the tokenizer's path
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["tokenizer"] == str(Path(tokenizer.path).resolve())
+    copy_path = tmp_path / "other_tokenizer.json"
+    copy_path.write_text(Path(tokenizer.path).read_text())
+    with pytest.raises(ValueError, match="differ in tokenizer"):
+        hylens.experiment(model, hylens.Tokenizer(str(copy_path)), [task], tmp_path / "run", conditions=conds,
+                          items=2, seeds=[1], max_new=2, resume=True, frames=False)
     # pandas view of the same files (scripts/install-deps.sh installs pandas; skipped without it)
     pd = pytest.importorskip("pandas")
     frames = hylens.experiment(model, tokenizer, [task], tmp_path / "run", conditions=conds, items=2, seeds=[1],

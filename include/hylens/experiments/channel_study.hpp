@@ -126,6 +126,14 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     check(!opt.seeds.empty(), "[experiment] no seed");
     check(opt.items >= 1, "[experiment] --items must be at least 1");
     check(opt.batch >= 1, "[experiment] batch must be at least 1");
+    // A seed or task listed twice queued its items twice: duplicate records in items.jsonl,
+    // counted twice by the summaries.
+    for (std::size_t i = 0; i < opt.seeds.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            check(opt.seeds[i] != opt.seeds[j], "[experiment] seed ", opt.seeds[i], " is listed twice");
+    for (std::size_t i = 0; i < opt.tasks.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            check(opt.tasks[i]->name != opt.tasks[j]->name, "[experiment] task ", opt.tasks[i]->name, " is listed twice");
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<Condition> conds = expand_conditions(opt.conditions, opt.layers, channel_layers(model.new_cache(1)));
     std::vector<std::string> cond_names;
@@ -152,6 +160,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     nlohmann::json run = opt.run_info;
     run["study"] = definition;
     run["chat_family"] = family_name(family);
+    run["num_layers"] = model.num_layers();  // the plots' cumulative-top sweeps end at its last layer
     run["stop_ids"] = renderer.stop_ids();
     run["batch"] = opt.batch;
     run["judge"] = opt.judge ? (opt.judge_info.is_null() ? nlohmann::json("unnamed") : opt.judge_info) : nlohmann::json("rubric");

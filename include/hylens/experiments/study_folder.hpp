@@ -73,14 +73,16 @@ inline nlohmann::json read_json_file(const std::filesystem::path& p) {
     }
 }
 
-/// Resuming a folder with another model, tokenizer, host or donor mixed two models' records
-/// in one items.jsonl without a word: the inputs named in both run.json files must agree (paths
-/// compared resolved; a key only one of them has is not compared).
-inline void check_same_inputs(const nlohmann::json& prev, const nlohmann::json& now, const std::filesystem::path& run_path,
-                              const std::string& kind) {
+/// The inputs a run.json names (model, tokenizer, host, donor and their types).
+inline constexpr const char* kInputKeys[] = {"model",      "model_type", "tokenizer",       "host",           "host_type",
+                                             "host_tokenizer", "donor", "donor_type", "donor_tokenizer"};
+
+/// The first input named in both run.json files on which they disagree, as "model \"a\"
+/// and \"b\"" ("" when they agree): paths compared resolved; a key only one of them has is
+/// not compared (older folders lack some).
+inline std::string differing_input(const nlohmann::json& prev, const nlohmann::json& now) {
     namespace fs = std::filesystem;
-    for (const char* key : {"model", "model_type", "tokenizer", "host", "host_type", "host_tokenizer", "donor",
-                            "donor_type", "donor_tokenizer"}) {
+    for (const char* key : kInputKeys) {
         if (!prev.is_object() || !now.is_object() || !prev.contains(key) || !now.contains(key)) continue;
         const nlohmann::json &a = prev[key], &b = now[key];
         bool same = a == b;
@@ -89,9 +91,18 @@ inline void check_same_inputs(const nlohmann::json& prev, const nlohmann::json& 
             const fs::path pa = fs::weakly_canonical(a.get<std::string>(), ea), pb = fs::weakly_canonical(b.get<std::string>(), eb);
             same = !ea && !eb && pa == pb;
         }
-        check(same, "[", kind, "] --resume: ", run_path.string(), " was run with ", key, " ", a.dump(), ", this run has ",
-              b.dump(), "; resume with the same ", key, " or choose another --out");
+        if (!same) return std::string(key) + " " + a.dump() + " and " + b.dump();
     }
+    return "";
+}
+
+/// Resuming a folder with another model, tokenizer, host or donor mixed two models' records
+/// in one items.jsonl without a word: the inputs named in both run.json files must agree.
+inline void check_same_inputs(const nlohmann::json& prev, const nlohmann::json& now, const std::filesystem::path& run_path,
+                              const std::string& kind) {
+    const std::string d = differing_input(prev, now);
+    check(d.empty(), "[", kind, "] --resume: ", run_path.string(), " and this run differ in ", d,
+          "; resume with the same inputs or choose another --out");
 }
 
 inline std::string utc_now() {
@@ -307,6 +318,9 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
         }
         check(s == f.study, "[merge] ", d.string(), " is another study than ", dirs.front().string(), " (", s.dump(), " vs ",
               f.study.dump(), ")");
+        // Shards of one study run on two models merged into one result that named the first.
+        const std::string other = differing_input(f.first_run, run);
+        check(other.empty(), "[merge] ", dirs.front().string(), " and ", d.string(), " were run on other inputs: ", other);
         check(shards.insert(shard).second || shard == "0/1", "[merge] shard ", shard, " is given twice");
         Shard sh;
         try {

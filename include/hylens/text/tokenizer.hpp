@@ -60,7 +60,9 @@ public:
         in.read(text.data(), size);
         check<FormatError>(in.good() || in.eof(), "[tokenizer] cannot read '", path, "'");
         try {
-            return from_string(text);
+            Tokenizer t = from_string(text);
+            t.source_ = path;
+            return t;
         } catch (const Error& e) {
             fail<FormatError>("[tokenizer ", path, "] ", e.what());
         }
@@ -190,6 +192,8 @@ public:
 
     /// Number of ids: the largest id plus one over the model and the added tokens.
     std::size_t vocab_size() const noexcept { return vocab_size_; }
+    /// The file it was read from (from_file), or "" (from_string): what a result's run.json names.
+    const std::string& source() const noexcept { return source_; }
     const text::AddedVocabulary& added_tokens() const noexcept { return added_; }
     const text::Bpe& model() const noexcept { return model_; }
 
@@ -323,6 +327,7 @@ private:
     text::AddedVocabulary added_;
     std::vector<std::int32_t> added_by_id_;  // id -> index into added_.tokens(), or -1
     std::size_t vocab_size_ = 0;
+    std::string source_;  // the file read by from_file
     bool needs_token_strings_ = true;
 };
 
