@@ -123,6 +123,59 @@ TEST_CASE("bootstrap: differences are paired, rel_full shares the resamples, a s
     CHECK(b3.mean(0).n == 3);
     CHECK(b3.mean(1).n == 2);
     CHECK(b3.mean(1).value == 1.0);
-    CHECK(b3.difference(1, 0).n == 2);
     CHECK_THROWS_AS(Bootstrap({m}, 3), hylens::Error);
+}
+
+TEST_CASE("bootstrap: a difference over different items is over the pairs, a rare reference leaves the ratio unbounded") {
+    // Condition 1 lacks item 0: the difference is over items 1 and 2 only, (1 - 0 + 1 - 1) / 2
+    // (mean(1) - mean(0) over each one's own items gave 1 - 2/3, unpaired).
+    SeedScores m;
+    m.items = 3;
+    m.x = {1.0, NAN, 0.0, 1.0, 1.0, 1.0};
+    const Interval d = Bootstrap({m}, 2).difference(1, 0);
+    CHECK(d.n == 2);
+    CHECK(d.value == 0.5);
+    // ... and its interval is that of the pairs alone, resampled with the same options.
+    SeedScores pairs;
+    pairs.items = 2;
+    pairs.x = {0.0, 1.0, 1.0, 1.0};
+    const Interval p = Bootstrap({pairs}, 2).difference(1, 0);
+    CHECK(d.lo == p.lo);
+    CHECK(d.hi == p.hi);
+    CHECK(d.lo == 0.0);
+    CHECK(d.hi == 1.0);
+
+    // FULL scores 1 on 2 items of 50, the other condition on 3: (48/50)^50 = 13 % of the
+    // resamples draw neither FULL item, an infinite ratio there (or 0 / 0 where the other's
+    // items are missed too). Dropping them gave a finite upper bound; more than 2.5 % are
+    // infinite, so the bound is.
+    SeedScores r;
+    r.items = 50;
+    for (std::size_t i = 0; i < r.items; ++i) {
+        r.x.push_back(i < 2 ? 1.0 : 0.0);
+        r.x.push_back(i >= 10 && i < 13 ? 1.0 : 0.0);
+    }
+    const Bootstrap br({r}, 2);
+    const Interval rel = br.ratio(1, 0);
+    CHECK(rel.value == doctest::Approx(1.5));
+    CHECK(std::isinf(rel.hi));
+    CHECK(rel.hi > 0.0);
+    CHECK(std::isfinite(rel.lo));
+    // The undefined resamples are those where both means are 0, counted from the resamples.
+    const std::vector<double> full = br.resample_means(0), other = br.resample_means(1);
+    std::size_t zero_zero = 0, x_zero = 0;
+    for (std::size_t b = 0; b < full.size(); ++b) {
+        zero_zero += full[b] == 0.0 && other[b] == 0.0;
+        x_zero += full[b] == 0.0 && other[b] > 0.0;
+    }
+    CHECK(rel.undefined == zero_zero);
+    CHECK(zero_zero > 0);
+    CHECK(static_cast<double>(x_zero) / static_cast<double>(full.size() - zero_zero) > 0.025);
+    // A reference never 0 in a resample keeps every ratio finite, none undefined.
+    SeedScores q;
+    q.items = 4;
+    q.x = {1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0};
+    const Interval finite = Bootstrap({q}, 2).ratio(1, 0);
+    CHECK(finite.undefined == 0);
+    CHECK(std::isfinite(finite.hi));
 }

@@ -6,9 +6,11 @@
 // where an item has no record for a condition). One resample draws, within each seed, as many
 // items as that seed has, uniformly with replacement, and pools the drawn items of all seeds;
 // a condition's resample mean is the mean of its scores over the drawn items (NaN-free ones).
-// Every condition, ratio and difference uses the same drawn items, so differences are paired.
+// Every condition, ratio and difference uses the same drawn items, so differences are paired
+// (a difference between two conditions scored on different items resamples their pairs alone).
 //
-// Interval: the (1 - level)/2 and (1 + level)/2 quantiles of the finite resample values, by
+// Interval: the (1 - level)/2 and (1 + level)/2 quantiles of the resample values (finite ones; a
+// ratio keeps x / 0 as an infinity, so a rare reference gives an unbounded interval), by
 // linear interpolation between order statistics (x[floor(h)] + frac(h) * (x[floor(h)+1] -
 // x[floor(h)]), h = p * (count - 1), "type 7"). The point estimate is the statistic on the data
 // itself. The generator is PCG32 (O'Neill, XSH-RR), integers drawn with Lemire's unbiased
@@ -72,11 +74,14 @@ struct BootstrapOptions {
 };
 
 /// A point estimate, its percentile interval and the number of scores (or pairs) behind it.
+/// `undefined`: resamples whose statistic was undefined (NaN: no drawn item scored, or 0 / 0
+/// for a ratio), left out of the quantiles.
 struct Interval {
     double value = std::numeric_limits<double>::quiet_NaN();
     double lo = std::numeric_limits<double>::quiet_NaN();
     double hi = std::numeric_limits<double>::quiet_NaN();
     std::size_t n = 0;
+    std::size_t undefined = 0;
 };
 
 /// The type-7 quantile p of the finite values of v (NaN if there are none). Sorts v.
@@ -112,23 +117,49 @@ public:
         r.value = point_mean(c, r.n);
         return r;
     }
-    /// mean(c) / mean(ref) (NaN where mean(ref) is 0).
+    /// mean(c) / mean(ref) (NaN where mean(ref) is 0). A resample where mean(ref) is 0 and
+    /// mean(c) is not gives an infinite ratio, kept among the resamples: when more than
+    /// (1 - level) / 2 of them are, the bound is infinite (dropping them gave a finite upper
+    /// bound, too small, whenever the reference was rare). 0 / 0 is undefined, left out and
+    /// counted.
     Interval ratio(std::size_t c, std::size_t ref) const {
-        Interval r = interval([&](std::size_t b) { return means_[b * C_ + c] / means_[b * C_ + ref]; });
+        Interval r = interval([&](std::size_t b) { return means_[b * C_ + c] / means_[b * C_ + ref]; }, true);
         std::size_t n = 0, nref = 0;
         r.value = point_mean(c, n) / point_mean(ref, nref);
         r.n = n;
         return r;
     }
-    /// mean(c) - mean(d), paired on the same resampled items; n counts items with both.
+    /// mean(c) - mean(d) over the items scored in both, paired on the same resampled items; n
+    /// counts those items. Where the two conditions cover the same items (a complete run) the
+    /// resamples are this bootstrap's; otherwise (a merge of incomplete shards) the pairs alone
+    /// are resampled with the same options, so the difference stays paired.
     Interval difference(std::size_t c, std::size_t d) const {
+        bool same_items = true;
+        std::size_t both = 0;
+        for (const auto& s : seeds_)
+            for (std::size_t i = 0; i < s.items; ++i) {
+                const bool fc = std::isfinite(s.x[i * C_ + c]), fd = std::isfinite(s.x[i * C_ + d]);
+                same_items = same_items && fc == fd;
+                both += fc && fd;
+            }
+        if (!same_items) {
+            std::vector<SeedScores> pairs;
+            for (const auto& s : seeds_) {
+                SeedScores p;
+                for (std::size_t i = 0; i < s.items; ++i)
+                    if (std::isfinite(s.x[i * C_ + c]) && std::isfinite(s.x[i * C_ + d])) {
+                        p.x.push_back(s.x[i * C_ + c]);
+                        p.x.push_back(s.x[i * C_ + d]);
+                        ++p.items;
+                    }
+                pairs.push_back(std::move(p));
+            }
+            return Bootstrap(std::move(pairs), 2, opt_).difference(0, 1);
+        }
         Interval r = interval([&](std::size_t b) { return means_[b * C_ + c] - means_[b * C_ + d]; });
         std::size_t nc = 0, nd = 0;
         r.value = point_mean(c, nc) - point_mean(d, nd);
-        r.n = 0;
-        for (const auto& s : seeds_)
-            for (std::size_t i = 0; i < s.items; ++i)
-                r.n += std::isfinite(s.x[i * C_ + c]) && std::isfinite(s.x[i * C_ + d]);
+        r.n = both;
         return r;
     }
 
@@ -140,13 +171,20 @@ public:
     }
 
 private:
+    /// Quantiles of the resample values; NaN values are left out and counted, infinite ones
+    /// too unless `keep_infinite` (a ratio's x / 0).
     template <class F>
-    Interval interval(F&& value_of) const {
+    Interval interval(F&& value_of, bool keep_infinite = false) const {
         std::vector<double> v;
         v.reserve(opt_.resamples);
-        for (std::size_t b = 0; b < opt_.resamples; ++b)
-            if (const double x = value_of(b); std::isfinite(x)) v.push_back(x);
         Interval r;
+        for (std::size_t b = 0; b < opt_.resamples; ++b) {
+            const double x = value_of(b);
+            if (std::isfinite(x) || (keep_infinite && std::isinf(x)))
+                v.push_back(x);
+            else
+                ++r.undefined;
+        }
         r.lo = select_quantile(v, (1.0 - opt_.level) / 2.0);
         r.hi = select_quantile(v, (1.0 + opt_.level) / 2.0);
         return r;
@@ -161,7 +199,12 @@ private:
         const double lo = v[i];
         if (i + 1 >= v.size()) return lo;
         const double hi = *std::min_element(v.begin() + static_cast<std::ptrdiff_t>(i) + 1, v.end());
-        return lo + (h - static_cast<double>(i)) * (hi - lo);
+        const double frac = h - static_cast<double>(i);
+        // Between an infinite order statistic and another, the interpolation is the infinity
+        // (inf - inf is NaN); frac = 0 is the lower one.
+        if (std::isinf(lo) || lo == hi || frac == 0.0) return lo;
+        if (std::isinf(hi)) return hi;
+        return lo + frac * (hi - lo);
     }
 
     double point_mean(std::size_t c, std::size_t& n) const {

@@ -60,6 +60,7 @@ inline void sort_records(std::vector<nlohmann::json>& records, const std::vector
 struct SummaryRow {
     std::string task, group, metric, condition, base, layers;
     Interval mean, rel_full;
+    std::uint64_t bootstrap_seed = 0;  ///< the seed of this (task, group)'s resamples
 };
 
 /// One row of diffs.csv: condition minus other.
@@ -180,7 +181,7 @@ inline Summary summarize(const std::vector<nlohmann::json>& records, const std::
                 const Bootstrap boot(std::move(seeds), C, bo);
                 for (std::size_t c = 0; c < C; ++c) {
                     SummaryRow row{task, group, metric, conds[c], detail::base_of(conds[c]), detail::layers_of(conds[c]),
-                                   boot.mean(c), {}};
+                                   boot.mean(c), {}, bo.seed};
                     if (row.mean.n == 0) continue;  // the metric does not apply to this condition
                     if (full != conds.end()) row.rel_full = boot.ratio(c, cidx("FULL"));
                     out.rows.push_back(std::move(row));
@@ -256,7 +257,12 @@ inline nlohmann::json summary_json(const Summary& s) {
                        {"resamples", s.options.resamples},
                        {"level", s.options.level},
                        {"seed", s.options.seed},
-                       {"rel_full", "mean / mean(FULL), interval on the same resamples"}};
+                       {"seed_rule", "each (task, group) resamples with bootstrap_seed = seed XOR name_hash(task + '/' + "
+                                     "group); name_hash: h = 1469598103934665603, then for each byte c of the name "
+                                     "h = h * 1099511628211 + c + 0x9e37 (mod 2^64)"},
+                       {"rel_full", "mean / mean(FULL), interval on the same resamples; a resample with FULL's mean 0 "
+                                    "is an infinite ratio, so a bound is null (unbounded) when more than (1 - level) / 2 "
+                                    "of the resamples are; rel_full_undefined counts resamples of 0 / 0, left out"}};
     j["rows"] = nlohmann::json::array();
     for (const auto& r : s.rows)
         j["rows"].push_back({{"task", r.task},
@@ -271,7 +277,9 @@ inline nlohmann::json summary_json(const Summary& s) {
                              {"ci_hi", detail::num_json(r.mean.hi)},
                              {"rel_full", detail::num_json(r.rel_full.value)},
                              {"rel_full_lo", detail::num_json(r.rel_full.lo)},
-                             {"rel_full_hi", detail::num_json(r.rel_full.hi)}});
+                             {"rel_full_hi", detail::num_json(r.rel_full.hi)},
+                             {"rel_full_undefined", r.rel_full.undefined},
+                             {"bootstrap_seed", r.bootstrap_seed}});
     return j;
 }
 
