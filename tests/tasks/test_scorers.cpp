@@ -215,12 +215,13 @@ TEST_CASE("scorers: label: naming the language vs answering in it") {
 }
 
 namespace {
+/// Says yes to a question that holds `yes_to` (never, when it is empty); keeps every question.
 struct FixedJudge final : Judge {
-    bool answer = false;
-    std::string asked;
+    std::string yes_to;
+    std::vector<std::string> asked;
     bool yes(std::string_view question) override {
-        asked = question;
-        return answer;
+        asked.emplace_back(question);
+        return !yes_to.empty() && question.find(yes_to) != std::string_view::npos;
     }
 };
 }  // namespace
@@ -238,17 +239,24 @@ TEST_CASE("scorers: persona rule rubric and judge") {
     CHECK(s.fields["rubric_b"] == false);
     CHECK(!s.fields.contains("judge"));
     FixedJudge judge;
-    judge.answer = false;
     Score j = score("persona", item, "Ahoy matey, gold!", kFull, &judge);
     CHECK(j.score == 0.0);  // the judge decides when there is one
     CHECK(j.fields["rubric"] == true);
     CHECK(j.fields["judge"] == false);
-    CHECK(judge.asked.find("\"Ahoy matey, gold!\"") != std::string::npos);
-    CHECK(judge.asked.find("a pirate?") != std::string::npos);
-    judge.answer = true;
+    // It is asked about both personas, A's first, as the rubric is scored against both.
+    REQUIRE(judge.asked.size() == 2);
+    CHECK(judge.asked[0].find("\"Ahoy matey, gold!\"") != std::string::npos);
+    CHECK(judge.asked[0].find("a pirate?") != std::string::npos);
+    CHECK(judge.asked[1].find("a chef?") != std::string::npos);
+    judge.yes_to = "a chef?";
     j = score("persona", item, "I like to read.", kKvARecB, &judge);
-    CHECK(j.score == 1.0);
-    CHECK(judge.asked.find("a chef?") != std::string::npos);
+    CHECK(j.score == 1.0);  // the control source of KV_A + REC_B is B
+    CHECK(j.fields["judge"] == true);
+    CHECK(j.fields["judge_a"] == false);
+    CHECK(j.fields["judge_b"] == true);
+    j = score("persona", item, "I like to read.", kFull, &judge);
+    CHECK(j.score == 0.0);  // FULL is scored against A
+    CHECK(j.fields["judge_b"] == true);
 }
 
 TEST_CASE("scorers: drm / conjunction: yes/no against the probe, false and true positives") {

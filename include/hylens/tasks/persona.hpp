@@ -136,7 +136,13 @@ inline TaskSpec persona_task() {
                 s.fields["rubric"] = rule;
                 s.score = rule ? 1.0 : 0.0;
                 if (judge) {
-                    const bool yes = judge->yes(persona_judge_question(want, generated));
+                    // Asked about both personas, as the rubric is, so "follows A" and "follows B"
+                    // can be recomputed from a judged record too.
+                    const bool ya = judge->yes(persona_judge_question(pa, generated));
+                    const bool yb = judge->yes(persona_judge_question(pb, generated));
+                    const bool yes = src == Source::B ? yb : ya;
+                    s.fields["judge_a"] = ya;
+                    s.fields["judge_b"] = yb;
                     s.fields["judge"] = yes;
                     s.score = yes ? 1.0 : 0.0;
                 }
