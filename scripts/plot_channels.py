@@ -10,12 +10,14 @@ Reads DIR/summary.csv (never the model) and writes, into --out-dir (default DIR)
                 KV_B+REC_A, KV_B+REC_B) the metric, plus first_token (answer of A) and
                 first_token_b (answer of B) when the summary has them;
   layers.png    layer sweeps (conditions NAME@SET), when the study has them: the metric against
-                the layer (single-layer sets) or the last layer of a cumulative set, with CIs.
+                l for the single-layer sets {l}, the cumulative sets [0, l] and the
+                cumulative-top sets [l, L-1] (L from DIR/run.json's num_layers), with CIs.
 Uses matplotlib with the Agg backend (no display needed).
 """
 
 import argparse
 import csv
+import json
 import math
 import os
 import sys
@@ -119,39 +121,59 @@ def plot_swaps(rows, tasks, metric, group, out):
     return True
 
 
-def layer_x(layers):
-    """x of a sweep set: the layer of a single-layer set, else the last layer of the set."""
-    last = layers.split("+")[-1]
-    return int(last.split("-")[-1])
+def sweep_points(layers, last):
+    """The sweeps a layer set belongs to, as (kind, x): a single layer l is (single, l); [0, l]
+    is (cumulative, l); [l, last] is (cumulative-top, l), last being the model's last layer
+    (run.json's num_layers - 1; None when unknown). A set can be in two sweeps ([0, last] ends
+    the cumulative one and starts the top one; {0} and {last} are their one-layer ends); other
+    sets (5-7, 0-3+5) are in none."""
+    if "+" in layers:
+        return []
+    if "-" not in layers:
+        l = int(layers)
+        pts = [("single", l)]
+        if l == 0:
+            pts.append(("cumulative", 0))
+        if last is not None and l == last:
+            pts.append(("cumulative-top", l))
+        return pts
+    a, b = (int(x) for x in layers.split("-"))
+    pts = []
+    if a == 0:
+        pts.append(("cumulative", b))
+    if last is not None and b == last:
+        pts.append(("cumulative-top", a))
+    return pts
 
 
-def plot_layers(rows, tasks, metric, group, out):
+def plot_layers(rows, tasks, metric, group, out, last=None):
     sweep = [r for r in rows if r["layers"] != "all" and r["metric"] == metric and r["group"] == group]
     if not sweep:
         return False
     fig, axes = plt.subplots(1, len(tasks), figsize=(3.0 * len(tasks) + 0.8, 3.0), squeeze=False)
+    styles = {"single": "-", "cumulative": "--", "cumulative-top": ":"}
     for ax, t in zip(axes[0], tasks):
         series = {}
         for r in sweep:
             if r["task"] != t:
                 continue
-            single = "-" not in r["layers"] and "+" not in r["layers"]
-            kind = "single" if single else ("cumulative" if r["layers"].startswith("0-") else "set")
-            series.setdefault((r["base"], kind), []).append(r)
-        for (base, kind), rs in sorted(series.items()):
-            if kind == "set":
-                continue
-            rs.sort(key=lambda r: layer_x(r["layers"]))
-            xs = [layer_x(r["layers"]) for r in rs]
+            for kind, x in sweep_points(r["layers"], last):
+                series.setdefault((r["base"], kind), []).append((x, r))
+        for (base, kind), pts in sorted(series.items()):
+            if kind != "single" and len(pts) < 2:
+                continue  # only the one-layer end of a sweep that was not run
+            pts.sort(key=lambda p: p[0])
+            xs = [x for x, _ in pts]
+            rs = [r for _, r in pts]
             color = SWEEP_COLORS[base] if base in SWEEP_COLORS else "#777777"
             ax.plot(xs, [r["mean"] for r in rs], marker="o", ms=2.5, lw=1, color=color,
-                    ls="-" if kind == "single" else "--", label=f"{base} ({kind})")
+                    ls=styles[kind], label=f"{base} ({kind})")
             ax.fill_between(xs, [r["ci_lo"] for r in rs], [r["ci_hi"] for r in rs], color=color, alpha=0.12)
         full = pick(rows, t, group, metric, "FULL")
         if full:
             ax.axhline(full["mean"], color="k", lw=0.7, ls=":")
         ax.set_title(t, fontsize=9)
-        ax.set_xlabel("layer (single) / last layer of [0, l] (cumulative)", fontsize=7)
+        ax.set_xlabel("l: {l} (single), [0, l] (cumulative), [l, L-1] (cumulative-top)", fontsize=7)
         ax.set_ylim(0, 1.05)
         ax.legend(fontsize=5)
     axes[0][0].set_ylabel(f"{metric} (mean, 95 % CI)")
@@ -184,7 +206,13 @@ def main():
     plot_split(rows, tasks, a.metric, a.group, written[0])
     if plot_swaps(rows, tasks, a.metric, a.group, os.path.join(out, "swaps.png")):
         written.append(os.path.join(out, "swaps.png"))
-    if plot_layers(rows, tasks, a.metric, a.group, os.path.join(out, "layers.png")):
+    last = None  # the model's last layer, for the cumulative-top sweeps [l, L-1]
+    run_path = os.path.join(a.results, "run.json")
+    if os.path.exists(run_path):
+        with open(run_path, encoding="utf-8") as f:
+            n = json.load(f).get("num_layers")
+        last = n - 1 if isinstance(n, int) and n > 0 else None
+    if plot_layers(rows, tasks, a.metric, a.group, os.path.join(out, "layers.png"), last):
         written.append(os.path.join(out, "layers.png"))
     for w in written:
         print(w)
