@@ -5,7 +5,7 @@
 //
 //   hylens experiment query-map --model DIR [--tokenizer FILE] [--donor DIR [--donor-tokenizer FILE]]
 //       [--circuit FILE] [--address BLOCK] [--reader L:H] [--sources LIST] [--no-embedding]
-//       [--fit N] [--per-config N] [--curve LIST] [--variant V] [--seed S] [--shard I/N]
+//       [--fit N] [--per-config N] [--curve LIST] [--variant V] [--seed S | --seeds LIST] [--shard I/N]
 //       [--resume] [--no-progress] --out DIR
 
 #include <hylens/experiments/prompt.hpp>
@@ -45,6 +45,7 @@ inline int run_experiment_query_map(int argc, char** argv) {
                  "hylens experiment query-map");
     LookupStudyArgs a;
     a.add(app);
+    a.add_seeds(app);
     std::string donor_dir, donor_tokenizer, circuit, address, reader, sources;
     std::size_t fit = 2000;
     std::vector<std::size_t> curve;
@@ -74,9 +75,10 @@ inline int run_experiment_query_map(int argc, char** argv) {
     try {
         v = lk::parse_variant(a.variant);
         check(!v.long_filler && !v.perm, "--variant ", a.variant, " has no donor/host pairs (chat4, chat8, chat16, list8, rev8)");
-        if (!reader.empty()) opt.reader = td::parse_reader(reader);
+        if (!reader.empty()) opt.reader = parse_reader(reader);
         if (!a.shard.empty()) opt.shard = ex::parse_shard(a.shard);
         for (std::size_t n : curve) check(n >= 10 && n < fit, "--curve: ", n, " is not in [10, --fit)");
+        opt.seeds = a.seed_list();
     } catch (const Error& e) {
         std::cerr << "hylens experiment query-map: " << e.what() << "\n" << usage_line(app) << "\n";
         return 2;
@@ -86,7 +88,6 @@ inline int run_experiment_query_map(int argc, char** argv) {
     opt.fit_items = fit;
     opt.per_config = a.per_config;
     opt.curve = curve;
-    opt.seeds = {a.seed};
     opt.embedding_source = !no_embedding;
     opt.resume = a.resume;
     opt.progress = !a.no_progress;

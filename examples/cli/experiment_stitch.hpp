@@ -6,7 +6,7 @@
 //   hylens experiment stitch --host DIR --donor DIR [--host-tokenizer F] [--donor-tokenizer F]
 //       --host-block A-B[,C-D...] --donor-block A-B[,C-D...] [--corpus FILE] [--variant chat8]
 //       [--fit-prompts N] [--fit-tokens N] [--test-items N] [--ppl-seqs N] [--ppl-len N]
-//       [--conditions LIST] [--other-blocks LIST] [--seed S] [--shard I/N] [--resume]
+//       [--conditions LIST] [--other-blocks LIST] [--reader L:H] [--seed S] [--shard I/N] [--resume]
 //       [--no-progress] --out DIR
 
 #include <hylens/experiments/prompt.hpp>
@@ -81,6 +81,9 @@ inline int run_experiment_stitch(int argc, char** argv) {
                    "comma-separated: intact, removed, mixers_zeroed, bypass, stitched, donor_no_mixing, donor:A-B "
                    "(default: all six and donor:L for every donor layer outside a single-slot donor block)");
     app.add_option("--other-blocks", other_blocks, "donor blocks of the default donor:A-B conditions, A-B[,C-D...]");
+    std::string reader;
+    app.add_option("--reader", reader, "the host's reader head LAYER:HEAD: each lookup record's att_target, its "
+                                       "attention from the final position on the queried entry");
     app.add_option("--seed", opt.seed, "seed of the key split, fit and test dictionaries")->capture_default_str();
     app.add_option("--shard", shard, "run shard I of N (test items, then perplexity sequences, taken by index mod N)");
     app.add_flag("--resume", opt.resume, "continue a killed run in --out (records already there are kept)");
@@ -95,6 +98,7 @@ inline int run_experiment_stitch(int argc, char** argv) {
         check(opt.host_blocks.size() == opt.donor_blocks.size(), "--host-block has ", opt.host_blocks.size(),
               " ranges and --donor-block ", opt.donor_blocks.size(), ": give one of each per slot");
         if (!other_blocks.empty()) opt.other_blocks = ex::parse_layer_ranges(other_blocks);
+        if (!reader.empty()) opt.reader = parse_reader(reader);
         for (std::size_t b = 0; !conditions.empty() && b <= conditions.size();) {
             std::size_t e = conditions.find(',', b);
             if (e == std::string::npos) e = conditions.size();

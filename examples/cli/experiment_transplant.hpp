@@ -4,7 +4,7 @@
 //
 //   hylens experiment transplant --model DIR [--tokenizer FILE] [--circuit FILE | --reader L:H]
 //       [--blocks LIST] [--group-size N] [--positions LIST] [--kind LIST] [--variant V]
-//       [--per-config N] [--seed S] [--shard I/N] [--resume] [--no-progress] --out DIR
+//       [--per-config N] [--seed S | --seeds LIST] [--shard I/N] [--resume] [--no-progress] --out DIR
 //
 // Under mpirun, rank r runs shard r/N into OUT/ranks/rank-r-of-N and rank 0 merges them
 // (study_mpi.hpp).
@@ -46,17 +46,6 @@ inline std::vector<std::string> split_list(const std::string& s, const char* wha
         b = e + 1;
     }
     return out;
-}
-
-/// "L:H" -> the reader head.
-inline experiments::ReaderHead parse_reader(const std::string& s) {
-    const std::size_t c = s.find(':');
-    const auto digits = [](std::string_view d) {
-        return !d.empty() && d.size() < 7 && d.find_first_not_of("0123456789") == std::string_view::npos;
-    };
-    check(c != std::string::npos && digits(std::string_view(s).substr(0, c)) && digits(std::string_view(s).substr(c + 1)),
-          "--reader '", s, "' is not LAYER:HEAD (e.g. 3:1)");
-    return {static_cast<LayerIndex>(std::stoul(s.substr(0, c))), static_cast<std::size_t>(std::stoul(s.substr(c + 1)))};
 }
 
 /// The circuit file's roles (interp/circuit.hpp).
@@ -109,6 +98,7 @@ inline int run_experiment_transplant(int argc, char** argv) {
                  "hylens experiment transplant");
     LookupStudyArgs a;
     a.add(app);
+    a.add_seeds(app);
     std::string circuit, reader, blocks, positions = "final,question,dictionary,all", kinds = "mixer,layer,state,state+conv";
     long group_size = -1;
     CLI::Option* circ = app.add_option("--circuit", circuit, "circuit.json of `hylens experiment circuit`: the reader head")
@@ -135,8 +125,9 @@ inline int run_experiment_transplant(int argc, char** argv) {
         for (const std::string& p : td::split_list(positions, "positions")) opt.positions.push_back(ex::parse_position_set(p));
         opt.kinds.clear();
         for (const std::string& k : td::split_list(kinds, "kind")) opt.kinds.push_back(ex::parse_transplant_kind(k));
-        if (!reader.empty()) opt.reader = td::parse_reader(reader);
+        if (!reader.empty()) opt.reader = parse_reader(reader);
         if (!a.shard.empty()) opt.shard = ex::parse_shard(a.shard);
+        opt.seeds = a.seed_list();
     } catch (const Error& e) {
         std::cerr << "hylens experiment transplant: " << e.what() << "\n" << usage_line(app) << "\n";
         return 2;
@@ -144,7 +135,6 @@ inline int run_experiment_transplant(int argc, char** argv) {
     opt.style = v.style;
     opt.n_pairs = v.n_pairs;
     opt.per_config = a.per_config;
-    opt.seeds = {a.seed};
     opt.resume = a.resume;
     opt.progress = !a.no_progress;
     const std::vector<std::string> all(argv - 1, argv + argc);

@@ -9,6 +9,7 @@
 
 #include <hylens/core/error.hpp>
 #include <hylens/core/thread_pool.hpp>
+#include <hylens/experiments/reader_head.hpp>
 #include <hylens/experiments/study_folder.hpp>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <functional>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -124,6 +126,17 @@ inline int run_study_ranks(const std::string& name, const experiments::Shard& sh
     return 0;
 }
 
+/// "L:H" -> the reader head (--reader of the lookup studies).
+inline experiments::ReaderHead parse_reader(const std::string& s) {
+    const std::size_t c = s.find(':');
+    const auto digits = [](std::string_view d) {
+        return !d.empty() && d.size() < 7 && d.find_first_not_of("0123456789") == std::string_view::npos;
+    };
+    check(c != std::string::npos && digits(std::string_view(s).substr(0, c)) && digits(std::string_view(s).substr(c + 1)),
+          "--reader '", s, "' is not LAYER:HEAD (e.g. 3:1)");
+    return {static_cast<LayerIndex>(std::stoul(s.substr(0, c))), static_cast<std::size_t>(std::stoul(s.substr(c + 1)))};
+}
+
 /// The tokenizer of a study: --tokenizer, or the model folder's tokenizer.json.
 inline std::filesystem::path study_tokenizer_path(const std::string& model, const std::string& tokenizer) {
     const std::filesystem::path p =
@@ -153,6 +166,23 @@ struct LookupStudyArgs {
         app.add_flag("--resume", resume, "continue a killed run in --out (records already there are kept)");
         app.add_flag("--no-progress", no_progress, "no progress line on stderr");
         app.add_option("--out", out, "result folder")->required();
+    }
+
+    /// --seeds LIST (instead of --seed) for the studies that pool seeds (transplant,
+    /// query-map): their summaries hold the pooled interval and the per-seed means with their sd.
+    std::vector<std::uint64_t> seeds;
+    void add_seeds(CLI::App& app) {
+        app.add_option("--seeds", seeds, "data-generation seeds, comma-separated: the summaries pool them and give "
+                                         "each seed's mean and their sd (instead of --seed)")
+            ->delimiter(',')
+            ->excludes("--seed");
+    }
+    /// The seeds of the run: --seeds, or --seed alone; a seed listed twice is an error.
+    std::vector<std::uint64_t> seed_list() const {
+        if (seeds.empty()) return {seed};
+        for (std::size_t i = 0; i < seeds.size(); ++i)
+            for (std::size_t j = 0; j < i; ++j) check(seeds[i] != seeds[j], "--seeds: seed ", seeds[i], " is listed twice");
+        return seeds;
     }
 };
 

@@ -134,7 +134,7 @@ TEST_CASE("stitch study forwards: an identity self-stitch is the model to float3
             v.data[i] = x[i] + d;
         }
     };
-    const ex::StitchForward rounded = [&](const hylens::TokenBatch& ids, bool last_only) {
+    const ex::StitchForward rounded = [&](const hylens::TokenBatch& ids, bool last_only, std::vector<float>*) {
         auto cache = m.new_cache(1);
         hylens::ForwardOptions fo;
         fo.last_only = last_only;
@@ -155,15 +155,15 @@ TEST_CASE("stitch study forwards: an identity self-stitch is the model to float3
     };
     for (const auto& it : items) {
         const hylens::TokenBatch ids(it.tokens.ids);
-        const hylens::Tensor3 a = intact(ids, true), b = stitched(ids, true);
-        same(a, rounded(ids, true), b);
+        const hylens::Tensor3 a = intact(ids, true, nullptr), b = stitched(ids, true, nullptr);
+        same(a, rounded(ids, true, nullptr), b);
         const nlohmann::json ra = ex::score_lookup_row(hylens::logits_row(a), V, it.answer, it.value_ids);
         const nlohmann::json rb = ex::score_lookup_row(hylens::logits_row(b), V, it.answer, it.value_ids);
         CHECK(ra["answer"] == rb["answer"]);
     }
     for (const auto& s : seqs) {
         const hylens::TokenBatch ids(s);
-        same(intact(ids, false), rounded(ids, false), stitched(ids, false));
+        same(intact(ids, false, nullptr), rounded(ids, false, nullptr), stitched(ids, false, nullptr));
     }
     MESSAGE("identity self-stitch of qwen35-tiny layers 0-1: max |stitched - intact| / max |intact| = " << worst / kU << " u");
 
@@ -174,7 +174,7 @@ TEST_CASE("stitch study forwards: an identity self-stitch is the model to float3
     const ex::StitchForward removed = ex::intervened_forward(m, {hylens::skip_layers({1, 2})});
     for (const auto& it : items) {
         const hylens::TokenBatch ids(it.tokens.ids);
-        const hylens::Tensor3 a = bypass(ids, false), b = removed(ids, false);
+        const hylens::Tensor3 a = bypass(ids, false, nullptr), b = removed(ids, false, nullptr);
         REQUIRE(a.size() == b.size());
         CHECK(std::equal(a.data(), a.data() + a.size(), b.data()));
     }
@@ -369,6 +369,58 @@ TEST_CASE("stitch study: two slots (exp34) fitted in order, falcon-h1-tiny as th
     CHECK(run_json["study"]["host_blocks"] == nlohmann::json::array({"0-0", "2-3"}));
 }
 
+TEST_CASE("stitch study: the host reader's attention on the queried entry (att_target) under every condition") {
+    TempDir d("stitch_reader");
+    const Pair p(organism_copy("granite-h-tiny", d.path), organism_copy("qwen35-tiny", d.path));
+    ex::StitchStudyOptions o = small(d.path / "reader");
+    o.conditions = {"intact", "removed", "bypass", "stitched"};
+    o.test_items = 3;
+    o.ppl_seqs = 1;
+    o.reader = {2, 1};  // granite-h-tiny: mamba, mamba, attention, mamba; the slot is layers 0-1
+    run(p, o);
+    const auto& host = *p.host.get_if<hylens::GraniteModel>();
+    const lk::Vocabulary vocab = lk::cross_family_vocabulary({&p.host_tok, &p.donor_tok});
+    const auto tests = lk::query_items(p.host_tok, hylens::chat_format(hylens::ChatFamily::granite4), lk::Style::chat,
+                                       {lk::key_split(vocab.keys, o.seed).test, vocab.values}, o.test_items, o.seed,
+                                       "stitch-test");
+    std::size_t seen = 0;
+    for (const nlohmann::json& rec : records_of(o.out)) {
+        if (rec["task"] == "ppl") {
+            CHECK(!rec.contains("att_target"));
+            continue;
+        }
+        ++seen;
+        const double att = rec["att_target"].get<double>();
+        CHECK((att >= 0.0 && att <= 1.0 + 1e-6));
+        if (rec["condition"] != "intact") continue;
+        // Intact: the host's own attention row, captured by run() (another path than the study's hook).
+        const auto& t = tests[rec["item"].get<std::size_t>()];
+        const hylens::SiteRef probs = hylens::site::attn_probs(2, hylens::Positions::last());
+        hylens::RunOptions ro;
+        ro.capture = {probs};
+        ro.last_only = true;
+        const hylens::RunResult r = hylens::run(host, hylens::TokenBatch(t.tokens.ids), {}, ro);
+        std::size_t Tk = 0;
+        const float* row = hylens::probs_row(r.captures.at(probs.name()), 0, 1, 0, Tk);
+        CHECK(att == hylens::attention_mass(row, Tk, hylens::contiguous_span(t.tokens.entries[t.query])));
+    }
+    CHECK(seen == 3 * 4);
+    const nlohmann::json run_json = nlohmann::json::parse(read_text(o.out / "run.json"));
+    CHECK(run_json["study"]["reader"] == nlohmann::json{{"layer", 2}, {"head", 1}});
+    const nlohmann::json summary = nlohmann::json::parse(read_text(o.out / "summary.json"));
+    std::size_t rows = 0;
+    for (const auto& row : summary["rows"]) rows += row["metric"] == "att_target" ? 1 : 0;
+    CHECK(rows == 4);
+    // A reader the conditions would replace, or one without softmax attention, is refused.
+    o.out = d.path / "bad";
+    o.reader = {2, 0};
+    o.host_blocks = {{1, 2}};
+    CHECK_THROWS_WITH_AS(run(p, o), doctest::Contains("the reader layer 2 lies in the host block 1-2"), hylens::Error);
+    o.host_blocks = {{0, 1}};
+    o.reader = {3, 0};
+    CHECK_THROWS_WITH_AS(run(p, o), doctest::Contains("has no softmax attention"), hylens::Error);
+}
+
 #ifdef HYLENS_CLI
 using hylens::test::kCli;
 using hylens::test::sh;
@@ -385,6 +437,9 @@ TEST_CASE("hylens experiment stitch: usage errors, a run equal to the library's,
     CHECK(sh(base + "--host-block 1-0 --donor-block 0-2 --out " + (d.path / "x").string() + quiet) == 2);
     CHECK(sh(base + blocks + "--out " + (d.path / "x").string() + " --conditions intact,nope" + quiet) == 1);
     CHECK(read_text(d.path / "err.txt").find("unknown condition 'nope'") != std::string::npos);
+    CHECK(sh(base + blocks + "--out " + (d.path / "x").string() + " --reader 2" + quiet) == 2);  // not LAYER:HEAD
+    CHECK(sh(base + blocks + "--out " + (d.path / "x").string() + " --reader 1:0 --test-items 1 --ppl-seqs 1" + quiet) == 1);
+    CHECK(read_text(d.path / "err.txt").find("the reader layer 1 has no softmax attention") != std::string::npos);
     CHECK(sh(kCli + " experiment --help | grep -q stitch") == 0);
 
     const std::string args = blocks + "--fit-prompts 12 --fit-tokens 400 --test-items 5 --ppl-seqs 2 --ppl-len 24 --seed 7 ";

@@ -240,12 +240,27 @@ TEST_CASE("transplant study: the summary of hand-computed records") {
     // the dAB interval stays within the item range; 6.0 sits alone in seed 2, so every resample has it
     CHECK(r["dAB"]["lo"].get<double>() >= (1.0 + 1.0 + 1.0 + 6.0) / 4 - 1e-12);
     CHECK(r["dAB"]["hi"].get<double>() <= (3.0 + 3.0 + 3.0 + 6.0) / 4 + 1e-12);
+    // Each seed's mean and their sample sd (n - 1): seed 1 holds items 0-2, seed 2 item 0.
+    CHECK(r["seeds"] == nlohmann::json::array({1, 2}));
+    CHECK(r["ansA"]["per_seed"][0].get<double>() == doctest::Approx(2.0 / 3.0));
+    CHECK(r["ansA"]["per_seed"][1].get<double>() == 0.0);
+    CHECK(r["ansA"]["sd_seeds"].get<double>() == doctest::Approx(std::sqrt(2.0 / 9.0)));  // means 2/3, 0
+    CHECK(r["dAB"]["sd_seeds"].get<double>() == doctest::Approx(std::sqrt(8.0)));         // means 2, 6
+    CHECK(r["attA"]["per_seed"][0].get<double>() == doctest::Approx(0.6));                // null left out
+    CHECK(r["attA"]["sd_seeds"].get<double>() == doctest::Approx(std::sqrt(2 * 0.15 * 0.15)));
+    CHECK(r["attB"]["sd_seeds"].get<double>() == 0.0);
     const std::vector<std::string> csv = lines(ex::transplant_summary_csv(rows));
     REQUIRE(csv.size() == 2);
     CHECK(csv[0] == "task,condition,kind,block,positions,n,ansA,ansA_lo,ansA_hi,ansB,ansB_lo,ansB_hi,dAB,dAB_lo,dAB_hi,"
-                    "attA,attA_lo,attA_hi,attB,attB_lo,attB_hi");
+                    "attA,attA_lo,attA_hi,attB,attB_lo,attB_hi,seeds,ansA_sd_seeds,ansB_sd_seeds,dAB_sd_seeds,"
+                    "attA_sd_seeds,attB_sd_seeds");
     CHECK(csv[1].rfind("transplant:chat8,mixer:G0@final,mixer,G0,final,4,0.5,", 0) == 0);
-    CHECK(csv[1].substr(csv[1].size() - 15) == ",0.25,0.25,0.25");
+    CHECK(csv[1].find(",0.25,0.25,0.25,2,0.471404521,") != std::string::npos);
+    CHECK(csv[1].substr(csv[1].size() - 2) == ",0");
+    // One seed: no sd (empty cells, null in the JSON).
+    const nlohmann::json one = ex::transplant_summary({recs[0], recs[1]}, {200, 0.95, 7});
+    CHECK(one[0]["dAB"]["sd_seeds"].is_null());
+    CHECK(lines(ex::transplant_summary_csv(one))[1].substr(lines(ex::transplant_summary_csv(one))[1].size() - 7) == ",1,,,,,");
     // a record round trip
     const TransplantScore back = ex::score_of_record(recs[1]);
     CHECK(back.ansB);
@@ -283,9 +298,19 @@ TEST_CASE("transplant study on models/qwen35-tiny: resume and shards give the un
     CHECK(nlohmann::json::parse(summary).size() == conds);
     for (const std::string& l : lines(items)) {
         const nlohmann::json r = nlohmann::json::parse(l);
-        for (const char* k : {"ansA", "ansB", "dAB", "attA", "attB", "ia", "ib", "answer_a", "answer_b", "kind", "block"})
+        for (const char* k : {"ansA", "ansB", "dAB", "attA", "attB", "ia", "ib", "answer_a", "answer_b", "kind", "block",
+                              "T", "qstart", "entry_a", "entry_b"})
             CHECK(r.contains(k));
         CHECK(!r["attA"].is_null());
+        // The spans attA and attB sum over: two different entries of the dictionary, before the question.
+        const auto a0 = r["entry_a"][0].get<std::size_t>(), a1 = r["entry_a"][1].get<std::size_t>();
+        const auto b0 = r["entry_b"][0].get<std::size_t>(), b1 = r["entry_b"][1].get<std::size_t>();
+        CHECK(a0 < a1);
+        CHECK(b0 < b1);
+        CHECK((a1 <= b0 || b1 <= a0));
+        CHECK(std::max(a1, b1) <= r["qstart"].get<std::size_t>());
+        CHECK(r["qstart"].get<std::size_t>() < r["T"].get<std::size_t>());
+        CHECK((r["ia"] < r["ib"]) == (a0 < b0));  // entries in dictionary order
     }
 
     SUBCASE("a second run gives the same bytes") {
@@ -463,6 +488,9 @@ TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
         CHECK(sh(base + " --out " + (root / "x").string() + " --kind residual" + quiet) == 2);
         CHECK(sh(base + " --out " + (root / "x").string() + " --positions middle" + quiet) == 2);
         CHECK(sh(base + " --out " + (root / "x").string() + " --reader 3" + quiet) == 2);
+        CHECK(sh(base + " --out " + (root / "x").string() + " --seed 2 --seeds 1,2" + quiet) == 2);  // one or the other
+        CHECK(sh(base + " --out " + (root / "x").string() + " --seeds 1,1" + quiet) == 2);
+        CHECK(read_text(root / "log").find("seed 1 is listed twice") != std::string::npos);
         CHECK(sh(kCli + " experiment transplant --model " + kOrganism.string() + quiet) == 2);  // no --out
         CHECK(sh(kCli + " experiment transplant --model " + kOrganism.string() + " --blocks G7 --out " + (root / "x").string() +
                  quiet) == 1);  // checked against the model: an error, not a usage error
@@ -479,6 +507,14 @@ TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
         const nlohmann::json run = nlohmann::json::parse(read_text(root / "full" / "run.json"));
         CHECK(run["kind"] == "transplant");
         CHECK(run["study"]["reader"]["layer"] == 3);
+        // Two seeds: each seed's pairs, the summary's per-seed means and their sd.
+        REQUIRE(sh(base + " --seeds 1,2 --out " + (root / "two").string() + quiet) == 0);
+        const nlohmann::json two = nlohmann::json::parse(read_text(root / "two" / "summary.json"));
+        REQUIRE(!two.empty());
+        CHECK(two[0]["seeds"] == nlohmann::json::array({1, 2}));
+        CHECK(two[0]["dAB"]["per_seed"].size() == 2);
+        CHECK(two[0]["dAB"]["sd_seeds"].is_number());
+        CHECK(nlohmann::json::parse(read_text(root / "two" / "run.json"))["study"]["seeds"] == nlohmann::json::array({1, 2}));
         REQUIRE(sh(base + " --shard 0/2 --out " + (root / "s0").string() + quiet) == 0);
         REQUIRE(sh(base + " --shard 1/2 --out " + (root / "s1").string() + quiet) == 0);
         REQUIRE(sh(kCli + " experiment merge " + (root / "s0").string() + " " + (root / "s1").string() + " --out " +

@@ -249,7 +249,7 @@ QueryMapResult run_query_map_study(const RecvModel& recv, const Tokenizer& tok_r
             ++res.items;
             const TransplantItem it = transplant_item(ri);
             const TokenBatch A(it.a), B(it.b);
-            const nlohmann::json extra = {{"ia", ri.ia}, {"ib", ri.ib}, {"answer_a", ri.answer_a}, {"answer_b", ri.answer_b}};
+            const nlohmann::json extra = donor_host_fields(ri, it);
             const long kA = static_cast<long>(di.a.keys[di.ia].front()), kB = static_cast<long>(di.a.keys[di.ib].front());
             std::vector<std::vector<float>> fA, fB;
             std::vector<nlohmann::json> recs;

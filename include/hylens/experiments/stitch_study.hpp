@@ -76,6 +76,7 @@
 #include "../text/tokenizer.hpp"
 #include "bootstrap.hpp"
 #include "progress.hpp"
+#include "reader_head.hpp"
 #include "records.hpp"
 #include "study_folder.hpp"
 
@@ -131,6 +132,7 @@ struct StitchStudyOptions : StudyRunOptions {
     std::size_t fit_prompts = 500, fit_tokens = 30000;
     std::size_t test_items = 200, ppl_seqs = 8, ppl_len = 512;
     std::uint64_t seed = 1;
+    ReaderHead reader{};  ///< the host's reader head: each lookup record's att_target (none: not recorded)
     BootstrapOptions bootstrap{};
 };
 
@@ -232,27 +234,42 @@ inline std::vector<std::vector<std::int64_t>> held_out_sequences(const Tokenizer
     return out;
 }
 
-/// A forward of one condition: logits [1, T, V] (or [1, 1, V] with last_only) of ids.
-using StitchForward = std::function<Tensor3(const TokenBatch&, bool last_only)>;
+/// A forward of one condition: logits [1, T, V] (or [1, 1, V] with last_only) of ids. With a
+/// `reader_row`, the forward also copies the reader head's probability row of the final query
+/// into it (the study's reader; the forward is built with it).
+using StitchForward = std::function<Tensor3(const TokenBatch&, bool last_only, std::vector<float>* reader_row)>;
 
 /// The forward of a model as it is.
 template <class Model>
-StitchForward plain_forward(const Model& m) {
-    return [&m](const TokenBatch& ids, bool last_only) {
+StitchForward plain_forward(const Model& m, ReaderHead reader = {}) {
+    return [&m, reader](const TokenBatch& ids, bool last_only, std::vector<float>* row) {
         auto cache = m.new_cache(ids.batch);
         ForwardOptions fo;
         fo.last_only = last_only;
+        Hook h;
+        if (row && reader.given()) {
+            h = reader_row_hook(reader, ids.T(), *row);
+            fo.hook = &h;
+        }
         return m.forward(ids, cache, fo);
     };
 }
 
 /// The forward of a model with interventions.
 template <class Model>
-StitchForward intervened_forward(const Model& m, std::vector<Intervention> iv) {
-    return [&m, iv = std::move(iv)](const TokenBatch& ids, bool last_only) {
+StitchForward intervened_forward(const Model& m, std::vector<Intervention> iv, ReaderHead reader = {}) {
+    return [&m, iv = std::move(iv), reader](const TokenBatch& ids, bool last_only, std::vector<float>* row) {
         RunOptions ro;
         ro.last_only = last_only;
-        return run(m, ids, iv, ro).logits;
+        const SiteRef probs = site::attn_probs(reader.layer, Positions::last());
+        if (row && reader.given()) ro.capture = {probs};
+        RunResult r = run(m, ids, iv, ro);
+        if (row && reader.given()) {
+            std::size_t Tk = 0;
+            const float* p = probs_row(r.captures.at(probs.name()), 0, reader.head, 0, Tk);
+            row->assign(p, p + Tk);
+        }
+        return std::move(r.logits);
     };
 }
 
@@ -265,8 +282,8 @@ struct BypassSlot {
 /// The host with each slot replaced by its linear bypass (the slot's layers still run, their
 /// result is overwritten at resid_post(hi), so nothing downstream sees it).
 template <class Model>
-StitchForward bypass_forward(const Model& m, std::vector<BypassSlot> slots) {
-    return [&m, slots = std::move(slots)](const TokenBatch& ids, bool last_only) {
+StitchForward bypass_forward(const Model& m, std::vector<BypassSlot> slots, ReaderHead reader = {}) {
+    return [&m, slots = std::move(slots), reader](const TokenBatch& ids, bool last_only, std::vector<float>* row) {
         std::vector<std::vector<float>> h_in(slots.size());
         Hook hook;
         hook.wants = [&](Site s, LayerIndex l) {
@@ -293,6 +310,11 @@ StitchForward bypass_forward(const Model& m, std::vector<BypassSlot> slots) {
         ForwardOptions fo;
         fo.last_only = last_only;
         fo.hook = &hook;
+        Hook with_reader;
+        if (row && reader.given()) {
+            with_reader = reader_row_hook(reader, ids.T(), *row, &hook);
+            fo.hook = &with_reader;
+        }
         return m.forward(ids, cache, fo);
     };
 }
@@ -387,7 +409,8 @@ inline nlohmann::json write_stitch_summaries(const std::filesystem::path& out, c
                 }
                 add(t, c, "nll", mean_interval({means}, opt));
             } else {
-                for (const char* m : {"acc", "cacc", "margin", "d_top"}) {
+                for (const char* m : {"acc", "cacc", "margin", "d_top", "att_target"}) {
+                    if (!g.front()->contains(m)) continue;  // att_target: only with a reader
                     std::vector<double> x;
                     for (const nlohmann::json* r : g) x.push_back(r->at(m).get<double>());
                     add(t, c, m, mean_interval({x}, opt));
@@ -442,6 +465,12 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
     const lk::Variant variant = lk::parse_variant(o.variant);
     check(!variant.long_filler && !variant.perm, "[stitch] variant ", o.variant, ": use chat4/chat8/chat16/list8/rev8");
     const std::vector<std::string> conditions = stitch_conditions(o, Ld);
+    // The reader reads the host's attention: a softmax layer of the host outside every slot
+    // (a slot's layers are replaced, skipped or bypassed by the conditions).
+    check_reader_head(host.stack(), o.reader, "stitch");
+    for (const LayerRange& b : o.host_blocks)
+        check(!o.reader.given() || o.reader.layer < b.lo || o.reader.layer > b.hi, "[stitch] the reader layer ",
+              o.reader.layer, " lies in the host block ", b.text(), ", which the conditions replace");
 
     // Data: the cross-family vocabulary of both tokenizers, K_fit / K_test.
     const lk::Vocabulary vocab = lk::cross_family_vocabulary({&host_tok, &donor_tok});
@@ -464,6 +493,7 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
         def["host_blocks"].push_back(o.host_blocks[k].text());
         def["donor_blocks"].push_back(o.donor_blocks[k].text());
     }
+    if (o.reader.given()) def["reader"] = {{"layer", o.reader.layer}, {"head", o.reader.head}};
     StudyFolder folder(o.folder("stitch", def));
 
     // Fits (deterministic; every shard fits the same maps).
@@ -518,13 +548,16 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
     std::vector<std::pair<std::string, StitchForward>> forwards;
     for (const std::string& c : conditions) {
         StitchForward f;
-        if (c == "intact") f = plain_forward(host);
-        else if (c == "removed") f = intervened_forward(host, {skip_layers(slot_layers)});
-        else if (c == "mixers_zeroed") f = intervened_forward(host, {zero(Site::mixer_out, slot_layers)});
-        else if (c == "bypass") f = bypass_forward(host, bypass);
+        // In a stitched model each slot takes one layer: the host's later layers move down.
+        const ReaderHead stitched_reader{o.reader.given() ? plan_of(o.donor_blocks, false).map_layer(o.reader.layer) : no_layer,
+                                         o.reader.head};
+        if (c == "intact") f = plain_forward(host, o.reader);
+        else if (c == "removed") f = intervened_forward(host, {skip_layers(slot_layers)}, o.reader);
+        else if (c == "mixers_zeroed") f = intervened_forward(host, {zero(Site::mixer_out, slot_layers)}, o.reader);
+        else if (c == "bypass") f = bypass_forward(host, bypass, o.reader);
         else
             for (const auto& [name, model] : stitched)
-                if (name == c) f = plain_forward(model);
+                if (name == c) f = plain_forward(model, stitched_reader);
         forwards.emplace_back(c, std::move(f));
     }
 
@@ -546,12 +579,20 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
             nlohmann::json r = {{"task", task}, {"seed", o.seed}, {"item", item}, {"condition", c}};
             if (is_lookup) {
                 const auto& t = tests[item];
-                const Tensor3 lg = f(TokenBatch(t.tokens.ids), true);
+                std::vector<float> reader_row;
+                const Tensor3 lg = f(TokenBatch(t.tokens.ids), true, o.reader.given() ? &reader_row : nullptr);
                 r.update(score_lookup_row(logits_row(lg, 0, -1), V, t.answer, t.value_ids));
                 r["tokens"] = t.tokens.ids.size();
+                if (o.reader.given()) {
+                    // The reader's attention from the final position on the queried entry's tokens.
+                    check(reader_row.size() == t.tokens.ids.size(), "[stitch] condition ", c, ": the reader row holds ",
+                          reader_row.size(), " keys for ", t.tokens.ids.size(), " tokens");
+                    r["att_target"] = attention_mass(reader_row.data(), reader_row.size(),
+                                                     contiguous_span(t.tokens.entries[t.query]));
+                }
             } else {
                 const TokenBatch ids(ppl[item]);
-                const std::vector<double> nll = token_nll(f(ids, false), ids);
+                const std::vector<double> nll = token_nll(f(ids, false, nullptr), ids);
                 double s = 0.0;
                 for (double x : nll) s += x;
                 r["tokens"] = nll.size();

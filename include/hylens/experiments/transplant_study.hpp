@@ -27,10 +27,11 @@
 // units in study order.
 
 #include <algorithm>   // std::sort, std::find
-#include <cmath>       // std::isnan
+#include <cmath>       // std::isnan, std::isfinite, std::sqrt
 #include <cstddef>     // std::size_t
 #include <cstdint>     // std::int64_t, std::uint64_t
 #include <filesystem>  // std::filesystem
+#include <iterator>    // std::size
 #include <limits>      // std::numeric_limits
 #include <map>         // std::map
 #include <sstream>     // std::ostringstream
@@ -48,6 +49,7 @@
 #include "../interp/transplant.hpp"
 #include "../tasks/lookup/pairs.hpp"
 #include "progress.hpp"
+#include "reader_head.hpp"
 #include "records.hpp"
 #include "study_folder.hpp"
 
@@ -195,26 +197,6 @@ inline std::vector<TransplantCondition> transplant_conditions(const std::vector<
 
 // ---- one item ----------------------------------------------------------------------------
 
-/// The reader head whose attention from the final position is read (layer no_layer: none).
-struct ReaderHead {
-    LayerIndex layer = no_layer;
-    std::size_t head = 0;
-    bool given() const noexcept { return layer != no_layer; }
-};
-
-/// Checks a given reader head against the model: its layer has softmax attention and the head
-/// is one of that layer's query heads (else it would fail inside the attention capture with a
-/// tensor's shape). `study` names the caller in messages.
-template <class Stack>
-void check_reader_head(const Stack& stack, const ReaderHead& reader, const char* study) {
-    if (!reader.given()) return;
-    check<ShapeError>(find_mixer_site(stack, reader.layer, MixerChannel::attention).has_value(), "[", study,
-                      "] the reader layer ", reader.layer, " has no softmax attention");
-    const std::size_t heads = attention_heads(stack, reader.layer);
-    check<ShapeError>(reader.head < heads, "[", study, "] the reader head ", reader.head, " is not a head of layer ",
-                      reader.layer, " (", heads, " query heads)");
-}
-
 /// What one donor/host item needs: both prompts, the two answers, the two entries' spans.
 struct TransplantItem {
     std::vector<std::int64_t> a, b;
@@ -233,6 +215,21 @@ inline TransplantItem transplant_item(const tasks::lookup::DonorHostItem& it) {
     t.entry_b = contiguous_span(it.a.entries[it.ib]);
     t.qstart = it.a.qstart;
     return t;
+}
+
+/// The item fields of every record of a donor/host pair: the entries asked (ia, ib), the two
+/// answers' ids, and what attA / attB and the position sets were computed over, so they can be
+/// checked from the record alone: T (both prompts' length), qstart, and the token spans
+/// [begin, end) of entries A and B.
+inline nlohmann::json donor_host_fields(const tasks::lookup::DonorHostItem& di, const TransplantItem& it) {
+    return {{"ia", di.ia},
+            {"ib", di.ib},
+            {"answer_a", di.answer_a},
+            {"answer_b", di.answer_b},
+            {"T", it.a.size()},
+            {"qstart", it.qstart},
+            {"entry_a", {it.entry_a.first, it.entry_a.second}},
+            {"entry_b", {it.entry_b.first, it.entry_b.second}}};
 }
 
 /// The score of the host's final position of a run (logits [1, 1 or T, V]), with the reader's
@@ -326,6 +323,38 @@ inline TransplantScore score_of_record(const nlohmann::json& r) {
 
 // ---- summaries ---------------------------------------------------------------------------
 
+/// A score's mean in each seed (NaN where the seed has no finite value) and the sample
+/// standard deviation (n - 1) of the finite ones (NaN below two): the protocol's "over three
+/// seeds: mean ± sd" beside the pooled bootstrap interval.
+struct SeedSpread {
+    std::vector<double> means;
+    double sd = std::numeric_limits<double>::quiet_NaN();
+};
+template <class Field>
+SeedSpread seed_spread(const std::vector<std::vector<TransplantScore>>& seeds, Field field) {
+    SeedSpread s;
+    std::vector<double> finite;
+    for (const auto& items : seeds) {
+        double sum = 0.0;
+        std::size_t k = 0;
+        for (const TransplantScore& t : items)
+            if (const double x = field(t); std::isfinite(x)) {
+                sum += x;
+                ++k;
+            }
+        s.means.push_back(k ? sum / static_cast<double>(k) : std::numeric_limits<double>::quiet_NaN());
+        if (k) finite.push_back(s.means.back());
+    }
+    if (finite.size() >= 2) {
+        double mean = 0.0, ss = 0.0;
+        for (double m : finite) mean += m;
+        mean /= static_cast<double>(finite.size());
+        for (double m : finite) ss += (m - mean) * (m - mean);
+        s.sd = std::sqrt(ss / static_cast<double>(finite.size() - 1));
+    }
+    return s;
+}
+
 /// One row per (task, condition), in (task, order) order: the record fields that name the
 /// condition, n, and each score's mean with its interval (attA / attB over the records that
 /// have them).
@@ -349,31 +378,50 @@ inline nlohmann::json transplant_summary(const std::vector<nlohmann::json>& reco
     }
     nlohmann::json rows = nlohmann::json::array();
     const auto num = [](double x) { return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x); };
+    using Field = double (*)(const TransplantScore&);
+    const std::pair<const char*, Field> fields[] = {
+        {"ansA", [](const TransplantScore& t) { return t.ansA ? 1.0 : 0.0; }},
+        {"ansB", [](const TransplantScore& t) { return t.ansB ? 1.0 : 0.0; }},
+        {"dAB", [](const TransplantScore& t) { return t.dAB; }},
+        {"attA", [](const TransplantScore& t) { return t.attA; }},
+        {"attB", [](const TransplantScore& t) { return t.attB; }}};
     for (auto& [key, g] : groups) {
         std::vector<std::vector<TransplantScore>> seeds;
+        nlohmann::json seed_list = nlohmann::json::array();
         std::size_t n = 0;
         for (auto& [seed, items] : g.seeds) {
             n += items.size();
             seeds.push_back(items);
+            seed_list.push_back(seed);
         }
         const TransplantIntervals iv = transplant_intervals(seeds, boot);
         nlohmann::json row = g.head;
         row["n"] = n;
-        const std::pair<const char*, const Interval*> cols[] = {
-            {"ansA", &iv.ansA}, {"ansB", &iv.ansB}, {"dAB", &iv.dAB}, {"attA", &iv.attA}, {"attB", &iv.attB}};
-        for (const auto& [name, i] : cols) row[name] = {{"mean", num(i->value)}, {"lo", num(i->lo)}, {"hi", num(i->hi)}, {"n", i->n}};
+        row["seeds"] = seed_list;
+        const Interval* intervals[] = {&iv.ansA, &iv.ansB, &iv.dAB, &iv.attA, &iv.attB};
+        for (std::size_t f = 0; f < std::size(fields); ++f) {
+            const Interval& i = *intervals[f];
+            const SeedSpread sp = seed_spread(seeds, fields[f].second);
+            nlohmann::json per_seed = nlohmann::json::array();
+            for (double m : sp.means) per_seed.push_back(num(m));
+            row[fields[f].first] = {{"mean", num(i.value)}, {"lo", num(i.lo)}, {"hi", num(i.hi)}, {"n", i.n},
+                                    {"per_seed", per_seed}, {"sd_seeds", num(sp.sd)}};
+        }
         rows.push_back(std::move(row));
     }
     return rows;
 }
 
 /// summary.csv of transplant_summary's rows: task, condition, kind, block, positions, n, then
-/// mean, lo, hi of ansA, ansB, dAB, attA, attB (empty cells for missing values).
+/// mean, lo, hi of ansA, ansB, dAB, attA, attB, then seeds (their count) and each score's sd
+/// over the seeds' means (empty cells for missing values).
 inline std::string transplant_summary_csv(const nlohmann::json& rows) {
     std::ostringstream o;
     o.precision(9);
     o << "task,condition,kind,block,positions,n";
     for (const char* m : {"ansA", "ansB", "dAB", "attA", "attB"}) o << "," << m << "," << m << "_lo," << m << "_hi";
+    o << ",seeds";
+    for (const char* m : {"ansA", "ansB", "dAB", "attA", "attB"}) o << "," << m << "_sd_seeds";
     o << "\n";
     const auto cell = [&](const nlohmann::json& v) {
         if (v.is_null()) return;
@@ -389,6 +437,11 @@ inline std::string transplant_summary_csv(const nlohmann::json& rows) {
                 o << ",";
                 cell(r[m][f]);
             }
+        o << "," << r.value("seeds", nlohmann::json::array()).size();
+        for (const char* m : {"ansA", "ansB", "dAB", "attA", "attB"}) {
+            o << ",";
+            cell(r[m].value("sd_seeds", nlohmann::json()));
+        }
         o << "\n";
     }
     return o.str();
@@ -477,7 +530,7 @@ TransplantStudyResult run_transplant_study(const Model& model, const Tokenizer& 
             if (!folder.mine(ordinal++)) continue;
             ++res.items;
             const TransplantItem it = transplant_item(di);
-            const nlohmann::json extra = {{"ia", di.ia}, {"ib", di.ib}, {"answer_a", di.answer_a}, {"answer_b", di.answer_b}};
+            const nlohmann::json extra = donor_host_fields(di, it);
             std::vector<nlohmann::json> recs;
             for (std::size_t k = 0; k < conds.size(); ++k) {
                 if (folder.done({task, seed, di.index, conds[k].name})) continue;
