@@ -71,7 +71,7 @@ def bar_group(ax, x0, width, rows, conds, labels_pct):
         err = [[max(0.0, r["mean"] - r["ci_lo"])], [max(0.0, r["ci_hi"] - r["mean"])]]
         ax.bar(x, r["mean"], width * 0.92, color=COLORS.get(c, "#777777"), yerr=err, capsize=2,
                error_kw={"elinewidth": 0.8})
-        if labels_pct and not math.isnan(r["rel_full"]) and c != "FULL":
+        if labels_pct and math.isfinite(r["rel_full"]) and c != "FULL":
             ax.text(x, min(r["ci_hi"], 1.05) + 0.02, f"{100 * r['rel_full']:.0f}%", ha="center", va="bottom",
                     fontsize=6, rotation=90)
 
@@ -146,23 +146,34 @@ def sweep_points(layers, last):
     return pts
 
 
-def plot_layers(rows, tasks, metric, group, out, last=None):
+def layer_series(rows, task, last=None, sweeps=None):
+    """The lines of layers.png for one task: {(base, kind): [(l, row), ...]} sorted by l.
+    sweeps: the sweep kinds the study ran (run.json's layer_sweeps); a set is drawn only in
+    those (the [0, L-1] of a cumulative sweep is not a cumulative-top point unless that sweep
+    ran). None (an older run.json): every kind a set belongs to, lines of one point left out."""
+    series = {}
+    for r in rows:
+        if r["task"] != task or r["layers"] == "all":
+            continue
+        for kind, x in sweep_points(r["layers"], last):
+            if sweeps is None or kind in sweeps:
+                series.setdefault((r["base"], kind), []).append((x, r))
+    out = {}
+    for key, pts in sorted(series.items()):
+        if sweeps is None and key[1] != "single" and len(pts) < 2:
+            continue  # only the one-layer end of a sweep that may not have run
+        out[key] = sorted(pts, key=lambda p: p[0])
+    return out
+
+
+def plot_layers(rows, tasks, metric, group, out, last=None, sweeps=None):
     sweep = [r for r in rows if r["layers"] != "all" and r["metric"] == metric and r["group"] == group]
     if not sweep:
         return False
     fig, axes = plt.subplots(1, len(tasks), figsize=(3.0 * len(tasks) + 0.8, 3.0), squeeze=False)
     styles = {"single": "-", "cumulative": "--", "cumulative-top": ":"}
     for ax, t in zip(axes[0], tasks):
-        series = {}
-        for r in sweep:
-            if r["task"] != t:
-                continue
-            for kind, x in sweep_points(r["layers"], last):
-                series.setdefault((r["base"], kind), []).append((x, r))
-        for (base, kind), pts in sorted(series.items()):
-            if kind != "single" and len(pts) < 2:
-                continue  # only the one-layer end of a sweep that was not run
-            pts.sort(key=lambda p: p[0])
+        for (base, kind), pts in layer_series(sweep, t, last, sweeps).items():
             xs = [x for x, _ in pts]
             rs = [r for _, r in pts]
             color = SWEEP_COLORS[base] if base in SWEEP_COLORS else "#777777"
@@ -206,13 +217,16 @@ def main():
     plot_split(rows, tasks, a.metric, a.group, written[0])
     if plot_swaps(rows, tasks, a.metric, a.group, os.path.join(out, "swaps.png")):
         written.append(os.path.join(out, "swaps.png"))
-    last = None  # the model's last layer, for the cumulative-top sweeps [l, L-1]
+    last, sweeps = None, None  # the model's last layer (for [l, L-1]); the sweeps the study ran
     run_path = os.path.join(a.results, "run.json")
     if os.path.exists(run_path):
         with open(run_path, encoding="utf-8") as f:
-            n = json.load(f).get("num_layers")
+            run = json.load(f)
+        n = run.get("num_layers")
         last = n - 1 if isinstance(n, int) and n > 0 else None
-    if plot_layers(rows, tasks, a.metric, a.group, os.path.join(out, "layers.png"), last):
+        if isinstance(run.get("layer_sweeps"), list):
+            sweeps = set(run["layer_sweeps"])
+    if plot_layers(rows, tasks, a.metric, a.group, os.path.join(out, "layers.png"), last, sweeps):
         written.append(os.path.join(out, "layers.png"))
     for w in written:
         print(w)

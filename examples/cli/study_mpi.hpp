@@ -180,8 +180,7 @@ struct LookupStudyArgs {
     /// The seeds of the run: --seeds, or --seed alone; a seed listed twice is an error.
     std::vector<std::uint64_t> seed_list() const {
         if (seeds.empty()) return {seed};
-        for (std::size_t i = 0; i < seeds.size(); ++i)
-            for (std::size_t j = 0; j < i; ++j) check(seeds[i] != seeds[j], "--seeds: seed ", seeds[i], " is listed twice");
+        experiments::check_distinct_seeds(seeds, "--seeds");
         return seeds;
     }
 };

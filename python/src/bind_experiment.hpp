@@ -47,7 +47,7 @@ inline void bind_experiment(pyb::module_& m) {
                         {"model_type", model.model_type()},
                         {"via", "python"}};
         // The tokenizer's file, so a resume or a merge with another tokenizer is refused.
-        if (!tok.source().empty()) opt.run_info["tokenizer"] = std::filesystem::absolute(tok.source()).string();
+        if (!tok.source().empty()) opt.run_info["tokenizer"] = tok.source();
         const ChatFamily family = ex::chat_family(model.model_type());
         const ex::StudyResult r = model.visit([&](const auto& x) {
             const pyb::gil_scoped_release nogil;

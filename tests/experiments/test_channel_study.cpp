@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -236,6 +237,40 @@ TEST_CASE("channel study: resuming with another model is an error (its records w
                          Error);
     o.run_info = {{"model", "/models/qwen-a"}, {"model_type", "granitemoehybrid"}};
     CHECK_THROWS_WITH_AS(run(o), doctest::Contains("differ in model_type"), Error);
+}
+
+TEST_CASE("input fingerprints: two copies of a checkpoint agree, an edited one does not, merges compare contents") {
+    const fs::path src = fs::path(HYLENS_GOLDEN_DIR) / "models" / "qwen3_5_dense";
+    test::TempDir a("fp_a"), b("fp_b"), s0("fp_shard0"), s1("fp_shard1"), merged("fp_merged");
+    for (const fs::path& d : {a.path, b.path}) {
+        fs::create_directories(d / "m");
+        for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(src / f, d / "m" / f);
+    }
+    const std::string fa = input_fingerprint(a.path / "m"), fb = input_fingerprint(b.path / "m");
+    CHECK(fa.size() == 16);
+    CHECK(fa == fb);  // the same bytes in another folder
+    CHECK(input_fingerprint(a.path / "absent").empty());
+    CHECK(input_fingerprint(src / "config.json") != input_fingerprint(src / "manifest.json"));
+    // Shards run on the two copies (node-local scratch) merge: the contents agree.
+    StudyOptions o = small_study(s0.path);
+    o.seeds = {1};
+    o.shard = parse_shard("0/2");
+    o.run_info = {{"model", (a.path / "m").string()}, {"model_type", "qwen3_5"}};
+    run(o);
+    CHECK(nlohmann::json::parse(test::read_text(s0.path / "run.json"))["model_fingerprint"] == fa);
+    o.out = s1.path;
+    o.shard = parse_shard("1/2");
+    o.run_info["model"] = (b.path / "m").string();
+    run(o);
+    CHECK(merge_results({s0.path, s1.path}, merged.path).incomplete == 0);
+    // The checkpoint edited in place: the same path, other contents, refused on resume.
+    {
+        std::ofstream cfg(b.path / "m" / "config.json", std::ios::app);
+        cfg << "\n";
+    }
+    CHECK(input_fingerprint(b.path / "m") != fa);
+    o.resume = true;
+    CHECK_THROWS_WITH_AS(run(o), doctest::Contains("(other contents: fingerprints"), Error);
 }
 
 TEST_CASE("channel study: a seed or a task listed twice is an error (their items were queued twice)") {

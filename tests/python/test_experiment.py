@@ -87,12 +87,23 @@ def test_channel_study_records_and_summaries(tokenizer, tmp_path):
     with pytest.raises(ValueError, match="differ in model"):
         hylens.experiment(other, tokenizer, [task], tmp_path / "run", conditions=conds, items=2, seeds=[1],
                           max_new=2, resume=True, frames=False)
-    # ... and with another tokenizer file: run.json names the tokenizer's path
-    assert json.loads((tmp_path / "run" / "run.json").read_text())["tokenizer"] == str(Path(tokenizer.path).resolve())
-    copy_path = tmp_path / "other_tokenizer.json"
+    # ... and with another tokenizer: run.json names the tokenizer's file and its fingerprint, so
+    # a copy of the same bytes elsewhere resumes and a tokenizer of other contents is refused
+    run_json = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run_json["tokenizer"] == str(Path(tokenizer.path).resolve())
+    assert len(run_json["tokenizer_fingerprint"]) == 16
+    copy_path = tmp_path / "copy_tokenizer.json"
     copy_path.write_text(Path(tokenizer.path).read_text())
+    again = hylens.experiment(model, hylens.Tokenizer(str(copy_path)), [task], tmp_path / "run", conditions=conds,
+                              items=2, seeds=[1], max_new=2, resume=True, frames=False)
+    assert again.stats["written"] == 0
+    other = json.loads(Path(tokenizer.path).read_text())
+    other["added_tokens"].append({"id": 259, "content": "<|other|>", "single_word": False, "lstrip": False,
+                                  "rstrip": False, "normalized": False, "special": True})
+    other_path = tmp_path / "other_tokenizer.json"
+    other_path.write_text(json.dumps(other))
     with pytest.raises(ValueError, match="differ in tokenizer"):
-        hylens.experiment(model, hylens.Tokenizer(str(copy_path)), [task], tmp_path / "run", conditions=conds,
+        hylens.experiment(model, hylens.Tokenizer(str(other_path)), [task], tmp_path / "run", conditions=conds,
                           items=2, seeds=[1], max_new=2, resume=True, frames=False)
     # pandas view of the same files (scripts/install-deps.sh installs pandas; skipped without it)
     pd = pytest.importorskip("pandas")

@@ -286,6 +286,12 @@ TEST_CASE("transplant study on models/qwen35-tiny: resume and shards give the un
     const auto run_study = [&](const ex::TransplantStudyOptions& o) {
         return model.visit([&](const auto& m) { return ex::run_transplant_study(m, tok, fmt, o); });
     };
+    {  // a seed listed twice is refused before any work (it failed at the end, on a duplicate key)
+        ex::TransplantStudyOptions twice = opts(root / "twice");
+        twice.seeds = {3, 3};
+        CHECK_THROWS_WITH_AS(run_study(twice), doctest::Contains("[transplant] seed 3 is listed twice"), hylens::Error);
+        CHECK(!fs::exists(root / "twice" / "items.jsonl"));
+    }
     const ex::TransplantStudyResult full = run_study(opts(root / "full"));
     const std::size_t conds = 2 + 2 * 2 * 2 + 1 + 2 * 2;  // A, B; mixer, layer x 2 blocks x 2 sets; split; state, state+conv x 2
     REQUIRE(full.items >= 4);

@@ -128,9 +128,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     check(opt.batch >= 1, "[experiment] batch must be at least 1");
     // A seed or task listed twice queued its items twice: duplicate records in items.jsonl,
     // counted twice by the summaries.
-    for (std::size_t i = 0; i < opt.seeds.size(); ++i)
-        for (std::size_t j = 0; j < i; ++j)
-            check(opt.seeds[i] != opt.seeds[j], "[experiment] seed ", opt.seeds[i], " is listed twice");
+    check_distinct_seeds(opt.seeds, "experiment");
     for (std::size_t i = 0; i < opt.tasks.size(); ++i)
         for (std::size_t j = 0; j < i; ++j)
             check(opt.tasks[i]->name != opt.tasks[j]->name, "[experiment] task ", opt.tasks[i]->name, " is listed twice");
@@ -144,11 +142,12 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     fs::create_directories(opt.out);
     const fs::path items_path = opt.out / "items.jsonl", run_path = opt.out / "run.json";
     const nlohmann::json definition = study_definition(opt, conds);
+    const nlohmann::json run_info = with_input_fingerprints(opt.run_info);  // what was read, by content
     if (opt.resume && fs::exists(run_path)) {
         const nlohmann::json prev = detail::read_json_file(run_path);
         check(prev.value("study", nlohmann::json()) == definition, "[experiment] --resume: ", run_path.string(),
               " describes another study (", prev.value("study", nlohmann::json()).dump(), "); this one is ", definition.dump());
-        detail::check_same_inputs(prev, opt.run_info, run_path, "experiment");
+        detail::check_same_inputs(prev, run_info, run_path, "experiment");
     } else {
         check(!fs::exists(items_path) || fs::file_size(items_path) == 0, "[experiment] ", items_path.string(),
               " already exists: continue it with --resume or choose another --out");
@@ -157,10 +156,16 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     std::set<RecordKey> done;
     for (std::size_t i = 0; i < existing.size(); ++i) done.insert(record_key(existing[i], "record " + std::to_string(i)));
 
-    nlohmann::json run = opt.run_info;
+    nlohmann::json run = run_info;
     run["study"] = definition;
     run["chat_family"] = family_name(family);
     run["num_layers"] = model.num_layers();  // the plots' cumulative-top sweeps end at its last layer
+    // The --layers sweeps run, so a plot draws each set in the sweeps it was run for only.
+    nlohmann::json sweeps = nlohmann::json::array();
+    if (opt.layers.single) sweeps.push_back("single");
+    if (opt.layers.cumulative) sweeps.push_back("cumulative");
+    if (opt.layers.cumulative_top) sweeps.push_back("cumulative-top");
+    run["layer_sweeps"] = sweeps;
     run["stop_ids"] = renderer.stop_ids();
     run["batch"] = opt.batch;
     run["judge"] = opt.judge ? (opt.judge_info.is_null() ? nlohmann::json("unnamed") : opt.judge_info) : nlohmann::json("rubric");

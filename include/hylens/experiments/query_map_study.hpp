@@ -146,6 +146,7 @@ QueryMapResult run_query_map_study(const RecvModel& recv, const Tokenizer& tok_r
     check(!opt.sources.empty() || opt.embedding_source, "[query-map] no donor source");
     check(opt.fit_items >= 10 && opt.per_config >= 1 && !opt.seeds.empty(), "[query-map] need at least 10 fit prompts, "
                                                                             "one test pair per configuration and a seed");
+    check_distinct_seeds(opt.seeds, "query-map");
     for (std::size_t n : opt.curve)
         check(n >= 10 && n < opt.fit_items, "[query-map] learning-curve size ", n, " must be in [10, ", opt.fit_items, ")");
     for (LayerIndex l : opt.address)

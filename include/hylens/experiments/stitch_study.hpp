@@ -340,6 +340,7 @@ inline nlohmann::json score_lookup_row(const float* row, std::size_t V, std::int
                                        const std::vector<std::int64_t>& values) {
     check<ShapeError>(answer >= 0 && static_cast<std::size_t>(answer) < V, "[stitch] answer id ", answer,
                       " outside the vocabulary of ", V);
+    for (std::int64_t v : values) check_vocab_id(v, V, "stitch");  // before any is read
     double others = 0.0, best = -std::numeric_limits<double>::infinity();
     std::size_t n_others = 0;
     for (std::int64_t v : values)

@@ -37,6 +37,7 @@
 
 #include "../core/error.hpp"
 #include "bootstrap.hpp"  // Interval
+#include "input_fingerprint.hpp"
 #include "records.hpp"
 
 namespace hylens::experiments {
@@ -78,13 +79,23 @@ inline constexpr const char* kInputKeys[] = {"model",      "model_type", "tokeni
                                              "host_tokenizer", "donor", "donor_type", "donor_tokenizer"};
 
 /// The first input named in both run.json files on which they disagree, as "model \"a\"
-/// and \"b\"" ("" when they agree): paths compared resolved; a key only one of them has is
-/// not compared (older folders lack some).
+/// and \"b\"" ("" when they agree). Where both record an input's fingerprint
+/// (input_fingerprint.hpp) the contents are compared, wherever they lay (copies of one
+/// checkpoint on two nodes agree, a checkpoint overwritten in place does not); otherwise the
+/// paths, resolved. A key only one of them has is not compared (older folders lack some).
 inline std::string differing_input(const nlohmann::json& prev, const nlohmann::json& now) {
     namespace fs = std::filesystem;
+    if (!prev.is_object() || !now.is_object()) return "";
     for (const char* key : kInputKeys) {
-        if (!prev.is_object() || !now.is_object() || !prev.contains(key) || !now.contains(key)) continue;
+        if (!prev.contains(key) || !now.contains(key)) continue;
         const nlohmann::json &a = prev[key], &b = now[key];
+        const std::string fk = std::string(key) + "_fingerprint";
+        if (prev.contains(fk) && now.contains(fk)) {
+            if (prev[fk] != now[fk])
+                return std::string(key) + " " + a.dump() + " and " + b.dump() + " (other contents: fingerprints " +
+                       prev[fk].dump() + " and " + now[fk].dump() + ")";
+            continue;
+        }
         bool same = a == b;
         if (!same && a.is_string() && b.is_string() && std::string_view(key).find("type") == std::string_view::npos) {
             std::error_code ea, eb;
@@ -104,6 +115,17 @@ inline void check_same_inputs(const nlohmann::json& prev, const nlohmann::json& 
     check(d.empty(), "[", kind, "] --resume: ", run_path.string(), " and this run differ in ", d,
           "; resume with the same inputs or choose another --out");
 }
+
+}  // namespace detail
+
+/// A study's seeds, each once: a seed listed twice queued its items twice (duplicate records,
+/// counted twice by the summaries, or a failure at the end on the duplicate key).
+inline void check_distinct_seeds(const std::vector<std::uint64_t>& seeds, const char* study) {
+    for (std::size_t i = 0; i < seeds.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j) check(seeds[i] != seeds[j], "[", study, "] seed ", seeds[i], " is listed twice");
+}
+
+namespace detail {
 
 inline std::string utc_now() {
     const std::time_t t = std::time(nullptr);
@@ -179,6 +201,7 @@ class StudyFolder {
 public:
     explicit StudyFolder(StudyFolderOptions o) : o_(std::move(o)) {
         namespace fs = std::filesystem;
+        o_.run_info = with_input_fingerprints(std::move(o_.run_info));
         check(!o_.kind.empty(), "[study] no study kind");
         check(o_.definition.is_object() && !o_.definition.contains("shard"), "[study] ", o_.kind,
               ": the definition must be a JSON object without a 'shard' key");

@@ -211,8 +211,10 @@ inline Summary summarize(const std::vector<nlohmann::json>& records, const std::
 
 namespace detail {
 
+/// A CSV number: "inf" / "-inf" for an unbounded interval end (a ratio's), "" for NaN.
 inline std::string num(double x) {
-    if (!std::isfinite(x)) return "";
+    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+    if (std::isnan(x)) return "";
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.6f", x);
     return buf;

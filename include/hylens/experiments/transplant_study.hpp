@@ -486,6 +486,7 @@ TransplantStudyResult run_transplant_study(const Model& model, const Tokenizer& 
                                            const TransplantStudyOptions& opt) {
     check(!opt.blocks.empty() || opt.kinds.empty(), "[transplant] no blocks to transplant");
     check(!opt.seeds.empty() && opt.per_config >= 1, "[transplant] need at least one seed and one item per configuration");
+    check_distinct_seeds(opt.seeds, "transplant");
     const std::vector<TransplantCondition> conds = transplant_conditions(opt.kinds, opt.blocks, opt.positions);
     // Layers each kind can act on: clear errors before any item runs.
     for (const TransplantCondition& c : conds)

@@ -61,7 +61,7 @@ public:
         check<FormatError>(in.good() || in.eof(), "[tokenizer] cannot read '", path, "'");
         try {
             Tokenizer t = from_string(text);
-            t.source_ = path;
+            t.source_ = std::filesystem::absolute(path).string();  // as read, whatever the working directory later
             return t;
         } catch (const Error& e) {
             fail<FormatError>("[tokenizer ", path, "] ", e.what());
