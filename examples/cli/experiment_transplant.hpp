@@ -3,8 +3,8 @@
 // studies (exp22, exp32) on donor/host dictionary pairs. See docs/study_transplant.md.
 //
 //   hylens experiment transplant --model DIR [--tokenizer FILE] [--circuit FILE | --reader L:H]
-//       [--blocks LIST] [--group-size N] [--positions LIST] [--kind LIST] [--variant V]
-//       [--per-config N] [--seed S | --seeds LIST] [--shard I/N] [--resume] [--no-progress] --out DIR
+//       [--blocks LIST] [--group-size N] [--positions LIST] [--kind LIST] [--upstream LIST]
+//       [--watch LIST] [--variant V] [--per-config N] [--seed S | --seeds LIST] [--shard I/N] [--resume] [--no-progress] --out DIR
 //
 // Under mpirun, rank r runs shard r/N into OUT/ranks/rank-r-of-N and rank 0 merges them
 // (study_mpi.hpp).
@@ -15,6 +15,7 @@
 #include <hylens/interp/circuit.hpp>
 #include <hylens/models/load.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -99,7 +100,8 @@ inline int run_experiment_transplant(int argc, char** argv) {
     LookupStudyArgs a;
     a.add(app);
     a.add_seeds(app);
-    std::string circuit, reader, blocks, positions = "final,question,dictionary,all", kinds = "mixer,layer,state,state+conv";
+    std::string circuit, reader, blocks, upstream, watch, positions = "final,question,dictionary,all",
+                                                          kinds = "mixer,layer,state,state+conv";
     long group_size = -1;
     CLI::Option* circ = app.add_option("--circuit", circuit, "circuit.json of `hylens experiment circuit`: the reader head")
                             ->check(CLI::ExistingFile);
@@ -110,10 +112,15 @@ inline int run_experiment_transplant(int argc, char** argv) {
     app.add_option("--group-size", group_size, "layers per group (default: 3 for Qwen3.5, else every linear layer "
                                                "since the previous softmax layer)")
         ->check(CLI::Range(0L, 1000L));
-    app.add_option("--positions", positions, "position sets of the mixer / layer transplants: final, question, "
-                                             "dictionary, all")
+    app.add_option("--positions", positions, "position sets of the kinds that copy rows: final, question, "
+                                             "question-nofinal, dictionary, all")
         ->capture_default_str();
-    app.add_option("--kind", kinds, "transplant kinds: mixer, layer, state, state+conv")->capture_default_str();
+    app.add_option("--kind", kinds, "transplant kinds: mixer, layer, mixer_in, resid_pre, upstream, state, state+conv")
+        ->capture_default_str();
+    app.add_option("--upstream", upstream, "blocks removed (mixers zeroed) from the donor of the upstream kind, "
+                                           "comma-separated as --blocks (exp32-C)");
+    app.add_option("--watch", watch, "extra heads whose attention on entries A and B is recorded, as LAYER:HEAD, "
+                                     "comma-separated");
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
     ex::TransplantStudyOptions opt;
@@ -125,7 +132,12 @@ inline int run_experiment_transplant(int argc, char** argv) {
         for (const std::string& p : td::split_list(positions, "positions")) opt.positions.push_back(ex::parse_position_set(p));
         opt.kinds.clear();
         for (const std::string& k : td::split_list(kinds, "kind")) opt.kinds.push_back(ex::parse_transplant_kind(k));
+        const bool wants_upstream = std::find(opt.kinds.begin(), opt.kinds.end(), ex::TransplantKind::upstream) != opt.kinds.end();
+        check(wants_upstream == !upstream.empty(), wants_upstream ? "--kind upstream needs --upstream BLOCKS"
+                                                                  : "--upstream is read by --kind upstream alone");
         if (!reader.empty()) opt.reader = parse_reader(reader);
+        if (!watch.empty())
+            for (const std::string& w : td::split_list(watch, "watch")) opt.watch.push_back(parse_reader(w, "--watch"));
         if (!a.shard.empty()) opt.shard = ex::parse_shard(a.shard);
         opt.seeds = a.seed_list();
     } catch (const Error& e) {
@@ -162,6 +174,7 @@ inline int run_experiment_transplant(int argc, char** argv) {
                         if (!groups[g].empty()) spec += (spec.empty() ? "G" : ",G") + std::to_string(g);
                 check(!spec.empty(), "[transplant] the model has no layer group; pass --blocks");
                 o.blocks = ex::parse_blocks(spec, groups, m.num_layers());
+                if (!upstream.empty()) o.upstream = ex::parse_blocks(upstream, groups, m.num_layers());
                 return ex::run_transplant_study(m, tok, chat_format(ex::chat_family(type)), o);
             });
             std::cerr << "hylens experiment transplant: " << r.items << " pairs, " << r.records << " records (" << r.written

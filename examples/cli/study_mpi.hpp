@@ -127,13 +127,13 @@ inline int run_study_ranks(const std::string& name, const experiments::Shard& sh
 }
 
 /// "L:H" -> the reader head (--reader of the lookup studies).
-inline experiments::ReaderHead parse_reader(const std::string& s) {
+inline experiments::ReaderHead parse_reader(const std::string& s, const char* option = "--reader") {
     const std::size_t c = s.find(':');
     const auto digits = [](std::string_view d) {
         return !d.empty() && d.size() < 7 && d.find_first_not_of("0123456789") == std::string_view::npos;
     };
     check(c != std::string::npos && digits(std::string_view(s).substr(0, c)) && digits(std::string_view(s).substr(c + 1)),
-          "--reader '", s, "' is not LAYER:HEAD (e.g. 3:1)");
+          option, " '", s, "' is not LAYER:HEAD (e.g. 3:1)");
     return {static_cast<LayerIndex>(std::stoul(s.substr(0, c))), static_cast<std::size_t>(std::stoul(s.substr(c + 1)))};
 }
 
@@ -152,12 +152,15 @@ struct LookupStudyArgs {
     std::uint64_t seed = 1;
     bool resume = false, no_progress = false;
 
-    void add(CLI::App& app) {
+    /// `long_variant`: the study takes the long variant (chat8 with filler text) too.
+    void add(CLI::App& app, bool long_variant = false) {
         app.add_option("--model", model, "model folder (config.json + *.safetensors)")->required()->check(CLI::ExistingDirectory);
         app.add_option("--tokenizer", tokenizer, "tokenizer.json (default: the model folder's)")->check(CLI::ExistingFile);
-        app.add_option("--variant", variant, "prompt variant: chat4, chat8, chat16, list8, rev8, perm8")
-            ->capture_default_str()
-            ->check(CLI::IsMember({"chat4", "chat8", "chat16", "list8", "rev8", "perm8"}));
+        std::vector<std::string> variants{"chat4", "chat8", "chat16", "list8", "rev8", "perm8"};
+        if (long_variant) variants.push_back("long");
+        std::string names;
+        for (const std::string& v : variants) names += (names.empty() ? "" : ", ") + v;
+        app.add_option("--variant", variant, "prompt variant: " + names)->capture_default_str()->check(CLI::IsMember(variants));
         app.add_option("--per-config", per_config, "pairs drawn per (target, distractor) configuration")
             ->capture_default_str()
             ->check(CLI::Range(std::size_t{1}, std::size_t{100000}));

@@ -151,9 +151,16 @@ TEST_CASE("transplant study: blocks, position sets and conditions") {
     CHECK(ex::positions_of(ex::PositionSet::question, 5, 9).resolve(9) == P{5, 6, 7, 8});
     CHECK(ex::positions_of(ex::PositionSet::dictionary, 5, 9).resolve(9) == P{0, 1, 2, 3, 4});
     CHECK(ex::positions_of(ex::PositionSet::all, 5, 9).resolve(9) == P{0, 1, 2, 3, 4, 5, 6, 7, 8});
+    CHECK(ex::positions_of(ex::PositionSet::question_nofinal, 5, 9).resolve(9) == P{5, 6, 7});  // exp32-A(iii)
+    CHECK(ex::positions_of(ex::parse_position_set("question-nofinal"), 7, 9).resolve(9) == P{7});
+    CHECK_THROWS_WITH_AS(ex::positions_of(ex::PositionSet::question_nofinal, 8, 9),
+                         "[transplant] question-nofinal: the question starts at the final position 8 of 9 tokens (the set "
+                         "is empty)", ShapeError);
     CHECK_THROWS_AS(ex::positions_of(ex::PositionSet::all, 9, 9), ShapeError);
     CHECK_THROWS_AS(ex::parse_position_set("middle"), Error);
     CHECK_THROWS_AS(ex::parse_transplant_kind("residual"), Error);
+    for (const char* k : {"mixer", "layer", "mixer_in", "resid_pre", "upstream", "state", "state+conv"})
+        CHECK(ex::kind_name(ex::parse_transplant_kind(k)) == k);
 
     const auto conds = ex::transplant_conditions({ex::TransplantKind::mixer, ex::TransplantKind::state,
                                                   ex::TransplantKind::state_conv},
@@ -163,13 +170,38 @@ TEST_CASE("transplant study: blocks, position sets and conditions") {
     CHECK(names == std::vector<std::string>{"A", "B", "mixer:G0@final", "mixer:G0@all", "mixer:3@final", "mixer:3@all",
                                             "split", "state:G0", "state:3", "state+conv:G0", "state+conv:3"});
     CHECK_THROWS_AS(ex::transplant_conditions({ex::TransplantKind::mixer}, {b[0], b[0]}, {ex::PositionSet::all}), Error);
+
+    // exp32-C and D: the donor baseline under each removal, then the block transplants from it.
+    const auto up = ex::transplant_conditions({ex::TransplantKind::resid_pre, ex::TransplantKind::upstream}, {b[0], b[1]},
+                                              {ex::PositionSet::final_position}, {b[1], b[3]});
+    names.clear();
+    for (const auto& c : up) names.push_back(c.name);
+    CHECK(names == std::vector<std::string>{"A", "B", "resid_pre:G0@final", "resid_pre:3@final", "A/without:3",
+                                            "mixer:G0@final/without:3", "mixer:3@final/without:3", "A/without:G1+G0",
+                                            "mixer:G0@final/without:G1+G0", "mixer:3@final/without:G1+G0"});
+    CHECK(up[4].kind == ex::TransplantKind::baseline);
+    CHECK(up[4].block == "A");
+    CHECK(up[7].without.layers == std::vector<LayerIndex>{0, 1, 2, 4, 5});
+    const nlohmann::json f = ex::condition_fields(up[8]);
+    CHECK(f["kind"] == "upstream");
+    CHECK(f["positions"] == "final");
+    CHECK(f["without"] == "G1+G0");
+    CHECK(f["without_layers"] == nlohmann::json::array({0, 1, 2, 4, 5}));
+    CHECK(!ex::condition_fields(up[0]).contains("without"));
+    CHECK_THROWS_WITH_AS(ex::transplant_conditions({ex::TransplantKind::upstream}, {b[0]}, {ex::PositionSet::all}),
+                         "[transplant] the upstream kind needs the blocks to remove from the donor (--upstream)", Error);
+    CHECK_THROWS_WITH_AS(ex::transplant_conditions({ex::TransplantKind::mixer}, {b[0]}, {ex::PositionSet::all}, {b[1]}),
+                         "[transplant] blocks to remove from the donor (--upstream) are read by the upstream kind alone",
+                         Error);
 }
 
 TEST_CASE("transplant study: a prompt transplanted onto itself scores as the clean run") {
-    const std::vector<ex::TransplantKind> kinds = {ex::TransplantKind::mixer, ex::TransplantKind::layer,
-                                                   ex::TransplantKind::state, ex::TransplantKind::state_conv};
+    const std::vector<ex::TransplantKind> kinds = {ex::TransplantKind::mixer,    ex::TransplantKind::layer,
+                                                   ex::TransplantKind::mixer_in, ex::TransplantKind::resid_pre,
+                                                   ex::TransplantKind::state,    ex::TransplantKind::state_conv};
     const std::vector<ex::PositionSet> sets = {ex::PositionSet::final_position, ex::PositionSet::question,
-                                               ex::PositionSet::dictionary, ex::PositionSet::all};
+                                               ex::PositionSet::question_nofinal, ex::PositionSet::dictionary,
+                                               ex::PositionSet::all};
     SUBCASE("random Qwen-like model (DeltaNet 0, 1, 3; reader layer 2)") {
         const auto m = test::random_qwen({});
         ex::TransplantItem it;
@@ -196,6 +228,63 @@ TEST_CASE("transplant study: a prompt transplanted onto itself scores as the cle
             }
         });
     }
+}
+
+TEST_CASE("transplant study: exp32-C and D conditions against runs built by hand") {
+    // Random Qwen-like model: DeltaNet 0, 1, 3, softmax attention at 2 (the reader's layer).
+    const auto m = test::random_qwen({});
+    ex::TransplantItem it;
+    it.a = test::random_ids(14, m.config().vocab, 3);
+    it.b = test::random_ids(14, m.config().vocab, 4);
+    it.value_a = 7;
+    it.value_b = 11;
+    it.entry_a = {2, 5};
+    it.entry_b = {6, 9};
+    it.qstart = 10;
+    const ex::ReaderHead reader{2, 1};
+    const auto same = [](const TransplantScore& x, const TransplantScore& y) {
+        CHECK(x.ansA == y.ansA);
+        CHECK(x.ansB == y.ansB);
+        CHECK(x.dAB == y.dAB);
+        CHECK(x.attA == y.attA);
+        CHECK(x.attB == y.attB);
+    };
+    const auto blocks = ex::parse_blocks("0+1,3", {}, 4);
+    const auto conds = ex::transplant_conditions({ex::TransplantKind::mixer, ex::TransplantKind::mixer_in,
+                                                  ex::TransplantKind::resid_pre, ex::TransplantKind::upstream},
+                                                 blocks, {ex::PositionSet::final_position, ex::PositionSet::question},
+                                                 ex::parse_blocks("3,0", {}, 4));
+    std::map<std::string, TransplantScore> got;
+    for (const ex::TransplantCondition& c : conds) got[c.name] = ex::run_transplant_condition(m, it, c, reader);
+    RunOptions o;
+    o.last_only = true;
+    o.capture = {site::attn_probs(2, Positions::last())};
+    const auto score = [&](const RunResult& r) { return ex::score_run(m, r, it, reader); };
+    const TokenBatch A(it.a), B(it.b);
+    // The donor under a removal: its run with the layer's mixer output zeroed at every position.
+    same(got.at("A/without:0"), score(run(m, A, {zero(Site::mixer_out, {0})}, o)));
+    same(got.at("A/without:3"), score(run(m, A, {zero(Site::mixer_out, {3})}, o)));
+    // Removing a layer after the block leaves the block's donor rows, hence the transplant, as they were.
+    same(got.at("mixer:0+1@final/without:3"), got.at("mixer:0+1@final"));
+    same(got.at("mixer:0+1@question/without:3"), got.at("mixer:0+1@question"));
+    // Removing one before it changes them: the rows are taken from the donor without layer 0.
+    {
+        const NamedTensors donor = capture(m, A, {site::mixer_out(3, Positions::last())}, {zero(Site::mixer_out, {0})});
+        same(got.at("mixer:3@final/without:0"),
+             score(run(m, B, {patch(site::mixer_out(3, Positions::last()), donor)}, o)));
+        CHECK(got.at("mixer:3@final/without:0").dAB != got.at("mixer:3@final").dAB);
+    }
+    // exp32-D: the mixer inputs of the block's layers, and the residual entering its first layer.
+    {
+        const Positions q = Positions::range(10, 14);
+        const NamedTensors donor = capture(m, A, {site::mixer_in(0, q), site::mixer_in(1, q), site::resid_pre(3, q)});
+        same(got.at("mixer_in:0+1@question"),
+             score(run(m, B, {patch(site::mixer_in(0, q), donor), patch(site::mixer_in(1, q), donor)}, o)));
+        same(got.at("resid_pre:3@question"), score(run(m, B, {patch(site::resid_pre(3, q), donor)}, o)));
+    }
+    // The residual entering layer 0 at every position is the embedding: the host becomes the donor.
+    const ex::TransplantCondition all0{"resid_pre:0@all", ex::TransplantKind::resid_pre, "0", {0}, ex::PositionSet::all};
+    same(ex::run_transplant_condition(m, it, all0, reader), ex::run_transplant_condition(m, it, {"A", ex::TransplantKind::baseline, "A"}, reader));
 }
 
 TEST_CASE("transplant study: the summary of hand-computed records") {
@@ -251,10 +340,10 @@ TEST_CASE("transplant study: the summary of hand-computed records") {
     CHECK(r["attB"]["sd_seeds"].get<double>() == 0.0);
     const std::vector<std::string> csv = lines(ex::transplant_summary_csv(rows));
     REQUIRE(csv.size() == 2);
-    CHECK(csv[0] == "task,condition,kind,block,positions,n,ansA,ansA_lo,ansA_hi,ansB,ansB_lo,ansB_hi,dAB,dAB_lo,dAB_hi,"
+    CHECK(csv[0] == "task,condition,kind,block,positions,without,n,ansA,ansA_lo,ansA_hi,ansB,ansB_lo,ansB_hi,dAB,dAB_lo,dAB_hi,"
                     "attA,attA_lo,attA_hi,attB,attB_lo,attB_hi,seeds,ansA_sd_seeds,ansB_sd_seeds,dAB_sd_seeds,"
                     "attA_sd_seeds,attB_sd_seeds");
-    CHECK(csv[1].rfind("transplant:chat8,mixer:G0@final,mixer,G0,final,4,0.5,", 0) == 0);
+    CHECK(csv[1].rfind("transplant:chat8,mixer:G0@final,mixer,G0,final,,4,0.5,", 0) == 0);
     CHECK(csv[1].find(",0.25,0.25,0.25,2,0.471404521,") != std::string::npos);
     CHECK(csv[1].substr(csv[1].size() - 2) == ",0");
     // One seed: no sd (empty cells, null in the JSON).
@@ -363,6 +452,79 @@ TEST_CASE("transplant study on models/qwen35-tiny: resume and shards give the un
         CHECK(read_text(root / "merged" / "summary.json") == summary);
         CHECK(read_text(root / "merged" / "summary.csv") == read_text(root / "full" / "summary.csv"));
     }
+}
+
+TEST_CASE("transplant study on models/qwen35-tiny: watched heads, upstream removal, input transplants") {
+    const AnyModel model = load(kOrganism);
+    const Tokenizer tok = Tokenizer::from_file((kOrganism / "tokenizer.json").string());
+    const fs::path root = fresh_dir("watch");
+    ex::TransplantStudyOptions o;
+    o.out = root / "w";
+    o.per_config = 2;
+    o.blocks = ex::parse_blocks("G0,2", {{0, 1, 2}}, 4);
+    o.positions = {ex::PositionSet::final_position, ex::PositionSet::question_nofinal};
+    o.kinds = {ex::TransplantKind::mixer, ex::TransplantKind::mixer_in, ex::TransplantKind::resid_pre,
+               ex::TransplantKind::upstream, ex::TransplantKind::state};
+    o.upstream = ex::parse_blocks("0,0+1", {{0, 1, 2}}, 4);
+    o.reader = {3, 1};
+    o.watch = {{3, 0}, {3, 1}};  // the second is the reader itself
+    const auto run_study = [&](const ex::TransplantStudyOptions& opt) {
+        return model.visit([&](const auto& m) { return ex::run_transplant_study(m, tok, chat_format(ChatFamily::qwen35), opt); });
+    };
+    {
+        ex::TransplantStudyOptions bad = o;
+        bad.out = root / "bad";
+        bad.watch = {{3, 0}, {3, 0}};
+        CHECK_THROWS_WITH_AS(run_study(bad), "[transplant] --watch lists L3H0 twice", Error);
+        bad.watch = {{1, 0}};
+        CHECK_THROWS_WITH_AS(run_study(bad), "[transplant --watch] the reader layer 1 has no softmax attention", ShapeError);
+        bad.watch = {};
+        bad.upstream = ex::parse_blocks("3", {{0, 1, 2}}, 4);
+        CHECK_THROWS_WITH_AS(run_study(bad), doctest::Contains("layer 3 has no recurrent mixer to remove"), ShapeError);
+        CHECK(!fs::exists(root / "bad" / "items.jsonl"));
+    }
+    const ex::TransplantStudyResult r = run_study(o);
+    // A, B; mixer, mixer_in, resid_pre x 2 blocks x 2 sets; per removal: A/without + 2 x 2; split, state x 2.
+    const std::size_t conds = 2 + 3 * 2 * 2 + 2 * (1 + 2 * 2) + 1 + 2;
+    REQUIRE(r.items >= 4);
+    CHECK(r.records == r.items * conds);
+    std::size_t upstream = 0, without_baselines = 0;
+    for (const std::string& l : lines(read_text(o.out / "items.jsonl"))) {
+        const nlohmann::json rec = nlohmann::json::parse(l);
+        REQUIRE(rec["watch"].size() == 2);
+        CHECK(rec["watch"][0]["layer"] == 3);
+        CHECK(rec["watch"][0]["head"] == 0);
+        // the reader watched is the reader: the same attention, bit for bit
+        CHECK(rec["watch"][1]["attA"] == rec["attA"]);
+        CHECK(rec["watch"][1]["attB"] == rec["attB"]);
+        upstream += rec["kind"] == "upstream";
+        if (rec.contains("without")) {
+            CHECK(rec["without_layers"] == (rec["without"] == "0" ? nlohmann::json::array({0}) : nlohmann::json::array({0, 1})));
+            without_baselines += rec["kind"] == "baseline";
+        }
+    }
+    CHECK(upstream == r.items * 2 * 4);
+    CHECK(without_baselines == r.items * 2);
+    const nlohmann::json rows = nlohmann::json::parse(read_text(o.out / "summary.json"));
+    REQUIRE(rows.size() == conds);
+    for (const nlohmann::json& row : rows) {
+        CAPTURE(row["condition"]);
+        REQUIRE(row["watch"].size() == 2);
+        CHECK(row["watch"][0]["head"] == "L3H0");
+        CHECK(row["watch"][1]["head"] == "L3H1");
+        for (const char* m : {"attA", "attB"})  // the same values and bootstrap draws: the same interval
+            for (const char* f : {"mean", "lo", "hi", "n", "sd_seeds"}) CHECK(row["watch"][1][m][f] == row[m][f]);
+    }
+    const std::vector<std::string> csv = lines(read_text(o.out / "summary.csv"));
+    CHECK(csv[0].find(",attB_sd_seeds,L3H0_attA,L3H0_attA_lo,L3H0_attA_hi,L3H0_attB,L3H0_attB_lo,L3H0_attB_hi,L3H1_attA,") !=
+          std::string::npos);
+    const nlohmann::json run = nlohmann::json::parse(read_text(o.out / "run.json"));
+    CHECK(run["study"]["watch"] == nlohmann::json::array({"L3H0", "L3H1"}));
+    // A resume with other watched heads is another study.
+    ex::TransplantStudyOptions other = o;
+    other.resume = true;
+    other.watch = {{3, 2}};
+    CHECK_THROWS_AS(run_study(other), Error);
 }
 
 TEST_CASE("query-map: shuffled rows are a fixed permutation of the rows") {
@@ -493,6 +655,15 @@ TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
         CHECK(sh(base + " --out " + (root / "x").string() + " --bogus 1" + quiet) == 2);
         CHECK(sh(base + " --out " + (root / "x").string() + " --kind residual" + quiet) == 2);
         CHECK(sh(base + " --out " + (root / "x").string() + " --positions middle" + quiet) == 2);
+        const std::string no_kind = kCli + " experiment transplant --model " + kOrganism.string() +
+                                    " --per-config 1 --blocks G0 --positions final --reader 3:0 --no-progress --out " +
+                                    (root / "x").string();
+        CHECK(sh(no_kind + " --kind upstream" + quiet) == 2);
+        CHECK(read_text(root / "log").find("--kind upstream needs --upstream BLOCKS") != std::string::npos);
+        CHECK(sh(no_kind + " --upstream 0" + quiet) == 2);
+        CHECK(read_text(root / "log").find("--upstream is read by --kind upstream alone") != std::string::npos);
+        CHECK(sh(base + " --out " + (root / "x").string() + " --watch 3" + quiet) == 2);
+        CHECK(read_text(root / "log").find("--watch '3' is not LAYER:HEAD") != std::string::npos);
         CHECK(sh(base + " --out " + (root / "x").string() + " --reader 3" + quiet) == 2);
         CHECK(sh(base + " --out " + (root / "x").string() + " --seed 2 --seeds 1,2" + quiet) == 2);  // one or the other
         CHECK(sh(base + " --out " + (root / "x").string() + " --seeds 1,1" + quiet) == 2);
@@ -527,6 +698,25 @@ TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
                    (root / "merged").string() + quiet) == 0);
         CHECK(read_text(root / "merged" / "items.jsonl") == read_text(root / "full" / "items.jsonl"));
         CHECK(read_text(root / "merged" / "summary.csv") == read_text(root / "full" / "summary.csv"));
+        // exp32-A(iii), C and D with a watched head through the CLI, and the watched head's figure.
+        REQUIRE(sh(kCli + " experiment transplant --model " + kOrganism.string() + " --per-config 1 --blocks G0 --positions "
+                   "final,question-nofinal --kind mixer_in,resid_pre,upstream --upstream 0 --reader 3:1 --watch 3:0 "
+                   "--no-progress --out " + (root / "exp32").string() + quiet) == 0);
+        const nlohmann::json e32 = nlohmann::json::parse(read_text(root / "exp32" / "summary.json"));
+        std::vector<std::string> names;
+        for (const nlohmann::json& row : e32) names.push_back(row["condition"].get<std::string>());
+        CHECK(names == std::vector<std::string>{"A", "B", "mixer_in:G0@final", "mixer_in:G0@question-nofinal",
+                                                "resid_pre:G0@final", "resid_pre:G0@question-nofinal", "A/without:0",
+                                                "mixer:G0@final/without:0", "mixer:G0@question-nofinal/without:0"});
+        CHECK(e32[0]["watch"][0]["head"] == "L3H0");
+        if (hylens::test::figure_scripts_can_run()) {
+            CHECK(sh("/usr/bin/python3 " + std::string(HYLENS_SOURCE_DIR) + "/scripts/plot_transplant.py " +
+                     (root / "exp32").string() + " --metric L3H0:attA" + quiet) == 0);
+            CHECK(fs::exists(root / "exp32" / "transplant.png"));
+            CHECK(sh("/usr/bin/python3 " + std::string(HYLENS_SOURCE_DIR) + "/scripts/plot_transplant.py " +
+                     (root / "exp32").string() + " --metric L3H2:attA" + quiet) != 0);
+            CHECK(read_text(root / "log").find("watched no head L3H2 (watched: L3H0)") != std::string::npos);
+        }
         if (hylens::test::figure_scripts_can_run()) {
             CHECK(sh("/usr/bin/python3 " + std::string(HYLENS_SOURCE_DIR) + "/scripts/plot_transplant.py " +
                      (root / "full").string() + quiet) == 0);

@@ -1,5 +1,5 @@
 #pragma once
-// The transplant study (protocols.md §A.8 exp22, §A.9 exp32-B) on donor/host pairs of one
+// The transplant study (protocols.md §A.8 exp22, §A.9 exp32) on donor/host pairs of one
 // dictionary (tasks/lookup/pairs.hpp): run A (the donor) asks entry ia, run B (the host) asks
 // entry ib. Conditions, each scored on the host's final position (interp/metrics.hpp
 // score_transplant: ansA, ansB, dAB, and the reader head's attention attA / attB on entries A
@@ -7,24 +7,31 @@
 //
 //   A, B                     the donor and the host run alone (baselines);
 //   mixer:<block>@<pos>      the mixer outputs of every layer of the block at the position set,
-//                            copied from run A into run B (transplant_mixer);
+//                            copied from run A into run B (transplant_mixer; exp22, exp32-A);
 //   layer:<block>@<pos>      the layer writes resid_post - resid_pre instead (transplant_layer_write);
+//   mixer_in:<block>@<pos>   each layer's mixer input (its normed hidden state; exp32-D(i));
+//   resid_pre:<block>@<pos>  the residual entering the block's first layer (exp32-D(ii));
+//   A/without:<U>            run A with the recurrent mixers of block U zeroed (exp32-C: the
+//                            donor's own answer under the removal);
+//   mixer:<block>@<pos>/without:<U>  the mixer transplant from that donor (exp32-C);
 //   split                    run B prefilled over T - 1 tokens, then its final token (the control
 //                            of the state transplants: no copy);
 //   state:<block>            as split, with the recurrent state of the block's layers copied from
-//                            A's prefill (transplant_state_run);
+//                            A's prefill (transplant_state_run; exp32-B);
 //   state+conv:<block>       the state and the conv window.
 //
-// Position sets: final {T-1}; question [qstart, T); dictionary [0, qstart); all [0, T).
+// Position sets: final {T-1}; question [qstart, T); question-nofinal [qstart, T-1) (exp32-A(iii));
+// dictionary [0, qstart); all [0, T).
 // Blocks: a layer group "G<i>" (interp/reader_search.hpp layer_groups), a layer "12", a range
 // "12-14", or a union joined by '+' ("G1+G2").
 //
 // Records (one per (task, seed, item, condition), through StudyFolder): the key, the condition's
-// kind / block / layers / positions, ia, ib, the answer ids, ansA, ansB, dAB, attA, attB (null
-// without a reader). The summary (summary.json / summary.csv) holds, per (task, condition), the
-// mean of each score with its 95 % bootstrap interval (interp/metric_intervals.hpp
-// transplant_intervals), computed from the records alone. Sharding numbers the (seed, item)
-// units in study order.
+// kind / block / layers / positions (/ without, without_layers), ia, ib, the answer ids, T,
+// qstart, the entries' spans, ansA, ansB, dAB, attA, attB (null without a reader), and with
+// watched heads (§A.8 --watch) "watch": each head's attA / attB. The summary (summary.json /
+// summary.csv) holds, per (task, condition), the mean of each score with its 95 % bootstrap
+// interval (interp/metric_intervals.hpp transplant_intervals), computed from the records alone.
+// Sharding numbers the (seed, item) units in study order.
 
 #include <algorithm>   // std::sort, std::find
 #include <cmath>       // std::isnan, std::isfinite, std::sqrt
@@ -57,34 +64,46 @@ namespace hylens::experiments {
 
 // ---- conditions --------------------------------------------------------------------------
 
-enum class TransplantKind { baseline, mixer, layer, split, state, state_conv };
+enum class TransplantKind { baseline, mixer, layer, mixer_in, resid_pre, upstream, split, state, state_conv };
 
 inline std::string kind_name(TransplantKind k) {
     switch (k) {
         case TransplantKind::baseline: return "baseline";
         case TransplantKind::mixer: return "mixer";
         case TransplantKind::layer: return "layer";
+        case TransplantKind::mixer_in: return "mixer_in";
+        case TransplantKind::resid_pre: return "resid_pre";
+        case TransplantKind::upstream: return "upstream";
         case TransplantKind::split: return "split";
         case TransplantKind::state: return "state";
         case TransplantKind::state_conv: return "state+conv";
     }
     return "?";
 }
-/// The kinds a user picks (--kind): mixer, layer, state, state+conv.
+/// The kinds a user picks (--kind): mixer, layer, mixer_in, resid_pre, upstream, state, state+conv.
 inline TransplantKind parse_transplant_kind(std::string_view s) {
     if (s == "mixer") return TransplantKind::mixer;
     if (s == "layer") return TransplantKind::layer;
+    if (s == "mixer_in") return TransplantKind::mixer_in;
+    if (s == "resid_pre") return TransplantKind::resid_pre;
+    if (s == "upstream") return TransplantKind::upstream;
     if (s == "state") return TransplantKind::state;
     if (s == "state+conv") return TransplantKind::state_conv;
-    fail("[transplant] unknown kind '", s, "' (mixer, layer, state, state+conv)");
+    fail("[transplant] unknown kind '", s, "' (mixer, layer, mixer_in, resid_pre, upstream, state, state+conv)");
+}
+/// The kinds that copy rows of a donor run at a position set (the others copy a cache).
+inline bool copies_rows(TransplantKind k) {
+    return k == TransplantKind::mixer || k == TransplantKind::layer || k == TransplantKind::mixer_in ||
+           k == TransplantKind::resid_pre || k == TransplantKind::upstream;
 }
 
-enum class PositionSet { final_position, question, dictionary, all };
+enum class PositionSet { final_position, question, question_nofinal, dictionary, all };
 
 inline std::string position_set_name(PositionSet p) {
     switch (p) {
         case PositionSet::final_position: return "final";
         case PositionSet::question: return "question";
+        case PositionSet::question_nofinal: return "question-nofinal";
         case PositionSet::dictionary: return "dictionary";
         case PositionSet::all: return "all";
     }
@@ -93,9 +112,10 @@ inline std::string position_set_name(PositionSet p) {
 inline PositionSet parse_position_set(std::string_view s) {
     if (s == "final") return PositionSet::final_position;
     if (s == "question") return PositionSet::question;
+    if (s == "question-nofinal") return PositionSet::question_nofinal;
     if (s == "dictionary" || s == "dict") return PositionSet::dictionary;
     if (s == "all") return PositionSet::all;
-    fail("[transplant] unknown position set '", s, "' (final, question, dictionary, all)");
+    fail("[transplant] unknown position set '", s, "' (final, question, question-nofinal, dictionary, all)");
 }
 /// The positions of a set in a prompt of T tokens whose question starts at qstart.
 inline Positions positions_of(PositionSet p, std::size_t qstart, std::size_t T) {
@@ -103,6 +123,10 @@ inline Positions positions_of(PositionSet p, std::size_t qstart, std::size_t T) 
     switch (p) {
         case PositionSet::final_position: return Positions::last();
         case PositionSet::question: return Positions::range(static_cast<std::int64_t>(qstart), static_cast<std::int64_t>(T));
+        case PositionSet::question_nofinal:
+            check<ShapeError>(qstart + 1 < T, "[transplant] question-nofinal: the question starts at the final position ",
+                              qstart, " of ", T, " tokens (the set is empty)");
+            return Positions::range(static_cast<std::int64_t>(qstart), static_cast<std::int64_t>(T) - 1);
         case PositionSet::dictionary: return Positions::range(0, static_cast<std::int64_t>(qstart));
         case PositionSet::all: return Positions::all();
     }
@@ -164,22 +188,38 @@ inline std::vector<TransplantBlock> parse_blocks(std::string_view spec, const st
 struct TransplantCondition {
     std::string name;  ///< the record's "condition"
     TransplantKind kind = TransplantKind::baseline;
-    std::string block;         ///< block name ("" for baselines and split); "A" / "B" for the baselines
+    std::string block;         ///< block name ("" for split); "A" / "B" for the baselines
     std::vector<LayerIndex> layers{};
-    PositionSet positions = PositionSet::final_position;  ///< mixer / layer only
+    PositionSet positions = PositionSet::final_position;  ///< the kinds that copy rows (copies_rows)
+    TransplantBlock without{};  ///< upstream kind and its donor baseline: the donor's zeroed mixers
 };
 
-/// The conditions of a study, in order: A, B, then for each kind (mixer and layer: each block
-/// at each position set; state kinds: split first, then each block).
+/// The conditions of a study, in order: A, B, then for each kind: mixer, layer, mixer_in and
+/// resid_pre: each block at each position set; upstream: for each removed block U of
+/// `upstream`, "A/without:U" (the donor run with U's mixers zeroed) then each block at each
+/// position set ("mixer:<block>@<set>/without:U"); state kinds: split first, then each block.
 inline std::vector<TransplantCondition> transplant_conditions(const std::vector<TransplantKind>& kinds,
                                                               const std::vector<TransplantBlock>& blocks,
-                                                              const std::vector<PositionSet>& positions) {
+                                                              const std::vector<PositionSet>& positions,
+                                                              const std::vector<TransplantBlock>& upstream = {}) {
     std::vector<TransplantCondition> out{{"A", TransplantKind::baseline, "A"}, {"B", TransplantKind::baseline, "B"}};
+    const bool wants_upstream = std::find(kinds.begin(), kinds.end(), TransplantKind::upstream) != kinds.end();
+    check(wants_upstream == !upstream.empty(), "[transplant] ",
+          wants_upstream ? "the upstream kind needs the blocks to remove from the donor (--upstream)"
+                         : "blocks to remove from the donor (--upstream) are read by the upstream kind alone");
     bool split = false;
     for (TransplantKind k : kinds) {
         check(k != TransplantKind::baseline && k != TransplantKind::split, "[transplant] ", kind_name(k),
               " is not a transplant kind");
-        if (k == TransplantKind::mixer || k == TransplantKind::layer) {
+        if (k == TransplantKind::upstream) {
+            for (const TransplantBlock& u : upstream) {
+                const std::string suffix = "/without:" + u.name;
+                out.push_back({"A" + suffix, TransplantKind::baseline, "A", {}, PositionSet::final_position, u});
+                for (const TransplantBlock& b : blocks)
+                    for (PositionSet p : positions)
+                        out.push_back({"mixer:" + b.name + "@" + position_set_name(p) + suffix, k, b.name, b.layers, p, u});
+            }
+        } else if (copies_rows(k)) {
             for (const TransplantBlock& b : blocks)
                 for (PositionSet p : positions)
                     out.push_back({kind_name(k) + ":" + b.name + "@" + position_set_name(p), k, b.name, b.layers, p});
@@ -232,54 +272,121 @@ inline nlohmann::json donor_host_fields(const tasks::lookup::DonorHostItem& di, 
             {"entry_b", {it.entry_b.first, it.entry_b.second}}};
 }
 
+/// The capture of each distinct layer of the reader and the watched heads: their attention
+/// rows from the final position.
+inline std::vector<SiteRef> head_captures(const ReaderHead& reader, const std::vector<ReaderHead>& watch) {
+    std::vector<ReaderHead> heads{reader};
+    heads.insert(heads.end(), watch.begin(), watch.end());
+    std::vector<SiteRef> out;
+    std::vector<LayerIndex> seen;
+    for (const ReaderHead& h : heads)
+        if (h.given() && std::find(seen.begin(), seen.end(), h.layer) == seen.end()) {
+            seen.push_back(h.layer);
+            out.push_back(site::attn_probs(h.layer, Positions::last()));
+        }
+    return out;
+}
+
+/// A head's probability row from the final position, out of a run that captured head_captures
+/// (nullptr without a head); Tk is set to its length.
+inline const float* head_row(const RunResult& r, const ReaderHead& h, std::size_t& Tk) {
+    Tk = 0;
+    if (!h.given()) return nullptr;
+    return probs_row(r.captures.at(site::attn_probs(h.layer, Positions::last()).name()), 0, h.head, 0, Tk);
+}
+
 /// The score of the host's final position of a run (logits [1, 1 or T, V]), with the reader's
 /// row from the run's captures when a reader is given.
 template <class Model>
 TransplantScore score_run(const Model& model, const RunResult& r, const TransplantItem& it, const ReaderHead& reader) {
-    const float* probs = nullptr;
     std::size_t Tk = 0;
-    if (reader.given()) probs = probs_row(r.captures.at(site::attn_probs(reader.layer, Positions::last()).name()), 0, reader.head, 0, Tk);
+    const float* probs = head_row(r, reader, Tk);
     const std::size_t rows = r.logits.shape()[1];
     return score_transplant(logits_row(r.logits, 0, static_cast<long>(rows) - 1), model.config().vocab, it.value_a,
                             it.value_b, probs, Tk, it.entry_a, it.entry_b);
 }
 
-/// Runs one condition on one item.
+/// The attention of a watched head from the host's final position on entries A and B
+/// (protocols.md §A.8 --watch), as attA / attB of the reader.
+struct WatchedAttention {
+    ReaderHead head;
+    double attA = 0.0, attB = 0.0;
+};
+inline std::vector<WatchedAttention> watched_attention(const RunResult& r, const TransplantItem& it,
+                                                       const std::vector<ReaderHead>& watch) {
+    std::vector<WatchedAttention> out;
+    for (const ReaderHead& h : watch) {
+        std::size_t Tk = 0;
+        const float* probs = head_row(r, h, Tk);
+        out.push_back({h, attention_mass(probs, Tk, it.entry_a), attention_mass(probs, Tk, it.entry_b)});
+    }
+    return out;
+}
+
+/// The host run of one condition on one item, with `o`'s captures (last_only is set): logits
+/// [1, 1 or T, V] whose last row is the host's final position.
 template <class Model>
-TransplantScore run_transplant_condition(const Model& model, const TransplantItem& it, const TransplantCondition& c,
-                                         const ReaderHead& reader) {
+RunResult transplant_condition_run(const Model& model, const TransplantItem& it, const TransplantCondition& c,
+                                   RunOptions o) {
     check<ShapeError>(it.a.size() == it.b.size(), "[transplant] donor and host have ", it.a.size(), " and ", it.b.size(),
                       " tokens");
-    RunOptions o;
     o.last_only = true;
-    if (reader.given()) o.capture = {site::attn_probs(reader.layer, Positions::last())};
     const TokenBatch A(it.a), B(it.b);
+    const auto at = [&] { return positions_of(c.positions, it.qstart, it.b.size()); };
+    const std::vector<Intervention> without = zero_mixers(model.stack(), c.without.layers);
     switch (c.kind) {
-        case TransplantKind::baseline: return score_run(model, run(model, c.block == "A" ? A : B, {}, o), it, reader);
-        case TransplantKind::mixer:
-            return score_run(model,
-                             transplant_mixer(model, A, B, c.layers, positions_of(c.positions, it.qstart, it.b.size()),
-                                              MixerChannel::recurrent, o).host,
-                             it, reader);
-        case TransplantKind::layer:
-            return score_run(
-                model, transplant_layer_write(model, A, B, c.layers, positions_of(c.positions, it.qstart, it.b.size()), o).host,
-                it, reader);
-        case TransplantKind::split: return score_run(model, transplant_state_run(model, A, B, {}, false, o), it, reader);
+        case TransplantKind::baseline: return run(model, c.block == "A" ? A : B, c.block == "A" ? without : std::vector<Intervention>{}, o);
+        case TransplantKind::mixer: return transplant_mixer(model, A, B, c.layers, at(), MixerChannel::recurrent, o).host;
+        case TransplantKind::upstream:
+            return transplant_mixer(model, A, B, c.layers, at(), MixerChannel::recurrent, o, without).host;
+        case TransplantKind::layer: return transplant_layer_write(model, A, B, c.layers, at(), o).host;
+        case TransplantKind::mixer_in: {
+            std::vector<SiteRef> sites;
+            for (LayerIndex l : c.layers) sites.push_back(site::mixer_in(l, at()));
+            return transplant_sites(model, A, B, sites, o).host;
+        }
+        case TransplantKind::resid_pre: return transplant_sites(model, A, B, {site::resid_pre(c.layers.front(), at())}, o).host;
+        case TransplantKind::split: return transplant_state_run(model, A, B, {}, false, o);
         case TransplantKind::state:
         case TransplantKind::state_conv:
-            return score_run(model, transplant_state_run(model, A, B, c.layers, c.kind == TransplantKind::state_conv, o), it,
-                             reader);
+            return transplant_state_run(model, A, B, c.layers, c.kind == TransplantKind::state_conv, o);
     }
     fail("[transplant] unknown condition kind");
 }
 
-/// The fields that name a condition in its records: kind, block, layers, and positions for
-/// the mixer and layer kinds.
+/// Runs one condition on one item and scores it with the reader.
+template <class Model>
+TransplantScore run_transplant_condition(const Model& model, const TransplantItem& it, const TransplantCondition& c,
+                                         const ReaderHead& reader) {
+    RunOptions o;
+    o.capture = head_captures(reader, {});
+    return score_run(model, transplant_condition_run(model, it, c, o), it, reader);
+}
+
+/// The fields that name a condition in its records: kind, block, layers, positions for the
+/// kinds that copy rows, and for the upstream kind and its donor baseline `without` (the removed
+/// block's name) and `without_layers`.
 inline nlohmann::json condition_fields(const TransplantCondition& c) {
     nlohmann::json f = {{"kind", kind_name(c.kind)}, {"block", c.block}, {"layers", c.layers}};
-    if (c.kind == TransplantKind::mixer || c.kind == TransplantKind::layer) f["positions"] = position_set_name(c.positions);
+    if (copies_rows(c.kind)) f["positions"] = position_set_name(c.positions);
+    if (!c.without.layers.empty()) {
+        f["without"] = c.without.name;
+        f["without_layers"] = c.without.layers;
+    }
     return f;
+}
+
+/// A head's label in records and summaries: "L3H1".
+inline std::string head_label(const ReaderHead& h) {
+    return "L" + std::to_string(h.layer) + "H" + std::to_string(h.head);
+}
+
+/// The record field "watch": per watched head, its layer, head and attA / attB.
+inline nlohmann::json watch_field(const std::vector<WatchedAttention>& w) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const WatchedAttention& a : w)
+        out.push_back({{"layer", a.head.layer}, {"head", a.head.head}, {"attA", a.attA}, {"attB", a.attB}});
+    return out;
 }
 
 /// The record of one (item, condition): the key, the condition's `order` in the study (the
@@ -362,19 +469,31 @@ inline nlohmann::json transplant_summary(const std::vector<nlohmann::json>& reco
     struct Group {
         nlohmann::json head;
         std::map<std::uint64_t, std::vector<TransplantScore>> seeds;
+        std::vector<std::string> watch;  ///< the watched heads' labels, in record order
+        std::map<std::string, std::map<std::uint64_t, std::vector<TransplantScore>>> watched;  ///< attA / attB only
     };
     std::map<std::pair<std::string, std::size_t>, Group> groups;
     for (const nlohmann::json& r : records) {
         Group& g = groups[{r.at("task").get<std::string>(), r.at("order").get<std::size_t>()}];
         if (g.head.is_null()) {
             g.head = {{"task", r.at("task")}, {"condition", r.at("condition")}, {"order", r.at("order")}};
-            for (const char* k : {"kind", "block", "layers", "positions", "fit_items"})
+            for (const char* k : {"kind", "block", "layers", "positions", "without", "without_layers", "fit_items"})
                 if (r.contains(k)) g.head[k] = r[k];
         }
         check<FormatError>(g.head["condition"] == r.at("condition"), "[transplant summary] conditions ",
                            g.head["condition"].dump(), " and ", r.at("condition").dump(), " share order ",
                            r.at("order").dump());
-        g.seeds[r.at("seed").get<std::uint64_t>()].push_back(score_of_record(r));
+        const std::uint64_t seed = r.at("seed").get<std::uint64_t>();
+        g.seeds[seed].push_back(score_of_record(r));
+        for (const nlohmann::json& w : r.value("watch", nlohmann::json::array())) {
+            const std::string label = head_label({w.at("layer").get<LayerIndex>(), w.at("head").get<std::size_t>()});
+            if (std::find(g.watch.begin(), g.watch.end(), label) == g.watch.end()) g.watch.push_back(label);
+            TransplantScore t;
+            t.dAB = std::numeric_limits<double>::quiet_NaN();
+            t.attA = w.at("attA").get<double>();
+            t.attB = w.at("attB").get<double>();
+            g.watched[label][seed].push_back(t);
+        }
     }
     nlohmann::json rows = nlohmann::json::array();
     const auto num = [](double x) { return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x); };
@@ -385,13 +504,25 @@ inline nlohmann::json transplant_summary(const std::vector<nlohmann::json>& reco
         {"dAB", [](const TransplantScore& t) { return t.dAB; }},
         {"attA", [](const TransplantScore& t) { return t.attA; }},
         {"attB", [](const TransplantScore& t) { return t.attB; }}};
+    // A score's summary cell: the pooled mean and interval, each seed's mean and their sd.
+    const auto cell = [&](const Interval& i, const std::vector<std::vector<TransplantScore>>& seeds, Field field) {
+        const SeedSpread sp = seed_spread(seeds, field);
+        nlohmann::json per_seed = nlohmann::json::array();
+        for (double m : sp.means) per_seed.push_back(num(m));
+        return nlohmann::json{{"mean", num(i.value)}, {"lo", num(i.lo)}, {"hi", num(i.hi)}, {"n", i.n},
+                              {"per_seed", per_seed}, {"sd_seeds", num(sp.sd)}};
+    };
+    const auto by_seed = [](const std::map<std::uint64_t, std::vector<TransplantScore>>& m) {
+        std::vector<std::vector<TransplantScore>> out;
+        for (const auto& [seed, items] : m) out.push_back(items);
+        return out;
+    };
     for (auto& [key, g] : groups) {
-        std::vector<std::vector<TransplantScore>> seeds;
+        const std::vector<std::vector<TransplantScore>> seeds = by_seed(g.seeds);
         nlohmann::json seed_list = nlohmann::json::array();
         std::size_t n = 0;
-        for (auto& [seed, items] : g.seeds) {
+        for (const auto& [seed, items] : g.seeds) {
             n += items.size();
-            seeds.push_back(items);
             seed_list.push_back(seed);
         }
         const TransplantIntervals iv = transplant_intervals(seeds, boot);
@@ -399,29 +530,38 @@ inline nlohmann::json transplant_summary(const std::vector<nlohmann::json>& reco
         row["n"] = n;
         row["seeds"] = seed_list;
         const Interval* intervals[] = {&iv.ansA, &iv.ansB, &iv.dAB, &iv.attA, &iv.attB};
-        for (std::size_t f = 0; f < std::size(fields); ++f) {
-            const Interval& i = *intervals[f];
-            const SeedSpread sp = seed_spread(seeds, fields[f].second);
-            nlohmann::json per_seed = nlohmann::json::array();
-            for (double m : sp.means) per_seed.push_back(num(m));
-            row[fields[f].first] = {{"mean", num(i.value)}, {"lo", num(i.lo)}, {"hi", num(i.hi)}, {"n", i.n},
-                                    {"per_seed", per_seed}, {"sd_seeds", num(sp.sd)}};
+        for (std::size_t f = 0; f < std::size(fields); ++f) row[fields[f].first] = cell(*intervals[f], seeds, fields[f].second);
+        if (!g.watch.empty()) {
+            row["watch"] = nlohmann::json::array();
+            for (const std::string& label : g.watch) {
+                const std::vector<std::vector<TransplantScore>> ws = by_seed(g.watched[label]);
+                const TransplantIntervals wi = transplant_intervals(ws, boot);
+                row["watch"].push_back(
+                    {{"head", label}, {"attA", cell(wi.attA, ws, fields[3].second)}, {"attB", cell(wi.attB, ws, fields[4].second)}});
+            }
         }
         rows.push_back(std::move(row));
     }
     return rows;
 }
 
-/// summary.csv of transplant_summary's rows: task, condition, kind, block, positions, n, then
-/// mean, lo, hi of ansA, ansB, dAB, attA, attB, then seeds (their count) and each score's sd
-/// over the seeds' means (empty cells for missing values).
+/// summary.csv of transplant_summary's rows: task, condition, kind, block, positions, without,
+/// n, then mean, lo, hi of ansA, ansB, dAB, attA, attB, then seeds (their count) and each
+/// score's sd over the seeds' means, then for each watched head (the first row's, in order)
+/// <head>_attA, _lo, _hi and <head>_attB, _lo, _hi (empty cells for missing values).
 inline std::string transplant_summary_csv(const nlohmann::json& rows) {
     std::ostringstream o;
     o.precision(9);
-    o << "task,condition,kind,block,positions,n";
+    std::vector<std::string> watch;
+    for (const nlohmann::json& r : rows)
+        if (r.contains("watch") && watch.empty())
+            for (const nlohmann::json& w : r["watch"]) watch.push_back(w.at("head").get<std::string>());
+    o << "task,condition,kind,block,positions,without,n";
     for (const char* m : {"ansA", "ansB", "dAB", "attA", "attB"}) o << "," << m << "," << m << "_lo," << m << "_hi";
     o << ",seeds";
     for (const char* m : {"ansA", "ansB", "dAB", "attA", "attB"}) o << "," << m << "_sd_seeds";
+    for (const std::string& w : watch)
+        for (const char* m : {"attA", "attB"}) o << "," << w << "_" << m << "," << w << "_" << m << "_lo," << w << "_" << m << "_hi";
     o << "\n";
     const auto cell = [&](const nlohmann::json& v) {
         if (v.is_null()) return;
@@ -431,7 +571,8 @@ inline std::string transplant_summary_csv(const nlohmann::json& rows) {
     for (const nlohmann::json& r : rows) {
         o << r["task"].get<std::string>() << "," << r["condition"].get<std::string>() << ","
           << r.value("kind", std::string()) << "," << r.value("block", std::string()) << ","
-          << r.value("positions", std::string()) << "," << r["n"].get<std::size_t>();
+          << r.value("positions", std::string()) << "," << r.value("without", std::string()) << ","
+          << r["n"].get<std::size_t>();
         for (const char* m : {"ansA", "ansB", "dAB", "attA", "attB"})
             for (const char* f : {"mean", "lo", "hi"}) {
                 o << ",";
@@ -441,6 +582,17 @@ inline std::string transplant_summary_csv(const nlohmann::json& rows) {
         for (const char* m : {"ansA", "ansB", "dAB", "attA", "attB"}) {
             o << ",";
             cell(r[m].value("sd_seeds", nlohmann::json()));
+        }
+        const nlohmann::json row_watch = r.value("watch", nlohmann::json::array());
+        for (const std::string& label : watch) {
+            const nlohmann::json* w = nullptr;
+            for (const nlohmann::json& x : row_watch)
+                if (x.at("head") == label) w = &x;
+            for (const char* m : {"attA", "attB"})
+                for (const char* f : {"mean", "lo", "hi"}) {
+                    o << ",";
+                    if (w) cell((*w)[m][f]);
+                }
         }
         o << "\n";
     }
@@ -467,7 +619,9 @@ struct TransplantStudyOptions : StudyRunOptions {
                                        PositionSet::all};
     std::vector<TransplantKind> kinds{TransplantKind::mixer, TransplantKind::layer, TransplantKind::state,
                                       TransplantKind::state_conv};
+    std::vector<TransplantBlock> upstream;  ///< the upstream kind's blocks removed from the donor (exp32-C)
     ReaderHead reader;
+    std::vector<ReaderHead> watch;  ///< extra heads whose attA / attB are recorded (--watch)
 };
 
 struct TransplantStudyResult {
@@ -487,18 +641,33 @@ TransplantStudyResult run_transplant_study(const Model& model, const Tokenizer& 
     check(!opt.blocks.empty() || opt.kinds.empty(), "[transplant] no blocks to transplant");
     check(!opt.seeds.empty() && opt.per_config >= 1, "[transplant] need at least one seed and one item per configuration");
     check_distinct_seeds(opt.seeds, "transplant");
-    const std::vector<TransplantCondition> conds = transplant_conditions(opt.kinds, opt.blocks, opt.positions);
+    const std::vector<TransplantCondition> conds = transplant_conditions(opt.kinds, opt.blocks, opt.positions, opt.upstream);
     // Layers each kind can act on: clear errors before any item runs.
-    for (const TransplantCondition& c : conds)
+    for (const TransplantCondition& c : conds) {
+        const bool recurrent = c.kind == TransplantKind::mixer || c.kind == TransplantKind::upstream ||
+                               c.kind == TransplantKind::state || c.kind == TransplantKind::state_conv;
         for (LayerIndex l : c.layers) {
             check<ShapeError>(l < model.num_layers(), "[transplant] ", c.name,
                               ": layer ", l, " of ", model.num_layers());
-            if (c.kind == TransplantKind::mixer || c.kind == TransplantKind::state || c.kind == TransplantKind::state_conv)
+            if (recurrent)
                 check<ShapeError>(find_mixer_site(model.stack(), l, MixerChannel::recurrent).has_value(), "[transplant] ",
-                                  c.name, ": layer ", l, " has no recurrent mixer (mixer and state transplants act on "
-                                  "DeltaNet / Mamba-2 layers)");
+                                  c.name, ": layer ", l, " has no recurrent mixer (mixer, upstream and state transplants "
+                                  "act on DeltaNet / Mamba-2 layers)");
         }
+        for (LayerIndex l : c.without.layers) {
+            check<ShapeError>(l < model.num_layers(), "[transplant] ", c.name, ": layer ", l, " of ", model.num_layers());
+            check<ShapeError>(find_mixer_site(model.stack(), l, MixerChannel::recurrent).has_value(), "[transplant] ",
+                              c.name, ": layer ", l, " has no recurrent mixer to remove");
+        }
+    }
     check_reader_head(model.stack(), opt.reader, "transplant");
+    for (std::size_t i = 0; i < opt.watch.size(); ++i) {
+        check(opt.watch[i].given(), "[transplant] watched head ", i, " has no layer");
+        check_reader_head(model.stack(), opt.watch[i], "transplant --watch");
+        for (std::size_t j = 0; j < i; ++j)
+            check(head_label(opt.watch[i]) != head_label(opt.watch[j]), "[transplant] --watch lists ",
+                  head_label(opt.watch[i]), " twice");
+    }
     const std::string task = transplant_task(opt.style, opt.n_pairs);
     nlohmann::json def = {{"task", task},
                           {"per_config", opt.per_config},
@@ -506,7 +675,14 @@ TransplantStudyResult run_transplant_study(const Model& model, const Tokenizer& 
                           {"reader", opt.reader.given() ? nlohmann::json{{"layer", opt.reader.layer}, {"head", opt.reader.head}}
                                                         : nlohmann::json(nullptr)},
                           {"conditions", nlohmann::json::array()}};
-    for (const TransplantCondition& c : conds) def["conditions"].push_back({{"name", c.name}, {"layers", c.layers}});
+    for (const TransplantCondition& c : conds) {
+        def["conditions"].push_back({{"name", c.name}, {"layers", c.layers}});
+        if (!c.without.layers.empty()) def["conditions"].back()["without_layers"] = c.without.layers;
+    }
+    if (!opt.watch.empty()) {
+        def["watch"] = nlohmann::json::array();
+        for (const ReaderHead& h : opt.watch) def["watch"].push_back(head_label(h));
+    }
     StudyFolder folder(opt.folder("transplant", def));
     const tasks::lookup::Vocabulary vocab = tasks::lookup::in_family_vocabulary(tok);
     TransplantStudyResult res;
@@ -533,10 +709,13 @@ TransplantStudyResult run_transplant_study(const Model& model, const Tokenizer& 
             const TransplantItem it = transplant_item(di);
             const nlohmann::json extra = donor_host_fields(di, it);
             std::vector<nlohmann::json> recs;
+            RunOptions ro;
+            ro.capture = head_captures(opt.reader, opt.watch);
             for (std::size_t k = 0; k < conds.size(); ++k) {
                 if (folder.done({task, seed, di.index, conds[k].name})) continue;
-                recs.push_back(transplant_record(task, seed, di.index, conds[k], k,
-                                                 run_transplant_condition(model, it, conds[k], opt.reader), extra));
+                const RunResult r = transplant_condition_run(model, it, conds[k], ro);
+                recs.push_back(transplant_record(task, seed, di.index, conds[k], k, score_run(model, r, it, opt.reader), extra));
+                if (!opt.watch.empty()) recs.back()["watch"] = watch_field(watched_attention(r, it, opt.watch));
             }
             if (!recs.empty()) folder.append(recs);
             progress.add(conds.size());

@@ -30,14 +30,16 @@ struct MixerTransplant {
 
 /// The donor rows of `sites` copied into the host run as the host computes them (every site
 /// patched at its own positions); `host_options` adds captures (the reader's attention) or
-/// last_only to the host run. Donor and host must have the same shape.
+/// last_only to the host run; `donor_interventions` act on the donor run the rows are taken
+/// from (exp32-C: a donor with upstream mixers zeroed). Donor and host must have the same shape.
 template <class Model>
 MixerTransplant transplant_sites(const Model& model, const TokenBatch& donor, const TokenBatch& host,
-                                 const std::vector<SiteRef>& sites, const RunOptions& host_options = {}) {
+                                 const std::vector<SiteRef>& sites, const RunOptions& host_options = {},
+                                 const std::vector<Intervention>& donor_interventions = {}) {
     check<ShapeError>(donor.T() == host.T() && donor.batch == host.batch, "[transplant] donor (", donor.batch, " x ",
                       donor.T(), ") and host (", host.batch, " x ", host.T(), ") differ in shape");
     MixerTransplant out;
-    out.donor = capture(model, donor, sites);
+    out.donor = capture(model, donor, sites, donor_interventions);
     std::vector<Intervention> iv;
     for (const SiteRef& s : sites) iv.push_back(patch(s, out.donor));
     out.host = run(model, host, iv, host_options);
@@ -45,15 +47,16 @@ MixerTransplant transplant_sites(const Model& model, const TokenBatch& donor, co
 }
 
 /// exp22: the mixer outputs of `layers` (the site of `channel`: mixer_out, or attn_out /
-/// ssm_out on parallel layers) at `positions`, copied from the donor run into the host run.
-/// Donor and host must have the same length.
+/// ssm_out on parallel layers) at `positions`, copied from the donor run (with
+/// `donor_interventions` applied) into the host run. Donor and host must have the same length.
 template <class Model>
 MixerTransplant transplant_mixer(const Model& model, const TokenBatch& donor, const TokenBatch& host,
                                  const std::vector<LayerIndex>& layers, const Positions& positions,
-                                 MixerChannel channel = MixerChannel::recurrent, const RunOptions& host_options = {}) {
+                                 MixerChannel channel = MixerChannel::recurrent, const RunOptions& host_options = {},
+                                 const std::vector<Intervention>& donor_interventions = {}) {
     std::vector<SiteRef> sites;
     for (LayerIndex l : layers) sites.push_back({mixer_site(model.stack(), l, channel), l, positions, false});
-    return transplant_sites(model, donor, host, sites, host_options);
+    return transplant_sites(model, donor, host, sites, host_options, donor_interventions);
 }
 
 /// exp22 --unit layer: the layer writes resid_post - resid_pre of `layers` at `positions`,
@@ -106,6 +109,15 @@ std::vector<LayerIndex> mixer_layers(const Stack& stack, MixerChannel ch) {
     std::vector<LayerIndex> out;
     for (LayerIndex l = 0; l < stack.size(); ++l)
         if (find_mixer_site(stack, l, ch)) out.push_back(l);
+    return out;
+}
+/// exp32-C's donor: interventions zeroing the mixer output of `channel` at every position of
+/// each of `layers` ("upstream blocks removed"), for transplant_mixer's donor_interventions.
+template <class Stack>
+std::vector<Intervention> zero_mixers(const Stack& stack, const std::vector<LayerIndex>& layers,
+                                      MixerChannel channel = MixerChannel::recurrent) {
+    std::vector<Intervention> out;
+    for (LayerIndex l : layers) out.push_back(zero(mixer_site(stack, l, channel), {l}));
     return out;
 }
 /// Every recurrent layer (DeltaNet / Mamba-2, or the Mamba half of a parallel layer).
