@@ -4,7 +4,8 @@
     /usr/bin/python3 scripts/plot_circuit.py RESULT_DIR [--out FIG.png]
 
 Left: the gap D(clean) - D(corrupted) with its bootstrap interval for the baseline (B1), each
-layer group removed (B2) and each linear layer removed (B3); the dashed line is the critical
+layer group removed (B2), each linear layer removed (B3) and each value head of the first linear
+layer removed (B5, when the folder has it); the dashed line is the critical
 threshold (critical x baseline gap). Middle: accuracy over the 2n prompts (argmax over the vocabulary, and over the
 dictionary's values) for the same conditions, with the chance line. Right: the head scan (B4): every softmax head's attention mass on the target entry
 (bars) and the gap with that head removed (dots, right axis); the reader is marked.
@@ -39,9 +40,10 @@ def main():
     run = load(os.path.join(a.result, "run.json"))
     out = a.out or os.path.join(a.result, "circuit.png")
 
-    rows = [r for r in summary["conditions"] if r["block"] in ("B1", "B2", "B3")]
-    labels = [r["condition"].replace("group:", "-").replace("layer:", "-") for r in rows]
-    colors = {"B1": "0.4", "B2": "tab:blue", "B3": "tab:orange"}
+    rows = [r for r in summary["conditions"] if r["block"] in ("B1", "B2", "B3", "B5")]
+    labels = [r["condition"].replace("group:", "-").replace("layer:", "-").replace("vhead:", "-v ") for r in rows]
+    colors = {"B1": "0.4", "B2": "tab:blue", "B3": "tab:orange", "B5": "tab:cyan"}
+    scans = "B1-B3, B5" if any(r["block"] == "B5" for r in rows) else "B1-B3"
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     x = list(range(len(rows)))
@@ -52,14 +54,14 @@ def main():
         ax.bar([i + offset for i in x], vals, width, yerr=err, capsize=3, color=color, label=label)
 
     bars(axes[0], "gap", 0.0, 0.8, [colors[r["block"]] for r in rows])
-    axes[0].set_title("gap (B1-B3)")
+    axes[0].set_title(f"gap ({scans})")
     bars(axes[1], "acc", -0.2, 0.4, "tab:purple", "acc (argmax over the vocabulary)")
     bars(axes[1], "cacc", 0.2, 0.4, "tab:olive", "cacc (argmax over the values)")
     n_pairs = int("".join(ch for ch in run["study"]["variant"] if ch.isdigit()) or 8)
     axes[1].axhline(1.0 / n_pairs, color="0.5", ls=":", lw=0.8, label=f"chance 1/{n_pairs}")
     axes[1].set_ylim(0, 1.05)
     axes[1].legend(fontsize=8)
-    axes[1].set_title("accuracy over the 2n prompts (B1-B3)")
+    axes[1].set_title(f"accuracy over the 2n prompts ({scans})")
     for ax in axes[:2]:
         ax.set_xticks(x)
         ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)

@@ -212,7 +212,7 @@ inline int run_experiment(int argc, char** argv) {
         ->check(CLI::ExistingFile)
         ->needs(judge);
     ch->add_option("--out", a.out, "result folder")->required();
-    app.add_subcommand("circuit", "Encode / Address / reader-head identification (B1-B4, B6, B7) on dictionary pairs; circuit.json");
+    app.add_subcommand("circuit", "Encode / Address / reader-head identification (B1-B7) on dictionary pairs; circuit.json");
     app.add_subcommand("encode-swap", "Encode (Bind) sufficiency swaps (exp29) at the value and key tokens, with a circuit.json");
     app.add_subcommand("transplant", "mixer-output, layer-write (exp22) and state (exp32) transplants on donor/host pairs, reader attention");
     app.add_subcommand("query-map", "query-vector transfer (exp26): ridge maps donor -> receiver Address outputs, controls, learning curves");

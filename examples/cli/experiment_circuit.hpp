@@ -1,15 +1,17 @@
 #pragma once
-// hylens experiment circuit: the Encode / Address / reader identification battery (B1-B4, B6,
-// B7) on clean/corrupted dictionary pairs; per-item records, summaries with bootstrap CIs,
+// hylens experiment circuit: the Encode / Address / reader identification battery (B1-B7) on
+// clean/corrupted dictionary pairs; per-item records, summaries with bootstrap CIs,
 // circuit.json. See docs/study_circuit.md.
 //
-//   hylens experiment circuit --model DIR [--tokenizer FILE] [--variant chat8] [--per-config N]
-//       [--seed S] [--group-size G] [--top K] [--unit mixer|layer] [--critical X] [--shard I/N]
-//       [--resume] [--no-progress] --out DIR
+//   hylens experiment circuit --model DIR [--tokenizer FILE] [--variant chat8|...|long]
+//       [--corpus FILE] [--filler-tokens N] [--per-config N] [--seed S] [--group-size G] [--top K]
+//       [--unit mixer|layer] [--critical X] [--shard I/N] [--resume] [--no-progress] --out DIR
 
 #include <hylens/experiments/circuit_study.hpp>
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/models/load.hpp>
+#include <hylens/tasks/lookup/fit_corpus.hpp>
+#include <hylens/tasks/lookup/prompt.hpp>
 
 #include <filesystem>
 #include <iostream>
@@ -37,11 +39,23 @@ inline experiments::MergeResult merge_circuit_folders(const std::vector<std::fil
 /// argv[1] is "circuit".
 inline int run_experiment_circuit(int argc, char** argv) {
     namespace ex = experiments;
-    CLI::App app("Encode / Address / reader-head identification (battery B1-B4, B6, B7) on clean/corrupted dictionary "
+    CLI::App app("Encode / Address / reader-head identification (battery B1-B7) on clean/corrupted dictionary "
                  "pairs; items.jsonl, summary.csv/json, circuit.json, run.json",
                  "hylens experiment circuit");
     LookupStudyArgs a;
-    a.add(app);
+    a.add(app, true);
+    std::string corpus;
+    std::size_t filler_tokens = 512;
+    CLI::Option* corpus_opt =
+        app.add_option("--corpus", corpus,
+                       "--variant long: the text whose held-out chunks give the filler (default " +
+                           std::string(tasks::lookup::fit_corpus_default_path) + " of the Debian package " +
+                           std::string(tasks::lookup::fit_corpus_package) + ")")
+            ->check(CLI::ExistingFile);
+    CLI::Option* filler_opt = app.add_option("--filler-tokens", filler_tokens,
+                                             "--variant long: filler tokens between the dictionary and the question")
+                                  ->capture_default_str()
+                                  ->check(CLI::Range(std::size_t{1}, std::size_t{100000}));
     std::string unit = "mixer";
     std::size_t top = 8;
     long long group_size = -1;
@@ -64,6 +78,8 @@ inline int run_experiment_circuit(int argc, char** argv) {
     ex::CircuitStudyOptions opt;
     try {
         if (!a.shard.empty()) opt.shard = ex::parse_shard(a.shard);
+        check(a.variant == "long" || (corpus_opt->count() == 0 && filler_opt->count() == 0),
+              "--corpus and --filler-tokens are read by --variant long alone");
     } catch (const Error& e) {
         std::cerr << "hylens experiment circuit: " << e.what() << "\n" << usage_line(app) << "\n";
         return 2;
@@ -89,6 +105,16 @@ inline int run_experiment_circuit(int argc, char** argv) {
             o.out = place.out;
             o.circuit.group_size = group_size >= 0 ? static_cast<std::size_t>(group_size) : type.rfind("qwen3_5", 0) == 0 ? 3 : 0;
             o.run_info = study_run_info(a.model, type, tok_path, all, place.ranks, HYLENS_VERSION);
+            if (a.variant == "long") {
+                // The protocol's long512: WikiText-2 test text; here the corpus's held-out chunks.
+                const tasks::lookup::FitCorpus c =
+                    corpus.empty() ? tasks::lookup::read_fit_corpus() : tasks::lookup::read_fit_corpus(corpus);
+                std::string held_out;
+                for (const std::string& chunk : c.held_out) held_out += (held_out.empty() ? "" : "\n") + chunk;
+                o.filler = tasks::lookup::filler_text(tok, held_out, filler_tokens);
+                o.filler_source = std::filesystem::absolute(c.source).string() + " (held-out chunks, first " +
+                                  std::to_string(filler_tokens) + " tokens)";
+            }
             const ex::CircuitStudyResult r =
                 m.visit([&](const auto& typed) { return ex::run_circuit_study(typed, tok, ex::chat_family(type), o); });
             std::cerr << "hylens experiment circuit: " << r.items << " pairs, " << r.records << " records (" << r.written

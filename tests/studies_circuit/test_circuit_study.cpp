@@ -11,7 +11,10 @@
 #include <hylens/experiments/circuit_study.hpp>
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/models/load.hpp>
+#include <hylens/tasks/lookup/fit_corpus.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -86,9 +89,10 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
     CHECK(st.groups[0].softmax_layer == 3);
     CHECK(st.attention_layers == std::vector<hylens::LayerIndex>{3});
 
-    // One record per (item, condition): baseline, G0, L0-L2, 4 heads of layer 3, qk:L3G0.
+    // One record per (item, condition): baseline, G0, L0-L2, 4 heads of layer 3, the 4 value
+    // heads of DeltaNet layer 0 (B5), qk:L3G0.
     const std::vector<nlohmann::json> recs = records_of(o.out);
-    CHECK(recs.size() == r.items * (1 + 1 + 3 + 4 + 1));
+    CHECK(recs.size() == r.items * (1 + 1 + 3 + 4 + 4 + 1));
     std::set<std::string> conditions;
     std::set<std::size_t> items;
     for (const auto& rec : recs) {
@@ -100,7 +104,8 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
     }
     CHECK(items.size() == r.items);
     CHECK(conditions == std::set<std::string>{"baseline", "group:G0", "layer:L0", "layer:L1", "layer:L2", "head:L3H0",
-                                              "head:L3H1", "head:L3H2", "head:L3H3", "qk:L3G0"});
+                                              "head:L3H1", "head:L3H2", "head:L3H3", "vhead:L0H0", "vhead:L0H1",
+                                              "vhead:L0H2", "vhead:L0H3", "qk:L3G0"});
 
     // The circuit file is what circuit_from_records gives on items.jsonl.
     const nlohmann::json circuit = json_of(o.out / "circuit.json");
@@ -120,10 +125,44 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
     const auto set = lk::clean_corrupt_pairs(m.tok, hylens::chat_format(m.family), lk::parse_variant("chat8"),
                                              lk::in_family_vocabulary(m.tok), 3, 5);
     REQUIRE(set.items.size() == r.items);
+    // Every record names the spans the attention split summed over: entry `target` of the clean
+    // prompt holds the clean answer's token, of the corrupted prompt the corrupted answer's.
+    for (const auto& rec : recs) {
+        const auto item = std::find_if(set.items.begin(), set.items.end(),
+                                       [&](const auto& it) { return it.index == rec["item"].get<std::size_t>(); });
+        REQUIRE(item != set.items.end());
+        CHECK(rec["qstart"] == item->clean.qstart);
+        REQUIRE(rec["entries"].size() == 8);
+        std::size_t prev_end = 0;
+        for (const auto& e : rec["entries"]) {
+            CHECK(e[0].get<std::size_t>() >= prev_end);
+            CHECK(e[0].get<std::size_t>() < e[1].get<std::size_t>());
+            prev_end = e[1].get<std::size_t>();
+        }
+        CHECK(prev_end <= rec["qstart"].get<std::size_t>());
+        const auto& t = rec["entries"][rec["target"].get<std::size_t>()];
+        const auto holds = [&](const std::vector<std::int64_t>& ids, std::int64_t id) {
+            return std::find(ids.begin() + t[0].get<long>(), ids.begin() + t[1].get<long>(), id) != ids.begin() + t[1].get<long>();
+        };
+        CHECK(holds(item->clean.ids, rec["answer"].get<std::int64_t>()));
+        CHECK(holds(item->corrupt_ids, rec["corrupt_answer"].get<std::int64_t>()));
+    }
     std::vector<hylens::PairItem> pairs;
     for (const auto& it : set.items) pairs.push_back(hylens::pair_item(it));
     copt.group_size = 3;
     const hylens::Circuit ref = m.model.visit([&](const auto& typed) { return hylens::identify_circuit(typed, pairs, copt); });
+    // B5 against the library's head_scan on the same pairs, and the point-of-failure rule.
+    const std::vector<hylens::PairScores> scan =
+        m.model.visit([&](const auto& typed) { return hylens::head_scan(typed, pairs, 0, 4); });
+    REQUIRE(circuit["value_heads"]["layer"] == 0);
+    REQUIRE(circuit["value_heads"]["heads"].size() == 4);
+    for (std::size_t h = 0; h < 4; ++h) {
+        const nlohmann::json& vh = circuit["value_heads"]["heads"][h];
+        CHECK(vh["head"] == h);
+        CHECK(vh["removed"]["acc"].get<double>() == scan[h].acc);
+        CHECK(vh["removed"]["gap"].get<double>() == doctest::Approx(scan[h].gap.mean).epsilon(1e-12));
+        CHECK(vh["point_of_failure"] == (ref.baseline.gap.mean > 0 && scan[h].gap.mean < 0.6 * ref.baseline.gap.mean));
+    }
     const nlohmann::json refj = hylens::to_json(ref);
     // D and acc are the same numbers read through items.jsonl (JSON keeps doubles exactly).
     CHECK(circuit["baseline"] == refj["baseline"]);
@@ -146,9 +185,11 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
     // summary.csv: a row per pair condition, the point values the plain summaries.
     const std::string csv = read_text(o.out / "summary.csv");
     CHECK(csv.rfind("condition,block,n,gap,gap_lo,gap_hi,acc,acc_lo,acc_hi,cacc,cacc_lo,cacc_hi\n", 0) == 0);
-    CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 1 + 1 + 3 + 4);
+    CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 1 + 1 + 3 + 4 + 4);
+    CHECK(csv.find("\nvhead:L0H3,B5,") != std::string::npos);
     const nlohmann::json summary = json_of(o.out / "summary.json");
-    REQUIRE(summary["conditions"].size() == 9);
+    REQUIRE(summary["conditions"].size() == 13);
+    CHECK(summary["value_heads"] == circuit["value_heads"]);
     const auto& base = summary["conditions"][0];
     CHECK(base["condition"] == "baseline");
     CHECK(base["gap"]["value"].get<double>() == doctest::Approx(ref.baseline.gap.mean).epsilon(1e-12));
@@ -212,6 +253,53 @@ TEST_CASE("circuit study: shards merged == one run, a resumed run after a torn l
     CHECK_THROWS_WITH_AS(run_study(m, other), doctest::Contains("describes another study"), hylens::Error);
 }
 
+TEST_CASE("circuit study: the long variant puts the filler between the dictionary and the question") {
+    TempDir d("circuit_long");
+    const Organism m(organism_copy("qwen35-tiny", d.path));
+    ex::CircuitStudyOptions o = small_options(d.path / "long", 3);
+    o.per_config = 1;
+    o.variant = "long";
+    CHECK_THROWS_WITH_AS(run_study(m, o), doctest::Contains("the 'long' variant needs filler text"), hylens::Error);
+    ex::CircuitStudyOptions chat = small_options(d.path / "chat", 3);
+    chat.per_config = 1;
+    chat.filler = "\nsome text\n";
+    CHECK_THROWS_WITH_AS(run_study(m, chat), doctest::Contains("filler text is read by the 'long' variant alone"),
+                         hylens::Error);
+    namespace lk = hylens::tasks::lookup;
+    o.filler = lk::filler_text(m.tok, "The quick brown fox jumps over the lazy dog. " + std::string(40, 'a') +
+                                          " Then the story goes on for a while, in plain words, to fill the prompt.",
+                               24);
+    o.filler_source = "a test sentence";
+    const ex::CircuitStudyResult r = run_study(m, o);
+    REQUIRE(r.items >= 1);
+    chat.filler.clear();
+    const ex::CircuitStudyResult rc = run_study(m, chat);
+    REQUIRE(rc.items >= 1);
+    // The filler's tokens sit between the last entry and the question: the gap there grows by
+    // about their count (the wrapping newlines may merge with their neighbours).
+    const std::size_t n_filler = m.tok.encode_ids(o.filler).size();
+    REQUIRE(n_filler >= 20);
+    const auto gap = [](const nlohmann::json& rec) {
+        return rec["qstart"].get<std::size_t>() - rec["entries"].back()[1].get<std::size_t>();
+    };
+    std::size_t chat_max = 0, long_min = SIZE_MAX;
+    for (const auto& rec : records_of(chat.out)) chat_max = std::max(chat_max, gap(rec));
+    for (const auto& rec : records_of(o.out)) {
+        long_min = std::min(long_min, gap(rec));
+        CHECK(rec["task"] == "long");
+    }
+    CHECK(long_min >= chat_max + n_filler - 4);
+    const nlohmann::json run = json_of(o.out / "run.json");
+    CHECK(run["study"]["filler"]["source"] == "a test sentence");
+    CHECK(run["study"]["filler"]["fnv1a64"] == ex::fnv1a64_hex(o.filler));
+    CHECK(!json_of(chat.out / "run.json")["study"].contains("filler"));
+    // Other filler in the same folder is another study.
+    ex::CircuitStudyOptions other = o;
+    other.resume = true;
+    other.filler += "more";
+    CHECK_THROWS_AS(run_study(m, other), hylens::Error);
+}
+
 TEST_CASE("circuit study on granite-h-tiny: groups of size 0, the structure of the files") {
     TempDir d("circuit_granite");
     const Organism m(organism_copy("granite-h-tiny", d.path));
@@ -249,6 +337,21 @@ TEST_CASE("hylens experiment circuit and encode-swap: usage errors, a run, shard
     CHECK(read_text(d.path / "err.txt").find("need 0 <= I < N") != std::string::npos);
     CHECK(sh(kCli + " experiment circuit --out x" + quiet) == 2);  // --model missing
     CHECK(sh(kCli + " experiment --help | grep -q circuit") == 0);
+    CHECK(sh(base + "--out " + (d.path / "x").string() + " --filler-tokens 64" + quiet) == 2);  // chat8 takes no filler
+    CHECK(read_text(d.path / "err.txt").find("read by --variant long alone") != std::string::npos);
+    {  // the long variant: the filler is the first N tokens of the corpus's held-out text
+        const fs::path lg = d.path / "long";
+        REQUIRE(sh(base + "--variant long --filler-tokens 48 --per-config 1 --seed 5 --top 3 --out " + lg.string() + quiet) == 0);
+        const nlohmann::json study = json_of(lg / "run.json")["study"];
+        CHECK(study["variant"] == "long");
+        CHECK(study["filler"]["source"].get<std::string>().find("policy.txt.gz (held-out chunks, first 48 tokens)") !=
+              std::string::npos);
+        const Organism lm(model);
+        const hylens::tasks::lookup::FitCorpus c = hylens::tasks::lookup::read_fit_corpus();
+        std::string held_out;
+        for (const std::string& chunk : c.held_out) held_out += (held_out.empty() ? "" : "\n") + chunk;
+        CHECK(study["filler"]["fnv1a64"] == ex::fnv1a64_hex(hylens::tasks::lookup::filler_text(lm.tok, held_out, 48)));
+    }
 
     const std::string args = " --variant chat8 --per-config 2 --seed 5 --top 3 ";
     const fs::path one = d.path / "one";

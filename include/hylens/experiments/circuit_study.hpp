@@ -1,5 +1,5 @@
 #pragma once
-// The circuit study (protocols.md §A.6-A.7, battery B1-B4, B6, B7; docs/study_circuit.md):
+// The circuit study (protocols.md §A.6-A.7, battery B1-B7; docs/study_circuit.md):
 // identify_circuit's battery run item by item, one record per (item, condition) in
 // items.jsonl through a StudyFolder (resume, shards, merge), and the roles (Encode, Address,
 // reader head) computed from those records, so a merge of shard folders gives the circuit of
@@ -11,6 +11,8 @@
 //   layer:L<l>            B3, linear layer l removed
 //   head:L<l>H<h>         B4, softmax head h of layer l removed (every head, so the reader rule
 //                         can be applied to the pooled records of any set of shards)
+//   vhead:L<l>H<h>        B5, value head h of the first linear layer l removed (its slice of the
+//                         out_proj input zeroed at every position: head_zero at lin_head_out)
 //   qk:L<s>G<g>           B6 at softmax layer s for each of its address candidates g: the q.k
 //                         selectivity 2x2 of every head of layer s (clean prompt only)
 // Every removal uses CircuitOptions::unit (the mixer output zeroed at every position, default).
@@ -18,13 +20,14 @@
 // Roles (circuit_from_records): the rules of interp/circuit.hpp (critical_layers, pick_reader,
 // address_candidates, pick_address) on item means of the records.
 
-#include <algorithm>   // std::none_of, std::stable_sort, std::min
+#include <algorithm>   // std::none_of, std::stable_sort, std::min, std::sort, std::unique
 #include <array>       // std::array
 #include <chrono>      // std::chrono
 #include <cstddef>     // std::size_t
 #include <cstdint>     // std::int64_t, std::uint64_t
 #include <filesystem>  // std::filesystem
 #include <map>         // std::map
+#include <optional>    // std::optional
 #include <string>      // std::string
 #include <vector>      // std::vector
 
@@ -44,7 +47,11 @@
 namespace hylens::experiments {
 
 struct CircuitStudyOptions : StudyRunOptions {
-    std::string variant = "chat8";  ///< tasks::lookup::parse_variant (not "long")
+    std::string variant = "chat8";  ///< tasks::lookup::parse_variant
+    /// The long variant's filler between the dictionary and the question (tasks::lookup::
+    /// filler_text), required by it and refused otherwise; `filler_source` names where it came
+    /// from in run.json.
+    std::string filler{}, filler_source{};
     std::size_t per_config = 20;    ///< draws per (target, distractor) configuration
     std::uint64_t seed = 1;
     CircuitOptions circuit{};       ///< group_size, top, unit, critical
@@ -92,19 +99,24 @@ namespace circuit_conditions {
 inline std::string group(std::size_t g) { return "group:G" + std::to_string(g); }
 inline std::string layer(LayerIndex l) { return "layer:L" + std::to_string(l); }
 inline std::string head(LayerIndex l, std::size_t h) { return "head:L" + std::to_string(l) + "H" + std::to_string(h); }
+inline std::string value_head(LayerIndex l, std::size_t h) { return "vhead:L" + std::to_string(l) + "H" + std::to_string(h); }
 inline std::string qk(LayerIndex s, std::size_t g) { return "qk:L" + std::to_string(s) + "G" + std::to_string(g); }
 }  // namespace circuit_conditions
 
 /// The study-defining part of run.json.
 inline nlohmann::json circuit_definition(const CircuitStudyOptions& o, const CircuitStructure& s) {
-    return {{"variant", o.variant},
-            {"per_config", o.per_config},
-            {"seed", o.seed},
-            {"group_size", o.circuit.group_size},
-            {"top", o.circuit.top},
-            {"unit", o.circuit.unit == RemovalUnit::mixer ? "mixer" : "layer"},
-            {"critical", o.circuit.critical},
-            {"structure", to_json(s)}};
+    nlohmann::json d = {{"variant", o.variant},
+                        {"per_config", o.per_config},
+                        {"seed", o.seed},
+                        {"group_size", o.circuit.group_size},
+                        {"top", o.circuit.top},
+                        {"unit", o.circuit.unit == RemovalUnit::mixer ? "mixer" : "layer"},
+                        {"critical", o.circuit.critical},
+                        {"structure", to_json(s)}};
+    // The filler is part of every prompt: a resume or a merge with other filler is another study.
+    if (!o.filler.empty())
+        d["filler"] = {{"source", o.filler_source}, {"chars", o.filler.size()}, {"fnv1a64", fnv1a64_hex(o.filler)}};
+    return d;
 }
 
 namespace detail {
@@ -229,6 +241,16 @@ inline double attention_mean(const std::vector<nlohmann::json>& records, const s
     return rs.empty() ? 0.0 : s / static_cast<double>(rs.size());
 }
 
+/// The (layer, head) of the B5 records, in head order.
+inline std::vector<std::pair<LayerIndex, std::size_t>> value_heads(const std::vector<nlohmann::json>& records) {
+    std::vector<std::pair<LayerIndex, std::size_t>> out;
+    for (const nlohmann::json& r : records)
+        if (r.contains("value_head")) out.push_back({r.at("layer").get<LayerIndex>(), r.at("value_head").get<std::size_t>()});
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
 inline std::size_t heads_of(const std::vector<nlohmann::json>& records, LayerIndex l) {
     const auto rs = of_condition(records, "baseline");
     check<FormatError>(!rs.empty(), "[circuit] no baseline record");
@@ -302,6 +324,19 @@ inline nlohmann::json circuit_file(const std::vector<nlohmann::json>& records, c
     j["attention_split"] = {{"intact", split("baseline")}};
     for (std::size_t g : c.address_candidates)
         j["attention_split"][circuit_conditions::group(g)] = split(circuit_conditions::group(g));
+    // B5: each value head's removal, and whether it is a single-head point of failure (B3's rule:
+    // the gap falls below `critical` x the baseline gap). Absent from folders without B5 records.
+    const std::vector<std::pair<LayerIndex, std::size_t>> vh = detail::value_heads(records);
+    if (!vh.empty()) {
+        nlohmann::json heads = nlohmann::json::array();
+        for (const auto& [l, h] : vh) {
+            const PairScores p = detail::pair_summary(records, circuit_conditions::value_head(l, h));
+            heads.push_back({{"head", h},
+                             {"removed", hylens::detail::scores_json(p)},
+                             {"point_of_failure", c.baseline.gap.mean > 0.0 && p.gap.mean < opt.critical * c.baseline.gap.mean}});
+        }
+        j["value_heads"] = {{"layer", vh.front().first}, {"heads", heads}};
+    }
     j["items"] = c.baseline.gap.n;
     return j;
 }
@@ -320,6 +355,7 @@ inline void write_circuit_summaries(const std::filesystem::path& out, const std:
     for (LayerIndex l : s.linear_layers) conds.push_back({circuit_conditions::layer(l), "B3"});
     for (const auto& h : circuit["reader_candidates"])
         conds.push_back({circuit_conditions::head(h["layer"].get<LayerIndex>(), h["head"].get<std::size_t>()), "B4"});
+    for (const auto& [l, h] : detail::value_heads(records)) conds.push_back({circuit_conditions::value_head(l, h), "B5"});
     std::string csv = "condition,block,n,gap,gap_lo,gap_hi,acc,acc_lo,acc_hi,cacc,cacc_lo,cacc_hi\n";
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& [c, block] : conds) {
@@ -334,6 +370,7 @@ inline void write_circuit_summaries(const std::filesystem::path& out, const std:
     nlohmann::json summary = {{"conditions", rows},
                               {"roles", {{"encode", circuit["encode"]}, {"address", circuit["address"]}, {"reader", circuit["reader"]},
                                          {"critical_layers", circuit["critical_layers"]}}},
+                              {"value_heads", circuit.value("value_heads", nlohmann::json(nullptr))},
                               {"selectivity", circuit["selectivity"]},
                               {"attention_split", circuit["attention_split"]},
                               {"bootstrap", {{"resamples", bootstrap.resamples}, {"level", bootstrap.level}, {"seed", bootstrap.seed}}}};
@@ -358,10 +395,14 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
     namespace cc = circuit_conditions;
     const auto t0 = std::chrono::steady_clock::now();
     const lk::Variant variant = lk::parse_variant(opt.variant);
-    check(!variant.long_filler, "[circuit] the 'long' variant needs filler text, which the circuit study does not take");
+    check(variant.long_filler == !opt.filler.empty(), "[circuit] ",
+          variant.long_filler ? "the 'long' variant needs filler text (CircuitStudyOptions::filler; --corpus and "
+                                "--filler-tokens on the command line)"
+                              : "filler text is read by the 'long' variant alone");
     check(opt.per_config >= 1, "[circuit] --per-config must be at least 1");
     const lk::Vocabulary vocab = lk::in_family_vocabulary(tok);
-    const lk::CleanCorruptSet set = lk::clean_corrupt_pairs(tok, chat_format(family), variant, vocab, opt.per_config, opt.seed);
+    const lk::CleanCorruptSet set =
+        lk::clean_corrupt_pairs(tok, chat_format(family), variant, vocab, opt.per_config, opt.seed, opt.filler);
     check(!set.items.empty(), "[circuit] every one of the ", set.drawn, " ", opt.variant,
           " pairs was dropped by this tokenizer's filters (length ", set.dropped.length, ", value tokens ",
           set.dropped.value_tokens, ", outside ", set.dropped.outside, ", answer tokens ", set.dropped.answer_tokens, ")");
@@ -390,6 +431,16 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
     }
     for (const auto& [l, h] : heads) names.push_back(cc::head(l, h));
     const std::size_t head_end = names.size();
+    // B5: the value heads of the first linear layer that has them (a DeltaNet or Mamba-2 mixer).
+    LayerIndex value_layer = no_layer;
+    for (LayerIndex l : st.linear_layers)
+        if (const std::optional<std::size_t> w = site_width(model.stack(), l, Site::lin_head_out)) {
+            value_layer = l;
+            const std::size_t n = *w / head_width(model.stack(), l, Site::lin_head_out);
+            for (std::size_t h = 0; h < n; ++h) names.push_back(cc::value_head(l, h));
+            break;
+        }
+    const std::size_t value_head_end = names.size();
     for (LayerIndex s : st.attention_layers) {
         if (std::none_of(st.groups.begin(), st.groups.end(),
                          [&](const LayerGroup& g) { return g.softmax_layer <= s && !g.layers.empty(); }))
@@ -408,6 +459,10 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
     for (const lk::CleanCorruptItem& ci : set.items) {
         if (!folder.mine(ci.index)) continue;
         const PairItem it = pair_item(ci);
+        // The entries' token spans [begin, end) in dictionary order: what the attention split
+        // sums over (entry `target` and the others), checkable from a record.
+        nlohmann::json entries = nlohmann::json::array();
+        for (const Span& e : it.entries) entries.push_back({e.first, e.second});
         std::vector<nlohmann::json> recs;
         for (std::size_t c = 0; c < names.size(); ++c) {
             if (folder.done({opt.variant, opt.seed, ci.index, names[c]})) continue;
@@ -423,8 +478,13 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
             } else if (c < head_end) {
                 const auto [l, h] = heads[c - pair_conditions];
                 rec = detail::pair_condition(model, it, ci.value_ids, {head_zero(l, {h})}, nullptr);
+            } else if (c < value_head_end) {
+                const std::size_t h = c - head_end;
+                rec = detail::pair_condition(model, it, ci.value_ids, {head_zero(value_layer, {h}, Site::lin_head_out)}, nullptr);
+                rec["layer"] = value_layer;
+                rec["value_head"] = h;
             } else {
-                const auto [s, g] = qk[c - head_end];
+                const auto [s, g] = qk[c - value_head_end];
                 rec = detail::qk_condition(model, it, st.groups[g].layers, s, opt.circuit.unit);
                 rec["softmax_layer"] = s;
                 rec["group"] = g;
@@ -433,7 +493,9 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
                                    {"item", ci.index},            {"condition", names[c]},
                                    {"target", ci.target},         {"distractor", ci.distractor},
                                    {"answer", ci.answer},         {"corrupt_answer", ci.corrupt_answer},
-                                   {"tokens", ci.clean.ids.size()}};
+                                   {"tokens", ci.clean.ids.size()},
+                                   {"qstart", ci.clean.qstart},
+                                   {"entries", entries}};
             full.update(rec);
             recs.push_back(std::move(full));
         }

@@ -31,6 +31,11 @@ struct Fnv1a {
     void add(std::string_view s) {
         for (const unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
     }
+    std::string hex() const {
+        char buf[17];
+        std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+        return buf;
+    }
 };
 
 /// Up to `limit` bytes of a file from `offset` ("" when it cannot be read).
@@ -74,9 +79,15 @@ inline std::string input_fingerprint(const std::filesystem::path& p) {
     } else {
         f.add(detail::read_bytes(p, 0, fs::file_size(p, ec)));
     }
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(f.h));
-    return buf;
+    return f.hex();
+}
+
+/// FNV-1a (64 bit) of a string as 16 hex digits: the fingerprint of an input given as text
+/// (the circuit study's filler).
+inline std::string fnv1a64_hex(std::string_view s) {
+    detail::Fnv1a f;
+    f.add(s);
+    return f.hex();
 }
 
 /// The input keys of a run.json that name a folder or a file.
