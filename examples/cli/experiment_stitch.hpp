@@ -6,7 +6,7 @@
 //   hylens experiment stitch --host DIR --donor DIR [--host-tokenizer F] [--donor-tokenizer F]
 //       --host-block A-B[,C-D...] --donor-block A-B[,C-D...] [--corpus FILE] [--variant chat8]
 //       [--fit-prompts N] [--fit-tokens N] [--test-items N] [--ppl-seqs N] [--ppl-len N]
-//       [--conditions LIST] [--other-blocks LIST] [--reader L:H] [--seed S] [--shard I/N] [--resume]
+//       [--conditions LIST] [--other-blocks LIST] [--reader L:H] [--seed S | --seeds LIST] [--shard I/N] [--resume]
 //       [--no-progress] --out DIR
 
 #include <hylens/experiments/prompt.hpp>
@@ -84,7 +84,14 @@ inline int run_experiment_stitch(int argc, char** argv) {
     std::string reader;
     app.add_option("--reader", reader, "the host's reader head LAYER:HEAD: each lookup record's att_target, its "
                                        "attention from the final position on the queried entry");
-    app.add_option("--seed", opt.seed, "seed of the key split, fit and test dictionaries")->capture_default_str();
+    std::uint64_t seed = 1;
+    std::vector<std::uint64_t> seeds;
+    app.add_option("--seed", seed, "seed of the key split, fit and test dictionaries")->capture_default_str();
+    app.add_option("--seeds", seeds, "several seeds, comma-separated: each redraws the key split, the fit and test "
+                                     "dictionaries and refits every map; the summary pools them and gives each seed's "
+                                     "value and their sd (instead of --seed)")
+        ->delimiter(',')
+        ->excludes("--seed");
     app.add_option("--shard", shard, "run shard I of N (test items, then perplexity sequences, taken by index mod N)");
     app.add_flag("--resume", opt.resume, "continue a killed run in --out (records already there are kept)");
     app.add_flag("--no-progress", no_progress, "no progress line on stderr");
@@ -99,6 +106,8 @@ inline int run_experiment_stitch(int argc, char** argv) {
               " ranges and --donor-block ", opt.donor_blocks.size(), ": give one of each per slot");
         if (!other_blocks.empty()) opt.other_blocks = ex::parse_layer_ranges(other_blocks);
         if (!reader.empty()) opt.reader = parse_reader(reader);
+        opt.seeds = seeds.empty() ? std::vector<std::uint64_t>{seed} : seeds;
+        ex::check_distinct_seeds(opt.seeds, "--seeds");
         for (std::size_t b = 0; !conditions.empty() && b <= conditions.size();) {
             std::size_t e = conditions.find(',', b);
             if (e == std::string::npos) e = conditions.size();

@@ -13,7 +13,9 @@
 #include <hylens/tasks/lookup/fit_corpus.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -218,7 +220,7 @@ ex::StitchStudyOptions small(const fs::path& out) {
     o.test_items = 5;
     o.ppl_seqs = 2;
     o.ppl_len = 24;
-    o.seed = 7;
+    o.seeds = {7};
     o.out = out;
     o.progress = false;
     o.bootstrap.resamples = 200;
@@ -234,6 +236,18 @@ ex::StitchStudyResult run(const Pair& p, const ex::StitchStudyOptions& o) {
     });
 }
 
+/// The study `o` run as shards 0/n .. n-1/n into root/shard<s>.
+std::vector<fs::path> run_shards(const Pair& p, const ex::StitchStudyOptions& o, const fs::path& root, std::size_t n) {
+    std::vector<fs::path> out;
+    for (std::size_t s = 0; s < n; ++s) {
+        ex::StitchStudyOptions os = o;
+        os.shard = {s, n};
+        os.out = root / ("shard" + std::to_string(s));
+        run(p, os);
+        out.push_back(os.out);
+    }
+    return out;
+}
 
 }  // namespace
 
@@ -258,15 +272,15 @@ TEST_CASE("stitch study granite-h-tiny <- qwen35-tiny: records, intact == the ho
     // The intact records are the host's own forward on the same prompts.
     const auto& host = *p.host.get_if<hylens::GraniteModel>();
     const lk::Vocabulary vocab = lk::cross_family_vocabulary({&p.host_tok, &p.donor_tok});
-    const lk::KeySplit split = lk::key_split(vocab.keys, o.seed);
+    const lk::KeySplit split = lk::key_split(vocab.keys, o.seeds.front());
     const auto tests = lk::query_items(p.host_tok, hylens::chat_format(hylens::ChatFamily::granite4), lk::Style::chat,
-                                       {split.test, vocab.values}, o.test_items, o.seed, "stitch-test");
+                                       {split.test, vocab.values}, o.test_items, o.seeds.front(), "stitch-test");
     const auto seqs = ex::held_out_sequences(p.host_tok, policy_corpus(), o.ppl_seqs, o.ppl_len);
     const std::vector<nlohmann::json> recs = records_of(o.out);
     std::size_t checked = 0;
     std::vector<double> acc_intact;
     for (const nlohmann::json& rec : recs) {
-        CHECK(rec["seed"] == o.seed);
+        CHECK(rec["seed"] == o.seeds.front());
         if (rec["condition"] != "intact") continue;
         const std::size_t i = rec["item"].get<std::size_t>();
         if (rec["task"] == "lookup:chat8") {
@@ -309,14 +323,7 @@ TEST_CASE("stitch study granite-h-tiny <- qwen35-tiny: records, intact == the ho
         CHECK_MESSAGE(read_text(o.out / f) == read_text(o2.out / f), f);
 
     // Shards 0/3, 1/3, 2/3 merged == the single run.
-    std::vector<fs::path> shards;
-    for (std::size_t s = 0; s < 3; ++s) {
-        ex::StitchStudyOptions os = o;
-        os.shard = {s, 3};
-        os.out = d.path / ("shard" + std::to_string(s));
-        run(p, os);
-        shards.push_back(os.out);
-    }
+    const std::vector<fs::path> shards = run_shards(p, o, d.path, 3);
     const ex::MergeResult m = ex::merge_stitch_folders({shards[2], shards[0], shards[1]}, d.path / "merged");
     CHECK(m.records == r.records);
     CHECK(m.incomplete == 0);
@@ -353,6 +360,91 @@ TEST_CASE("stitch study granite-h-tiny <- qwen35-tiny: records, intact == the ho
     CHECK(refused.find("--resume") != std::string::npos);
 }
 
+TEST_CASE("stitch study over several seeds: each seed as its own run, the summary pools them with each seed's value") {
+    TempDir d("stitch_seeds");
+    const Pair p(organism_copy("granite-h-tiny", d.path), organism_copy("qwen35-tiny", d.path));
+    ex::StitchStudyOptions o = small(d.path / "two");
+    o.conditions = {"intact", "bypass", "stitched"};
+    o.test_items = 3;
+    o.ppl_seqs = 1;
+    o.seeds = {7, 8};
+    {
+        ex::StitchStudyOptions twice = o;
+        twice.out = d.path / "twice";
+        twice.seeds = {7, 7};
+        CHECK_THROWS_WITH_AS(run(p, twice), doctest::Contains("[stitch] seed 7 is listed twice"), hylens::Error);
+    }
+    const ex::StitchStudyResult r = run(p, o);
+    CHECK(r.records == 2 * (3 + 1) * 3);
+    // Each seed's records are those of a run of that seed alone: the seeds are independent.
+    std::map<std::uint64_t, std::string> alone;
+    std::map<std::uint64_t, nlohmann::json> alone_summary, alone_run;
+    for (std::uint64_t seed : {7u, 8u}) {
+        ex::StitchStudyOptions one = o;
+        one.seeds = {seed};
+        one.out = d.path / ("seed" + std::to_string(seed));
+        run(p, one);
+        alone[seed] = read_text(one.out / "items.jsonl");
+        alone_summary[seed] = nlohmann::json::parse(read_text(one.out / "summary.json"));
+        alone_run[seed] = nlohmann::json::parse(read_text(one.out / "run.json"));
+    }
+    std::map<std::uint64_t, std::string> mine;
+    for (const std::string& line : [&] {
+             std::vector<std::string> ls;
+             std::istringstream in(read_text(o.out / "items.jsonl"));
+             for (std::string l; std::getline(in, l);) ls.push_back(l);
+             return ls;
+         }())
+        mine[nlohmann::json::parse(line)["seed"].get<std::uint64_t>()] += line + "\n";
+    CHECK(mine[7] == alone[7]);
+    CHECK(mine[8] == alone[8]);
+    // run.json keys the fits, fit sets and vocabularies by seed.
+    const nlohmann::json run_json = nlohmann::json::parse(read_text(o.out / "run.json"));
+    CHECK(run_json["study"]["seeds"] == nlohmann::json::array({7, 8}));
+    for (const char* seed : {"7", "8"}) {
+        CHECK(run_json["fits"][seed] == alone_run[std::stoull(seed)]["fits"]);
+        CHECK(run_json["vocabulary"][seed] == alone_run[std::stoull(seed)]["vocabulary"]);
+    }
+    CHECK(run_json["vocabulary"]["7"]["k_fit"] != run_json["vocabulary"]["8"]["k_fit"]);  // each seed redraws the split
+    // The summary: each seed's value is that seed's own run's value, and sd_seeds their sd.
+    const nlohmann::json summary = nlohmann::json::parse(read_text(o.out / "summary.json"));
+    std::size_t rows = 0;
+    for (const nlohmann::json& row : summary["rows"]) {
+        CAPTURE(row.dump());
+        CHECK(row["seeds"] == nlohmann::json::array({7, 8}));
+        std::vector<double> per_seed;
+        for (std::uint64_t seed : {7u, 8u})
+            for (const nlohmann::json& a : alone_summary[seed]["rows"])
+                if (a["task"] == row["task"] && a["condition"] == row["condition"] && a["metric"] == row["metric"]) {
+                    CHECK(a["per_seed"].size() == 1);
+                    CHECK(a["sd_seeds"].is_null());
+                    per_seed.push_back(a["value"].get<double>());
+                }
+        REQUIRE(per_seed.size() == 2);
+        CHECK(row["per_seed"][0].get<double>() == doctest::Approx(per_seed[0]).epsilon(1e-12));
+        CHECK(row["per_seed"][1].get<double>() == doctest::Approx(per_seed[1]).epsilon(1e-12));
+        CHECK(row["sd_seeds"].get<double>() == doctest::Approx(std::abs(per_seed[0] - per_seed[1]) / std::sqrt(2.0)).epsilon(1e-9));
+        if (row["metric"] != "ppl")  // the pooled mean of equal-sized seeds is the mean of their means
+            CHECK(row["value"].get<double>() == doctest::Approx((per_seed[0] + per_seed[1]) / 2).epsilon(1e-12));
+        if (row["task"] == "ppl") {
+            // Every seed scores the same sequences: they are the resampling unit, counted once.
+            CHECK(row["n"] == o.ppl_seqs);
+            if (row["condition"] == "intact")  // no map: the seeds agree, and so does the interval
+                for (const nlohmann::json& a : alone_summary[7]["rows"])
+                    if (a["task"] == "ppl" && a["condition"] == "intact" && a["metric"] == row["metric"])
+                        for (const char* f : {"value", "lo", "hi", "n"}) CHECK(row[f] == a[f]);
+        }
+        ++rows;
+    }
+    CHECK(rows == 3 * (4 + 2));  // per condition: acc, cacc, margin, d_top; ppl, nll
+    CHECK(read_text(o.out / "summary.csv").rfind("task,condition,metric,value,lo,hi,n,seeds,sd_seeds\n", 0) == 0);
+    // Shards number the units across the seeds: merged, they are the unsharded run.
+    const std::vector<fs::path> shards = run_shards(p, o, d.path, 3);
+    ex::merge_stitch_folders(shards, d.path / "merged");
+    for (const char* f : {"items.jsonl", "summary.csv", "summary.json", "adapters.safetensors"})
+        CHECK_MESSAGE(read_text(d.path / "merged" / f) == read_text(o.out / f), f);
+}
+
 TEST_CASE("stitch study: two slots (exp34) fitted in order, falcon-h1-tiny as the host") {
     TempDir d("stitch_slots");
     const Pair p(organism_copy("falcon-h1-tiny", d.path), organism_copy("qwen35-tiny", d.path));
@@ -381,7 +473,7 @@ TEST_CASE("stitch study: the host reader's attention on the queried entry (att_t
     const auto& host = *p.host.get_if<hylens::GraniteModel>();
     const lk::Vocabulary vocab = lk::cross_family_vocabulary({&p.host_tok, &p.donor_tok});
     const auto tests = lk::query_items(p.host_tok, hylens::chat_format(hylens::ChatFamily::granite4), lk::Style::chat,
-                                       {lk::key_split(vocab.keys, o.seed).test, vocab.values}, o.test_items, o.seed,
+                                       {lk::key_split(vocab.keys, o.seeds.front()).test, vocab.values}, o.test_items, o.seeds.front(),
                                        "stitch-test");
     std::size_t seen = 0;
     for (const nlohmann::json& rec : records_of(o.out)) {
@@ -441,6 +533,9 @@ TEST_CASE("hylens experiment stitch: usage errors, a run equal to the library's,
     CHECK(sh(base + blocks + "--out " + (d.path / "x").string() + " --reader 1:0 --test-items 1 --ppl-seqs 1" + quiet) == 1);
     CHECK(read_text(d.path / "err.txt").find("the reader layer 1 has no softmax attention") != std::string::npos);
     CHECK(sh(kCli + " experiment --help | grep -q stitch") == 0);
+    CHECK(sh(base + blocks + "--out " + (d.path / "x").string() + " --seed 1 --seeds 1,2" + quiet) == 2);  // one or the other
+    CHECK(sh(base + blocks + "--out " + (d.path / "x").string() + " --seeds 3,3" + quiet) == 2);
+    CHECK(read_text(d.path / "err.txt").find("seed 3 is listed twice") != std::string::npos);
 
     const std::string args = blocks + "--fit-prompts 12 --fit-tokens 400 --test-items 5 --ppl-seqs 2 --ppl-len 24 --seed 7 ";
     const fs::path s0 = d.path / "s0", s1 = d.path / "s1", merged = d.path / "merged";

@@ -4,7 +4,8 @@
 // closed form, g(h) = M_out(B_donor(M_in(h)) - M_in(h)) (interp/stitch.hpp), and every
 // condition of §A.11 is scored on dictionary lookups and on held-out English text.
 //
-// Fit set (one per run, deterministic for the seed):
+// Fit set (one per seed, deterministic for it; StitchStudyOptions::seeds: each seed redraws
+// K_fit / K_test, the fit and test dictionaries, and refits every map):
 //   * `fit_prompts` cross-family dictionaries (tasks/lookup: 8 pairs of the variant's style,
 //     keys from K_fit, a random queried entry), each rendered in each model's own chat format
 //     and aligned token by token by canonical spans of the user and prefill segments (§A.4.7);
@@ -35,12 +36,12 @@
 //   ppl     task "ppl": tokens (predicted tokens, ppl_len - 1), nll_mean and nll (per-token
 //           negative log-likelihoods, interp/metrics.hpp token_nll).
 // summary.json / summary.csv: per (task, condition) the mean of acc, cacc, margin, d_top (or
-// the perplexity and mean NLL) with bootstrap intervals (interp/metric_intervals.hpp); all are
-// recomputed from the records by write_stitch_summaries.
+// the perplexity and mean NLL) with bootstrap intervals (interp/metric_intervals.hpp), each
+// seed's value and their sd; all are recomputed from the records by write_stitch_summaries.
 
 #include <algorithm>   // std::max_element, std::sort
 #include <chrono>      // std::chrono
-#include <cmath>       // std::exp
+#include <cmath>       // std::exp, std::sqrt, std::isnan
 #include <cstddef>     // std::size_t
 #include <cstdint>     // std::int64_t, std::uint64_t
 #include <filesystem>  // std::filesystem
@@ -131,7 +132,9 @@ struct StitchStudyOptions : StudyRunOptions {
     std::string variant = "chat8";                      ///< chat8, list8 or rev8 (chat4 / chat16 too)
     std::size_t fit_prompts = 500, fit_tokens = 30000;
     std::size_t test_items = 200, ppl_seqs = 8, ppl_len = 512;
-    std::uint64_t seed = 1;
+    /// Data seeds: each redraws K_fit / K_test, the fit dictionaries and the test dictionaries,
+    /// and refits every map (protocols.md §A.11 "over three seeds"); records carry their seed.
+    std::vector<std::uint64_t> seeds{1};
     ReaderHead reader{};  ///< the host's reader head: each lookup record's att_target (none: not recorded)
     BootstrapOptions bootstrap{};
 };
@@ -338,8 +341,7 @@ Ridge fit_bypass(const Model& host, LayerRange block, const std::vector<StitchIt
 /// The lookup record fields of one final-position logit row.
 inline nlohmann::json score_lookup_row(const float* row, std::size_t V, std::int64_t answer,
                                        const std::vector<std::int64_t>& values) {
-    check<ShapeError>(answer >= 0 && static_cast<std::size_t>(answer) < V, "[stitch] answer id ", answer,
-                      " outside the vocabulary of ", V);
+    check_vocab_id(answer, V, "stitch");
     for (std::int64_t v : values) check_vocab_id(v, V, "stitch");  // before any is read
     double others = 0.0, best = -std::numeric_limits<double>::infinity();
     std::size_t n_others = 0;
@@ -373,57 +375,104 @@ inline std::string stitch_csv_number(double x) {
 }  // namespace detail
 
 /// summary.json and summary.csv from the records of a stitch study (any shard or merged).
-/// Rows: (task, condition, metric, value, lo, hi, n), conditions in the order of the records'
-/// first appearance in study order (run.json's "conditions" when given).
+/// Rows: (task, condition, metric, value, lo, hi, n, seeds, per_seed, sd_seeds), conditions in
+/// the order of the records' first appearance in study order (run.json's "conditions" when
+/// given). A lookup interval resamples items within each seed (each seed draws its own test
+/// dictionaries) and pools the seeds; a perplexity interval resamples the held-out sequences,
+/// which every seed shares (n: the sequences). per_seed is each seed's value (its mean, or its
+/// perplexity) and sd_seeds their sample standard deviation (n - 1; null below two seeds): the
+/// protocol's "over three seeds: mean ± sd".
 inline nlohmann::json write_stitch_summaries(const std::filesystem::path& out, const std::vector<nlohmann::json>& records,
                                              const std::vector<std::string>& condition_order = {},
                                              const BootstrapOptions& opt = {}) {
-    std::map<std::pair<std::string, std::string>, std::vector<const nlohmann::json*>> groups;
+    // (task, condition) -> seed -> records, seeds in ascending order.
+    std::map<std::pair<std::string, std::string>, std::map<std::uint64_t, std::vector<const nlohmann::json*>>> groups;
     std::vector<std::string> tasks, conds = condition_order;
     for (const nlohmann::json& r : records) {
         const std::string t = r.at("task").get<std::string>(), c = r.at("condition").get<std::string>();
         if (std::find(tasks.begin(), tasks.end(), t) == tasks.end()) tasks.push_back(t);
         if (std::find(conds.begin(), conds.end(), c) == conds.end()) conds.push_back(c);
-        groups[{t, c}].push_back(&r);
+        groups[{t, c}][r.at("seed").get<std::uint64_t>()].push_back(&r);
     }
     std::sort(tasks.begin(), tasks.end());
     nlohmann::json rows = nlohmann::json::array();
-    const auto add = [&](const std::string& t, const std::string& c, const char* metric, const Interval& i) {
-        rows.push_back({{"task", t}, {"condition", c}, {"metric", metric}, {"value", i.value}, {"lo", i.lo}, {"hi", i.hi}, {"n", i.n}});
+    const auto num = [](double x) { return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x); };
+    const auto add = [&](const std::string& t, const std::string& c, const char* metric, const Interval& i,
+                         const std::vector<std::uint64_t>& seeds, const std::vector<double>& per_seed) {
+        double sd = std::numeric_limits<double>::quiet_NaN();
+        if (per_seed.size() >= 2) {
+            double m = 0.0, ss = 0.0;
+            for (double x : per_seed) m += x / static_cast<double>(per_seed.size());
+            for (double x : per_seed) ss += (x - m) * (x - m);
+            sd = std::sqrt(ss / static_cast<double>(per_seed.size() - 1));
+        }
+        rows.push_back({{"task", t}, {"condition", c}, {"metric", metric}, {"value", i.value}, {"lo", i.lo}, {"hi", i.hi},
+                        {"n", i.n}, {"seeds", seeds}, {"per_seed", per_seed}, {"sd_seeds", num(sd)}});
+    };
+    const auto mean = [](const std::vector<double>& x) {
+        double s = 0.0;
+        for (double v : x) s += v;
+        return s / static_cast<double>(x.size());
     };
     for (const std::string& t : tasks)
         for (const std::string& c : conds) {
             const auto it = groups.find({t, c});
             if (it == groups.end()) continue;
-            const auto& g = it->second;
+            std::vector<std::uint64_t> seeds;
+            for (const auto& [seed, rs] : it->second) seeds.push_back(seed);
             if (t == "ppl") {
-                std::vector<std::vector<double>> nll;
-                for (const nlohmann::json* r : g) nll.push_back(r->at("nll").get<std::vector<double>>());
-                Interval p = perplexity_interval(nll, opt);
-                p.n = nll.size();
-                add(t, c, "ppl", p);
-                std::vector<double> means;
-                for (const auto& s : nll) {
-                    double sum = 0.0;
-                    for (double x : s) sum += x;
-                    means.push_back(sum / static_cast<double>(s.size()));
+                // Perplexity = exp(mean NLL over all tokens); the sequences have equal lengths, so
+                // it is exp of the mean of the sequence means, and exp maps their interval. Every
+                // seed scores the same held-out sequences (only its maps differ), so the
+                // resampling unit is the sequence: its mean NLL averaged over the seeds that
+                // scored it (resampling seeds x sequences as independent would narrow the
+                // interval by counting each sequence once per seed).
+                std::map<std::size_t, std::vector<double>> by_sequence;
+                std::vector<double> ppl_seed, nll_seed;
+                std::size_t len = 0;
+                for (const auto& [seed, rs] : it->second) {
+                    std::vector<double> seed_means;
+                    for (const nlohmann::json* r : rs) {
+                        const std::vector<double> nll = r->at("nll").get<std::vector<double>>();
+                        check<FormatError>(!nll.empty() && (len == 0 || nll.size() == len), "[stitch summary] the ppl "
+                                           "sequences must have equal, non-zero lengths");
+                        len = nll.size();
+                        seed_means.push_back(mean(nll));
+                        by_sequence[r->at("item").get<std::size_t>()].push_back(seed_means.back());
+                    }
+                    nll_seed.push_back(mean(seed_means));
+                    ppl_seed.push_back(std::exp(nll_seed.back()));
                 }
-                add(t, c, "nll", mean_interval({means}, opt));
+                std::vector<double> sequence_means;
+                for (const auto& [item, means] : by_sequence) sequence_means.push_back(mean(means));
+                const Interval m = mean_interval({sequence_means}, opt);
+                Interval p = m;
+                p.value = std::exp(m.value);
+                p.lo = std::exp(m.lo);
+                p.hi = std::exp(m.hi);
+                add(t, c, "ppl", p, seeds, ppl_seed);
+                add(t, c, "nll", m, seeds, nll_seed);
             } else {
-                for (const char* m : {"acc", "cacc", "margin", "d_top", "att_target"}) {
-                    if (!g.front()->contains(m)) continue;  // att_target: only with a reader
-                    std::vector<double> x;
-                    for (const nlohmann::json* r : g) x.push_back(r->at(m).get<double>());
-                    add(t, c, m, mean_interval({x}, opt));
+                for (const char* metric : {"acc", "cacc", "margin", "d_top", "att_target"}) {
+                    if (!it->second.begin()->second.front()->contains(metric)) continue;  // att_target: only with a reader
+                    std::vector<std::vector<double>> x;
+                    std::vector<double> per_seed;
+                    for (const auto& [seed, rs] : it->second) {
+                        x.emplace_back();
+                        for (const nlohmann::json* r : rs) x.back().push_back(r->at(metric).get<double>());
+                        per_seed.push_back(mean(x.back()));
+                    }
+                    add(t, c, metric, mean_interval(x, opt), seeds, per_seed);
                 }
             }
         }
-    std::string csv = "task,condition,metric,value,lo,hi,n\n";
+    std::string csv = "task,condition,metric,value,lo,hi,n,seeds,sd_seeds\n";
     for (const auto& r : rows)
         csv += r["task"].get<std::string>() + "," + r["condition"].get<std::string>() + "," + r["metric"].get<std::string>() +
                "," + detail::stitch_csv_number(r["value"].get<double>()) + "," +
                detail::stitch_csv_number(r["lo"].get<double>()) + "," + detail::stitch_csv_number(r["hi"].get<double>()) +
-               "," + std::to_string(r["n"].get<std::size_t>()) + "\n";
+               "," + std::to_string(r["n"].get<std::size_t>()) + "," + std::to_string(r["seeds"].size()) + "," +
+               (r["sd_seeds"].is_null() ? std::string() : detail::stitch_csv_number(r["sd_seeds"].get<double>())) + "\n";
     const nlohmann::json summary = {{"kind", "stitch"},
                                     {"bootstrap", {{"resamples", opt.resamples}, {"level", opt.level}, {"seed", opt.seed}}},
                                     {"rows", rows}};
@@ -473,21 +522,25 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
         check(!o.reader.given() || o.reader.layer < b.lo || o.reader.layer > b.hi, "[stitch] the reader layer ",
               o.reader.layer, " lies in the host block ", b.text(), ", which the conditions replace");
 
-    // Data: the cross-family vocabulary of both tokenizers, K_fit / K_test.
+    check(!o.seeds.empty(), "[stitch] no seed given");
+    check_distinct_seeds(o.seeds, "stitch");
+
+    // Data: the cross-family vocabulary of both tokenizers, K_fit / K_test per seed.
     const lk::Vocabulary vocab = lk::cross_family_vocabulary({&host_tok, &donor_tok});
-    const lk::KeySplit split = lk::key_split(vocab.keys, o.seed);
-    check(split.fit.size() >= variant.n_pairs && split.test.size() >= variant.n_pairs && vocab.values.size() >= variant.n_pairs,
-          "[stitch] the cross-family vocabulary of the two tokenizers keeps ", vocab.keys.size(), " keys and ",
-          vocab.values.size(), " values: too few for ", variant.n_pairs, "-pair dictionaries from each half of the keys");
-    const lk::Vocabulary fit_vocab{split.fit, vocab.values}, test_vocab{split.test, vocab.values};
+    {
+        const lk::KeySplit split = lk::key_split(vocab.keys, o.seeds.front());  // the halves' sizes hold for every seed
+        check(split.fit.size() >= variant.n_pairs && split.test.size() >= variant.n_pairs &&
+                  vocab.values.size() >= variant.n_pairs,
+              "[stitch] the cross-family vocabulary of the two tokenizers keeps ", vocab.keys.size(), " keys and ",
+              vocab.values.size(), " values: too few for ", variant.n_pairs, "-pair dictionaries from each half of the keys");
+    }
     const ChatFormat hfmt = chat_format(host_family), dfmt = chat_format(donor_family);
-    const auto tests = lk::query_items(host_tok, hfmt, variant.style, test_vocab, o.test_items, o.seed, "stitch-test", variant.n_pairs);
     const auto ppl = held_out_sequences(host_tok, corpus, o.ppl_seqs, o.ppl_len);
 
     nlohmann::json def = {{"host_blocks", nlohmann::json::array()}, {"donor_blocks", nlohmann::json::array()},
                           {"conditions", conditions}, {"variant", variant.name()}, {"fit_prompts", o.fit_prompts},
                           {"fit_tokens", o.fit_tokens}, {"test_items", o.test_items}, {"ppl_seqs", o.ppl_seqs},
-                          {"ppl_len", o.ppl_len}, {"seed", o.seed}, {"corpus", corpus.source},
+                          {"ppl_len", o.ppl_len}, {"seeds", o.seeds}, {"corpus", corpus.source},
                           {"bootstrap", {{"resamples", o.bootstrap.resamples}, {"level", o.bootstrap.level},
                                          {"seed", o.bootstrap.seed}}}};
     for (std::size_t k = 0; k < o.host_blocks.size(); ++k) {
@@ -497,9 +550,6 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
     if (o.reader.given()) def["reader"] = {{"layer", o.reader.layer}, {"head", o.reader.head}};
     StudyFolder folder(o.folder("stitch", def));
 
-    // Fits (deterministic; every shard fits the same maps).
-    const StitchFitSet fit = make_stitch_fit_set(host_tok, hfmt, donor_tok, dfmt, fit_vocab, variant, corpus, o.fit_prompts,
-                                                 o.fit_tokens, o.seed);
     const auto wants = [&](std::string_view c) { return std::find(conditions.begin(), conditions.end(), c) != conditions.end(); };
     std::vector<LayerIndex> slot_layers;
     for (const LayerRange& b : o.host_blocks)
@@ -511,100 +561,132 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
         return p;
     };
     using Stitched = decltype(stitch<LinearAdapter>(host, StitchPlan{}, donor, std::vector<LinearAdapter>{}));
-    std::vector<std::pair<std::string, Stitched>> stitched;  // condition -> model
-    nlohmann::json fits = nlohmann::json::object();
     io::SafetensorsWriter adapters(io::SafetensorsWriter::Order::insertion);
-    const auto fit_condition = [&](const std::string& name, const std::vector<LayerRange>& donor_blocks, bool zero_mixers) {
-        auto [model, slot_fits] = fit_stitch_slots(host, plan_of(donor_blocks, zero_mixers), donor, fit.items);
-        nlohmann::json info = nlohmann::json::array();
-        for (std::size_t k = 0; k < slot_fits.size(); ++k) {
-            info.push_back({{"host_block", o.host_blocks[k].text()}, {"donor_block", donor_blocks[k].text()},
-                            {"m_in", detail::ridge_info(slot_fits[k].m_in)}, {"m_out", detail::ridge_info(slot_fits[k].m_out)}});
-            detail::add_affine(adapters, name + ".slot" + std::to_string(k) + ".in", slot_fits[k].adapter.in);
-            detail::add_affine(adapters, name + ".slot" + std::to_string(k) + ".out", slot_fits[k].adapter.out);
-        }
-        fits[name] = info;
-        stitched.emplace_back(name, std::move(model));
-    };
-    std::vector<BypassSlot> bypass;
-    for (const std::string& c : conditions) {
-        if (c == "stitched") fit_condition(c, o.donor_blocks, false);
-        if (c == "donor_no_mixing") fit_condition(c, o.donor_blocks, true);
-        if (c.rfind("donor:", 0) == 0) fit_condition(c, {parse_layer_range(std::string_view(c).substr(6))}, false);
-    }
-    if (wants("bypass")) {
-        nlohmann::json info = nlohmann::json::array();
-        for (std::size_t k = 0; k < o.host_blocks.size(); ++k) {
-            const Ridge r = fit_bypass(host, o.host_blocks[k], fit.items);
-            bypass.push_back({o.host_blocks[k], AffineMap::from_ridge(r)});
-            info.push_back({{"host_block", o.host_blocks[k].text()}, {"m", detail::ridge_info(r)}});
-            detail::add_affine(adapters, "bypass.slot" + std::to_string(k), bypass.back().map);
-        }
-        fits["bypass"] = info;
-    }
-    adapters.set_metadata("hylens", "stitch study adapters: <condition>.slot<k>.{in,out}.{W,x_mean,t_mean}, "
-                                    "bypass.slot<k>.{W,x_mean,t_mean}; y = (x - x_mean) W + t_mean");
-    if (adapters.size() > 0) adapters.write(o.out / "adapters.safetensors");
+    const bool several = o.seeds.size() > 1;
+    // run.json's fits, fit_set and vocabulary: as they are for one seed, keyed by seed for several.
+    nlohmann::json fits_out = nlohmann::json::object(), fit_set_out = nlohmann::json::object(),
+                   vocab_out = nlohmann::json::object();
 
-    std::vector<std::pair<std::string, StitchForward>> forwards;
-    for (const std::string& c : conditions) {
-        StitchForward f;
-        // In a stitched model each slot takes one layer: the host's later layers move down.
-        const ReaderHead stitched_reader{o.reader.given() ? plan_of(o.donor_blocks, false).map_layer(o.reader.layer) : no_layer,
-                                         o.reader.head};
-        if (c == "intact") f = plain_forward(host, o.reader);
-        else if (c == "removed") f = intervened_forward(host, {skip_layers(slot_layers)}, o.reader);
-        else if (c == "mixers_zeroed") f = intervened_forward(host, {zero(Site::mixer_out, slot_layers)}, o.reader);
-        else if (c == "bypass") f = bypass_forward(host, bypass, o.reader);
-        else
-            for (const auto& [name, model] : stitched)
-                if (name == c) f = plain_forward(model, stitched_reader);
-        forwards.emplace_back(c, std::move(f));
-    }
-
-    // Units of work: the test items, then the perplexity sequences; each with every condition.
+    // Units of work, in seed order: each seed's test items, then its perplexity sequences; each
+    // with every condition.
     const std::string lookup_task = "lookup:" + variant.name();
-    const std::size_t units = tests.size() + ppl.size();
+    const std::size_t per_seed = o.test_items + ppl.size();
     std::size_t mine = 0;
-    for (std::size_t u = 0; u < units; ++u) mine += folder.mine(u) ? 1 : 0;
+    for (std::size_t u = 0; u < per_seed * o.seeds.size(); ++u) mine += folder.mine(u) ? 1 : 0;
     Progress progress(mine, "stitch", o.progress);
     const std::size_t V = host.config().vocab;
-    for (std::size_t u = 0; u < units; ++u) {
-        if (!folder.mine(u)) continue;
-        const bool is_lookup = u < tests.size();
-        const std::size_t item = is_lookup ? u : u - tests.size();
-        const std::string task = is_lookup ? lookup_task : "ppl";
-        std::vector<nlohmann::json> recs;
-        for (const auto& [c, f] : forwards) {
-            if (folder.done({task, o.seed, item, c})) continue;
-            nlohmann::json r = {{"task", task}, {"seed", o.seed}, {"item", item}, {"condition", c}};
-            if (is_lookup) {
-                const auto& t = tests[item];
-                std::vector<float> reader_row;
-                const Tensor3 lg = f(TokenBatch(t.tokens.ids), true, o.reader.given() ? &reader_row : nullptr);
-                r.update(score_lookup_row(logits_row(lg, 0, -1), V, t.answer, t.value_ids));
-                r["tokens"] = t.tokens.ids.size();
-                if (o.reader.given()) {
-                    // The reader's attention from the final position on the queried entry's tokens.
-                    check(reader_row.size() == t.tokens.ids.size(), "[stitch] condition ", c, ": the reader row holds ",
-                          reader_row.size(), " keys for ", t.tokens.ids.size(), " tokens");
-                    r["att_target"] = attention_mass(reader_row.data(), reader_row.size(),
-                                                     contiguous_span(t.tokens.entries[t.query]));
-                }
-            } else {
-                const TokenBatch ids(ppl[item]);
-                const std::vector<double> nll = token_nll(f(ids, false, nullptr), ids);
-                double s = 0.0;
-                for (double x : nll) s += x;
-                r["tokens"] = nll.size();
-                r["nll_mean"] = s / static_cast<double>(nll.size());
-                r["nll"] = nll;
+    for (std::size_t si = 0; si < o.seeds.size(); ++si) {
+        const std::uint64_t seed = o.seeds[si];
+        const std::string prefix = several ? "seed" + std::to_string(seed) + "." : "";
+        const lk::KeySplit split = lk::key_split(vocab.keys, seed);
+        const lk::Vocabulary fit_vocab{split.fit, vocab.values}, test_vocab{split.test, vocab.values};
+        const auto tests = lk::query_items(host_tok, hfmt, variant.style, test_vocab, o.test_items, seed, "stitch-test",
+                                           variant.n_pairs);
+
+        // Fits (deterministic; every shard fits the same maps, for every seed).
+        const StitchFitSet fit = make_stitch_fit_set(host_tok, hfmt, donor_tok, dfmt, fit_vocab, variant, corpus,
+                                                     o.fit_prompts, o.fit_tokens, seed);
+        std::vector<std::pair<std::string, Stitched>> stitched;  // condition -> model
+        nlohmann::json fits = nlohmann::json::object();
+        const auto fit_condition = [&](const std::string& name, const std::vector<LayerRange>& donor_blocks, bool zero_mixers) {
+            auto [model, slot_fits] = fit_stitch_slots(host, plan_of(donor_blocks, zero_mixers), donor, fit.items);
+            nlohmann::json info = nlohmann::json::array();
+            for (std::size_t k = 0; k < slot_fits.size(); ++k) {
+                info.push_back({{"host_block", o.host_blocks[k].text()}, {"donor_block", donor_blocks[k].text()},
+                                {"m_in", detail::ridge_info(slot_fits[k].m_in)}, {"m_out", detail::ridge_info(slot_fits[k].m_out)}});
+                detail::add_affine(adapters, prefix + name + ".slot" + std::to_string(k) + ".in", slot_fits[k].adapter.in);
+                detail::add_affine(adapters, prefix + name + ".slot" + std::to_string(k) + ".out", slot_fits[k].adapter.out);
             }
-            recs.push_back(std::move(r));
+            fits[name] = info;
+            stitched.emplace_back(name, std::move(model));
+        };
+        std::vector<BypassSlot> bypass;
+        for (const std::string& c : conditions) {
+            if (c == "stitched") fit_condition(c, o.donor_blocks, false);
+            if (c == "donor_no_mixing") fit_condition(c, o.donor_blocks, true);
+            if (c.rfind("donor:", 0) == 0) fit_condition(c, {parse_layer_range(std::string_view(c).substr(6))}, false);
         }
-        if (!recs.empty()) folder.append(recs);
-        progress.add(1);
+        if (wants("bypass")) {
+            nlohmann::json info = nlohmann::json::array();
+            for (std::size_t k = 0; k < o.host_blocks.size(); ++k) {
+                const Ridge r = fit_bypass(host, o.host_blocks[k], fit.items);
+                bypass.push_back({o.host_blocks[k], AffineMap::from_ridge(r)});
+                info.push_back({{"host_block", o.host_blocks[k].text()}, {"m", detail::ridge_info(r)}});
+                detail::add_affine(adapters, prefix + "bypass.slot" + std::to_string(k), bypass.back().map);
+            }
+            fits["bypass"] = info;
+        }
+        const nlohmann::json fit_set = {{"prompts", fit.prompts}, {"chunks", fit.chunks}, {"host_tokens", fit.host_tokens},
+                                        {"aligned", fit.aligned}};
+        const nlohmann::json vocab_info = {{"keys", vocab.keys.size()}, {"values", vocab.values.size()},
+                                           {"k_fit", split.fit}, {"k_test", split.test}};
+        if (several) {
+            fits_out[std::to_string(seed)] = fits;
+            fit_set_out[std::to_string(seed)] = fit_set;
+            vocab_out[std::to_string(seed)] = vocab_info;
+        } else {
+            fits_out = fits;
+            fit_set_out = fit_set;
+            vocab_out = vocab_info;
+        }
+
+        std::vector<std::pair<std::string, StitchForward>> forwards;
+        for (const std::string& c : conditions) {
+            StitchForward f;
+            // In a stitched model each slot takes one layer: the host's later layers move down.
+            const ReaderHead stitched_reader{
+                o.reader.given() ? plan_of(o.donor_blocks, false).map_layer(o.reader.layer) : no_layer, o.reader.head};
+            if (c == "intact") f = plain_forward(host, o.reader);
+            else if (c == "removed") f = intervened_forward(host, {skip_layers(slot_layers)}, o.reader);
+            else if (c == "mixers_zeroed") f = intervened_forward(host, {zero(Site::mixer_out, slot_layers)}, o.reader);
+            else if (c == "bypass") f = bypass_forward(host, bypass, o.reader);
+            else
+                for (const auto& [name, model] : stitched)
+                    if (name == c) f = plain_forward(model, stitched_reader);
+            forwards.emplace_back(c, std::move(f));
+        }
+
+        for (std::size_t u = 0; u < per_seed; ++u) {
+            if (!folder.mine(si * per_seed + u)) continue;
+            const bool is_lookup = u < tests.size();
+            const std::size_t item = is_lookup ? u : u - tests.size();
+            const std::string task = is_lookup ? lookup_task : "ppl";
+            std::vector<nlohmann::json> recs;
+            for (const auto& [c, f] : forwards) {
+                if (folder.done({task, seed, item, c})) continue;
+                nlohmann::json r = {{"task", task}, {"seed", seed}, {"item", item}, {"condition", c}};
+                if (is_lookup) {
+                    const auto& t = tests[item];
+                    std::vector<float> reader_row;
+                    const Tensor3 lg = f(TokenBatch(t.tokens.ids), true, o.reader.given() ? &reader_row : nullptr);
+                    r.update(score_lookup_row(logits_row(lg, 0, -1), V, t.answer, t.value_ids));
+                    r["tokens"] = t.tokens.ids.size();
+                    if (o.reader.given()) {
+                        // The reader's attention from the final position on the queried entry's tokens.
+                        check(reader_row.size() == t.tokens.ids.size(), "[stitch] condition ", c, ": the reader row holds ",
+                              reader_row.size(), " keys for ", t.tokens.ids.size(), " tokens");
+                        r["att_target"] = attention_mass(reader_row.data(), reader_row.size(),
+                                                         contiguous_span(t.tokens.entries[t.query]));
+                    }
+                } else {
+                    const TokenBatch ids(ppl[item]);
+                    const std::vector<double> nll = token_nll(f(ids, false, nullptr), ids);
+                    double sum = 0.0;
+                    for (double x : nll) sum += x;
+                    r["tokens"] = nll.size();
+                    r["nll_mean"] = sum / static_cast<double>(nll.size());
+                    r["nll"] = nll;
+                }
+                recs.push_back(std::move(r));
+            }
+            if (!recs.empty()) folder.append(recs);
+            progress.add(1);
+        }
     }
+    adapters.set_metadata("hylens", std::string("stitch study adapters: ") + (several ? "seed<s>." : "") +
+                                        "<condition>.slot<k>.{in,out}.{W,x_mean,t_mean}, " + (several ? "seed<s>." : "") +
+                                        "bypass.slot<k>.{W,x_mean,t_mean}; y = (x - x_mean) W + t_mean");
+    if (adapters.size() > 0) adapters.write(o.out / "adapters.safetensors");
 
     const std::vector<nlohmann::json> records = folder.records();
     write_stitch_summaries(o.out, records, conditions, o.bootstrap);
@@ -612,13 +694,11 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
     res.records = records.size();
     res.written = folder.written();
     res.resumed = folder.resumed();
-    res.fits = fits;
+    res.fits = fits_out;
     res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    folder.finish({{"fits", fits},
-                   {"fit_set", {{"prompts", fit.prompts}, {"chunks", fit.chunks}, {"host_tokens", fit.host_tokens},
-                                {"aligned", fit.aligned}}},
-                   {"vocabulary", {{"keys", vocab.keys.size()}, {"values", vocab.values.size()},
-                                   {"k_fit", split.fit}, {"k_test", split.test}}},
+    folder.finish({{"fits", fits_out},
+                   {"fit_set", fit_set_out},
+                   {"vocabulary", vocab_out},
                    {"corpus_info", {{"source", corpus.source}, {"bytes", corpus.bytes}, {"paragraphs", corpus.paragraphs.size()},
                                     {"fit_chunks", corpus.fit.size()}, {"held_out_chunks", corpus.held_out.size()}}}});
     return res;
