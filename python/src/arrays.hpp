@@ -169,28 +169,50 @@ struct Int {
     operator long long() const noexcept { return v; }  // NOLINT(google-explicit-constructor)
 };
 
+/// A count argument (max_new, batch, a position count) that refuses bool, as Int does: pybind11's
+/// std::size_t caster took True as 1. A negative value, a bool, a float or a str is pybind11's
+/// TypeError listing the signature.
+struct Count {
+    std::size_t v = 0;
+    operator std::size_t() const noexcept { return v; }  // NOLINT(google-explicit-constructor)
+};
+
+/// The integer of an index-like Python object that is not a bool or a float (NumPy integers
+/// included); false with no Python error set otherwise.
+template <class T, class Read>
+bool load_integer(pyb::handle src, T& out, Read read) {
+    if (!src || PyBool_Check(src.ptr()) || PyFloat_Check(src.ptr()) || !PyIndex_Check(src.ptr())) return false;
+    PyObject* r = PyNumber_Index(src.ptr());
+    if (!r) {
+        PyErr_Clear();
+        return false;
+    }
+    const T v = static_cast<T>(read(r));
+    const bool failed = PyErr_Occurred() != nullptr;
+    Py_DECREF(r);
+    if (failed) {
+        PyErr_Clear();
+        return false;
+    }
+    out = v;
+    return true;
+}
+
 }  // namespace hylens::python
 
 namespace pybind11::detail {
 template <>
 struct type_caster<hylens::python::Int> {
     PYBIND11_TYPE_CASTER(hylens::python::Int, const_name("int"));
-    bool load(handle src, bool) {
-        if (!src || PyBool_Check(src.ptr()) || PyFloat_Check(src.ptr()) || !PyIndex_Check(src.ptr())) return false;
-        PyObject* r = PyNumber_Index(src.ptr());
-        if (!r) {
-            PyErr_Clear();
-            return false;
-        }
-        const long long v = PyLong_AsLongLong(r);
-        Py_DECREF(r);
-        if (v == -1 && PyErr_Occurred()) {
-            PyErr_Clear();
-            return false;
-        }
-        value.v = v;
-        return true;
-    }
+    bool load(handle src, bool) { return hylens::python::load_integer(src, value.v, PyLong_AsLongLong); }
     static handle cast(hylens::python::Int i, return_value_policy, handle) { return PyLong_FromLongLong(i.v); }
+};
+template <>
+struct type_caster<hylens::python::Count> {
+    PYBIND11_TYPE_CASTER(hylens::python::Count, const_name("int"));
+    bool load(handle src, bool) { return hylens::python::load_integer(src, value.v, PyLong_AsUnsignedLongLong); }
+    static handle cast(hylens::python::Count c, return_value_policy, handle) {
+        return PyLong_FromUnsignedLongLong(static_cast<unsigned long long>(c.v));
+    }
 };
 }  // namespace pybind11::detail

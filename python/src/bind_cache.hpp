@@ -132,7 +132,7 @@ inline void bind_cache(pyb::module_& m) {
         .def_property_readonly("kv_len", [](PyCache& s) { return s.visit("Cache.kv_len", [](auto& x) { return x.kv_len(); }); })
         .def_property("tokens_seen",
             [](PyCache& s) { return s.visit("Cache.tokens_seen", [](auto& x) { return x.tokens_seen(); }); },
-            [](PyCache& s, std::size_t n) {
+            [](PyCache& s, Count n) {
                 // Positions are int64: a count past 2^63 - 1 made the next position negative.
                 if (n > static_cast<std::size_t>(INT64_MAX))
                     throw pyb::value_error("Cache.tokens_seen: " + std::to_string(n) + " is past the largest position, 2^63 - 1");

@@ -23,9 +23,9 @@ namespace pyb = pybind11;
 inline void bind_experiment(pyb::module_& m) {
     m.def("experiment_tasks", [] { return tasks::task_names(); }, "Names of the study tasks (tasks/registry.hpp).");
     m.def("_channel_study", [](const PyModel& model, const Tokenizer& tok, const std::vector<std::string>& task_names,
-                               const std::string& conditions, const std::string& out, std::size_t items,
-                               const std::vector<std::uint64_t>& seeds, std::size_t max_new, const std::string& layers,
-                               const std::string& shard, bool resume, std::size_t batch, bool progress) {
+                               const std::string& conditions, const std::string& out, Count items,
+                               const std::vector<std::uint64_t>& seeds, Count max_new, const std::string& layers,
+                               const std::string& shard, bool resume, Count batch, bool progress) {
         namespace ex = experiments;
         ex::StudyOptions opt;
         for (const std::string& t : task_names) opt.tasks.push_back(&tasks::find_task(t));

@@ -222,7 +222,10 @@ inline void bind_interp(pyb::module_& m) {
             if (!d.contains(s.name())) throw pyb::value_error("patch: the captures hold no '" + s.name() + "'");
             rows = d[pyb::str(s.name())];
         }
-        return patch(s, to_floats(rows, "patch(" + s.name() + ") rows"));
+        std::vector<std::size_t> shape;
+        Intervention iv = patch(s, to_floats(rows, "patch(" + s.name() + ") rows", &shape));
+        std::get<Set>(iv.action).shape = std::move(shape);  // the run checks it against [B or 1, |P|, D]
+        return iv;
     }, pyb::arg("site"), pyb::arg("rows"),
        "Overwrite the site's rows with donor rows [B or 1, |P|, D] (an array, or a captures dict holding the site).");
     m.def("zero", [](const std::string& site, pyb::object layers, pyb::object positions) {
@@ -238,7 +241,11 @@ inline void bind_interp(pyb::module_& m) {
     m.def("proj_patch", [](Int layer, const std::string& which, pyb::object positions, pyb::object rows, pyb::object heads) {
         std::vector<std::size_t> h = heads.is_none() ? std::vector<std::size_t>{} : to_indices(heads, "proj_patch heads");
         bool write = false;
-        return proj_patch(layer_index(layer.v), parse_site(which, write), to_positions(positions), to_floats(rows, "proj_patch rows"), std::move(h));
+        std::vector<std::size_t> shape;
+        Intervention iv = proj_patch(layer_index(layer.v), parse_site(which, write), to_positions(positions),
+                                     to_floats(rows, "proj_patch rows", &shape), std::move(h));
+        std::get<ProjPatch>(iv.action).shape = std::move(shape);
+        return iv;
     }, pyb::arg("layer"), pyb::arg("which"), pyb::arg("positions"), pyb::arg("rows"), pyb::arg("heads") = pyb::none());
     m.def("skip_layers", [](pyb::object layers) { return skip_layers(to_layer_list(layers, "skip_layers")); }, pyb::arg("layers"));
     m.def("truncate_after", [](Int cut) { return truncate_after(layer_index(cut.v)); }, pyb::arg("cut"));

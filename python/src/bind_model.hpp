@@ -176,11 +176,11 @@ inline void bind_model(pyb::module_& m) {
             return s.visit([&](const auto& x) { return SiteRef{mixer_site(x.stack(), layer, mc), layer, Positions::all(), false}.name(); });
         }, pyb::arg("layer"), pyb::arg("channel") = "recurrent",
            "Name of layer l's mixer-output site for a channel ('mixer_out.l', or 'ssm_out.l' / 'attn_out.l' on Falcon-H1).")
-        .def("new_cache", [](const PyModel& s, std::size_t batch) {
+        .def("new_cache", [](const PyModel& s, Count batch) {
             if (batch == 0) throw pyb::value_error("new_cache: batch must be at least 1");
             return make_cache(s.visit([&](const auto& x) -> CacheVariant { return x.new_cache(batch); }), s.model_type());
         }, pyb::arg("batch") = 1)
-        .def("load_cache", [](const PyModel& s, const std::string& path, std::size_t batch, const std::string& prefix, bool allow_missing) {
+        .def("load_cache", [](const PyModel& s, const std::string& path, Count batch, const std::string& prefix, bool allow_missing) {
             if (batch == 0) throw pyb::value_error("load_cache: batch must be at least 1");
             return make_cache(s.visit([&](const auto& x) -> CacheVariant {
                 return load_cache(path, x.new_cache(batch), prefix, LoadCacheOptions{allow_missing});
@@ -208,7 +208,7 @@ inline void bind_model(pyb::module_& m) {
             });
             return make_cache(std::move(out), s.model_type());
         }, pyb::arg("ids"), "A fresh cache filled with ids (logits not computed).")
-        .def("generate", [](const PyModel& s, pyb::handle ids, pyb::handle cache_obj, std::size_t max_new, pyb::handle stop,
+        .def("generate", [](const PyModel& s, pyb::handle ids, pyb::handle cache_obj, Count max_new, pyb::handle stop,
                             bool feed_last, pyb::handle start_position) {
             const Ids in = to_ids(ids, "generate");
             CachePtr cache = optional_cache(cache_obj, "generate");
@@ -229,7 +229,7 @@ inline void bind_model(pyb::module_& m) {
            pyb::arg("feed_last") = false, pyb::arg("start_position") = pyb::none(),
            "Feeds ids on the cache, then max_new greedy tokens (stop: ids that end it). Returns a GenerateResult.")
         .def("split_prefill", [](const PyModel& s, pyb::handle context, pyb::handle query, const std::string& mode,
-                                 pyb::handle layers, bool conv_with_state, std::size_t max_new, bool feed_last, pyb::handle stop,
+                                 pyb::handle layers, bool conv_with_state, Count max_new, bool feed_last, pyb::handle stop,
                                  pyb::handle position, pyb::handle prefilled_obj) {
             const Ids q = to_ids(query, "split_prefill: query");
             const CachePtr prefilled = optional_cache(prefilled_obj, "split_prefill");
@@ -347,14 +347,14 @@ inline void bind_model(pyb::module_& m) {
             });
             return to_numpy(std::move(out), shape.size() == 2);
         }, pyb::arg("h"), "Final norm + LM head of residual rows [T, H] or [B, T, H] (what the logit lens applies).")
-        .def("state_after", [](const PyModel& s, pyb::handle ids, std::size_t t) {
+        .def("state_after", [](const PyModel& s, pyb::handle ids, Count t) {
             const Ids in = to_ids(ids, "state_after");
             return make_cache(s.visit([&](const auto& x) -> CacheVariant {
                 const pyb::gil_scoped_release nogil;
                 return state_after(x, in.batch, t);
             }), s.model_type());
         }, pyb::arg("ids"), pyb::arg("t"), "The cache after ids[0..t] (inclusive).")
-        .def("_time_forward", [](const PyModel& s, pyb::handle ids, pyb::handle cache_obj, std::size_t reps) {
+        .def("_time_forward", [](const PyModel& s, pyb::handle ids, pyb::handle cache_obj, Count reps) {
             // Benchmark support (benchmarks/bench_python.py): the same forward as Model.forward,
             // timed in C++ (a copy of the cache per repetition, outside the timed region).
             const Ids in = to_ids(ids, "_time_forward");

@@ -423,6 +423,25 @@ TEST_CASE("run: bad interventions and captures stop before the forward, the cach
     bad_mu[3] = std::nanf("");
     fails({mean_ablate(Site::mixer_out, {0}, {bad_mu})}, {}, "mean value 3 is nan");
     fails({patch(site::mixer_out(att, Positions::last()), std::vector<float>(2 * H))}, {}, "donor values, expected [1, 1, ");
+    {  // the right count in another layout: an array's shape is checked, not only its size
+        Intervention t = patch(site::mixer_out(att, Positions::at({0, 1})), std::vector<float>(2 * H));
+        std::get<Set>(t.action).shape = {1, H, 2};
+        const std::string h = std::to_string(H);
+        fails({t}, {}, ("donor array of shape [1, " + h + ", 2], expected [1, 2, " + h + "]").c_str());
+        std::get<Set>(t.action).shape = {H, 2};
+        fails({t}, {}, ("donor array of shape [" + h + ", 2]").c_str());
+        std::get<Set>(t.action).shape = {3, 2, H};  // a batch of 3 in a run of 1 (and not the count)
+        std::get<Set>(t.action).rows[0].resize(6 * H);
+        fails({t}, {}, "donor values, expected [1, 2, ");
+        std::get<Set>(t.action).shape = {1, 1, 2, H};
+        std::get<Set>(t.action).rows[0].resize(2 * H);
+        fails({t}, {}, "donor array of shape [1, 1, 2, ");
+        for (const std::vector<std::size_t>& ok : {std::vector<std::size_t>{2 * H}, {2, H}, {1, 2, H}}) {
+            std::get<Set>(t.action).shape = ok;
+            auto cache = m.new_cache(1);
+            CHECK_NOTHROW(run(m, cache, kPrompt, {t}));
+        }
+    }
     std::vector<float> rows(H, 1.0f);
     rows[0] = INFINITY;
     fails({patch(site::mixer_out(att, Positions::last()), rows)}, {}, "donor value 0 is inf");

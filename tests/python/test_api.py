@@ -206,6 +206,21 @@ def test_captures_own_their_buffers_and_interventions_apply(qwen):
         qwen.run(IDS, interventions=[hylens.patch("mixer_out.3", np.zeros((1, len(IDS), 63), np.float32))])
     with pytest.raises(TypeError):
         hylens.patch("mixer_out.3", np.zeros((1, len(IDS), 64), np.int64))
+    # the right count of values in another layout (a transpose) was patched silently
+    n = len(IDS)
+    with pytest.raises(hylens.ShapeError, match=r"donor array of shape \[1, 64, %d\], expected \[1, %d, 64\]" % (n, n)):
+        qwen.run(IDS, interventions=[hylens.patch("mixer_out.3", np.zeros((1, 64, n), np.float32))])
+    with pytest.raises(hylens.ShapeError, match="donor array of shape"):
+        qwen.run(IDS, interventions=[hylens.patch("mixer_out.3", np.zeros((64, n), np.float32))])
+    with pytest.raises(hylens.ShapeError, match="donor array of shape"):
+        qwen.run(IDS, interventions=[hylens.patch("mixer_out.3", np.zeros((1, 1, n, 64), np.float32))])
+    v7 = qwen.run(IDS, capture=["v.7"]).captures["v.7"]  # [1, n, Dv]
+    assert_bitwise(qwen.run(IDS, interventions=[hylens.proj_patch(7, "v", "all", v7)]).logits, plain, "v self-patch")
+    with pytest.raises(hylens.ShapeError, match="donor array of shape"):
+        qwen.run(IDS, interventions=[hylens.proj_patch(7, "v", "all", np.ascontiguousarray(v7.transpose(0, 2, 1)))])
+    # [|P|, D] and flat arrays of the right count are the same rows
+    assert_bitwise(qwen.run(IDS, interventions=[hylens.patch("mixer_out.3", np.zeros((n, 64), np.float32))]).logits, z2, "2-D")
+    assert_bitwise(qwen.run(IDS, interventions=[hylens.patch("mixer_out.3", np.zeros(n * 64, np.float32))]).logits, z2, "flat")
     with pytest.raises(ValueError, match="unknown site"):
         qwen.run(IDS, capture=["mixer_outt.3"])
     with pytest.raises(ValueError, match="observed after its use"):
@@ -253,9 +268,15 @@ def test_layers_and_counts_refuse_bools_and_negatives(qwen):
     # pybind11 took True as 1: cache.k(True) read layer 1's keys
     for op in (lambda: c.k(True), lambda: c.state(False), lambda: hylens.head_zero(True, [0]),
                lambda: hylens.site("resid_post", True), lambda: hylens.truncate_after(True),
-               lambda: qwen.mixer_site(True), lambda: hylens.state_reset_every([0], True), lambda: c.k(1.0)):
+               lambda: qwen.mixer_site(True), lambda: hylens.state_reset_every([0], True), lambda: c.k(1.0),
+               # counts too: generate(max_new=True) generated one token
+               lambda: qwen.generate(IDS, max_new=True), lambda: qwen.new_cache(True),
+               lambda: qwen.split_prefill(IDS, IDS, "full", max_new=True), lambda: qwen.state_after(IDS, True),
+               lambda: setattr(c, "tokens_seen", True), lambda: qwen.generate(IDS, max_new=-1),
+               lambda: qwen.generate(IDS, max_new=2.0)):
         with pytest.raises(TypeError):
             op()
+    assert qwen.generate(IDS, max_new=np.int64(2)).ids.shape == (2,)  # a NumPy integer is a count
     # -1 is the layer of embed and final_norm, not a decoder layer of a head or a projection
     with pytest.raises(hylens.ShapeError, match="layer -1 is negative"):
         hylens.head_zero(-1, [0])

@@ -29,6 +29,10 @@ namespace hylens {
 /// state is not changed; on layer_write, resid_post[p] := resid_pre[p] + rows[p].
 struct Set {
     std::vector<std::vector<float>> rows;
+    /// The shape of the array the rows came from, when they came from one (Python): empty, or
+    /// [n*D] / [B*n*D] flat, [n, D] or [B or 1, n, D]. A shape holding the right count in another
+    /// layout (an [D, n] transpose) is refused.
+    std::vector<std::size_t> shape{};
 };
 
 /// Set the selected rows to zero.
@@ -74,6 +78,7 @@ struct HeadZero {
 struct ProjPatch {
     std::vector<std::vector<float>> rows;
     std::vector<std::size_t> heads;
+    std::vector<std::size_t> shape{};  ///< as Set::shape
 };
 
 /// The decoder layer outputs its input (at the selected positions; all by default).
@@ -129,7 +134,7 @@ inline std::string Intervention::describe() const {
 
 /// Set site.positions of site.layer to `rows` ([B or 1, |P|, D]).
 inline Intervention patch(const SiteRef& s, std::vector<float> rows) {
-    return {s.site, {s.layer}, s.positions, Set{{std::move(rows)}}, s.write};
+    return {s.site, {s.layer}, s.positions, Set{{std::move(rows)}, {}}, s.write};
 }
 /// Set site.positions of site.layer to the same rows of another run's capture (which must
 /// hold that site under the same name, captured at the same positions).
@@ -163,7 +168,7 @@ inline Intervention proj_patch(LayerIndex l, Site which, Positions positions, st
                                std::vector<std::size_t> heads = {}) {
     check<ShapeError>(which == Site::q || which == Site::k || which == Site::v, "[proj_patch] site ",
                       site_name(which), " is not q, k or v");
-    return {which, {l}, std::move(positions), ProjPatch{{std::move(rows)}, std::move(heads)}, false};
+    return {which, {l}, std::move(positions), ProjPatch{{std::move(rows)}, std::move(heads), {}}, false};
 }
 /// The listed layers output their input.
 inline Intervention skip_layers(std::vector<LayerIndex> layers) {

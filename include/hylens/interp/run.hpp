@@ -135,15 +135,14 @@ public:
         }
     }
 
-    /// Moves the captures into `out`.
+    /// Moves the captures into `out`: [B, Hq, |P|, Tk] for attn_probs, [B, |P|, D] for the others.
+    /// validate_captures has checked that each site exists; a site that exists but never fired
+    /// is a defect of the layer's forward, reported rather than returned as an empty tensor.
     void collect(NamedTensors& out) {
         for (std::size_t c = 0; c < caps_.size(); ++c) {
-            check<ShapeError>(cap_D_[c] != 0, "[run] capture ", caps_[c].name(),
-                              ": the site never fired (wrong layer or a site this layer kind does not have)");
-            if (caps_[c].site == Site::attn_probs)
-                out.put(caps_[c].name(), std::move(cap_buf_[c]));  // [B, Hq, |P|, Tk]
-            else
-                out.put(caps_[c].name(), std::move(cap_buf_[c]));  // [B, |P|, D]
+            check<Error>(cap_D_[c] != 0, "[run] capture ", caps_[c].name(),
+                         ": the layer has this site but its forward never fired it");
+            out.put(caps_[c].name(), std::move(cap_buf_[c]));
         }
     }
 
@@ -379,16 +378,27 @@ inline void check_surrogate(const Surrogate& sg, const std::vector<LayerIndex>& 
 }
 
 /// Donor rows [B or 1, n, D] per layer (Set, ProjPatch): one set per layer, each of n x D or
-/// B x n x D finite values.
+/// B x n x D finite values; `shape`, when given, the array's (flat, [n, D] or [B or 1, n, D]).
 inline void check_donor_rows(const std::vector<std::vector<float>>& rows, const std::vector<std::size_t>& widths,
-                             std::size_t n, std::size_t B, const std::string& what) {
+                             std::size_t n, std::size_t B, const std::string& what,
+                             const std::vector<std::size_t>& shape = {}) {
     check<ShapeError>(rows.size() == widths.size(), what, ": ", rows.size(), " donor row sets for ", widths.size(),
                       " layers");
     for (std::size_t j = 0; j < widths.size(); ++j) {
         const std::size_t D = widths[j];
+        const std::string want = "[" + (B == 1 ? std::string("1") : std::to_string(B) + " or 1") + ", " +
+                                 std::to_string(n) + ", " + std::to_string(D) + "] (" + std::to_string(n) +
+                                 " positions of a site of " + std::to_string(D) + " channels)";
         check<ShapeError>(rows[j].size() == n * D || rows[j].size() == B * n * D, what, ": ", rows[j].size(),
-                          " donor values, expected [", B == 1 ? std::string("1") : std::to_string(B) + " or 1", ", ",
-                          n, ", ", D, "] (", n, " positions of a site of ", D, " channels)");
+                          " donor values, expected ", want);
+        if (shape.size() >= 2) {
+            std::string got = "[";
+            for (std::size_t i = 0; i < shape.size(); ++i) got += (i ? ", " : "") + std::to_string(shape[i]);
+            got += "]";
+            const bool rows_ok = shape.size() <= 3 && shape.back() == D && shape[shape.size() - 2] == n &&
+                                 (shape.size() == 2 || shape[0] == 1 || shape[0] == B);
+            check<ShapeError>(rows_ok, what, ": donor array of shape ", got, ", expected ", want);
+        }
         check_finite_values(rows[j], what, "donor");
     }
 }
@@ -443,9 +453,9 @@ void validate_interventions(const Stack& stack, const std::vector<Intervention>&
             widths.push_back(*w);
         }
         const std::size_t n = v.positions.resolve(T).size();
-        if (const Set* a = std::get_if<Set>(&v.action)) check_donor_rows(a->rows, widths, n, B, what);
+        if (const Set* a = std::get_if<Set>(&v.action)) check_donor_rows(a->rows, widths, n, B, what, a->shape);
         if (const ProjPatch* a = std::get_if<ProjPatch>(&v.action)) {
-            check_donor_rows(a->rows, widths, n, B, what);
+            check_donor_rows(a->rows, widths, n, B, what, a->shape);
             for (std::size_t j = 0; j < v.layers.size(); ++j)
                 check_heads(a->heads, head_width(stack, v.layers[j], v.site), widths[j], what);
         }
