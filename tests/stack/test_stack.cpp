@@ -72,3 +72,34 @@ TEST_CASE("stack: explicit positions override the cache's next position") {
     CHECK(!(c1 == c2));
     CHECK_THROWS_AS((void)m.forward(TokenBatch({1, 2}), c1, o), ShapeError);
 }
+
+TEST_CASE("stack: positions are rotary positions in any order, the causal mask follows the tokens") {
+    // As Hugging Face's position_ids: positions may go backwards or repeat. Row 0 of a run sees
+    // token 0 alone whatever its position, so it is the one-token run at that position.
+    const auto m = test::random_qwen({});
+    const std::vector<std::int64_t> backwards{7, 6, 5, 5};
+    ForwardOptions o;
+    o.positions = backwards;
+    auto c = m.new_cache(1);
+    const Tensor3 all = m.forward(TokenBatch({4, 9, 2, 3}), c, o);
+    const std::vector<std::int64_t> first{7};
+    ForwardOptions o1;
+    o1.positions = first;
+    auto c1 = m.new_cache(1);
+    const Tensor3 one = m.forward(TokenBatch({4}), c1, o1);
+    const std::size_t V = m.config().vocab;
+    CHECK(test::rel_diff(all.data(), one.data(), V) <= 1e-4);  // chunked vs one-step recurrences round apart
+    // ... and differs from the one-token run at position 0 (the positions reached attention).
+    auto c0 = m.new_cache(1);
+    const Tensor3 at0 = m.forward(TokenBatch({4, 9}), c0);
+    const std::vector<std::int64_t> fwd{7, 6};
+    ForwardOptions o2;
+    o2.positions = fwd;
+    auto c2 = m.new_cache(1);
+    const Tensor3 two = m.forward(TokenBatch({4, 9}), c2, o2);
+    CHECK(test::rel_diff(two.data() + V, at0.data() + V, V) > 1e-4);
+    const std::vector<std::int64_t> negative{0, -1};
+    o2.positions = negative;
+    auto c3 = m.new_cache(1);
+    CHECK_THROWS_WITH_AS((void)m.forward(TokenBatch({4, 9}), c3, o2), "[CausalLM::forward] negative position -1", ShapeError);
+}

@@ -74,9 +74,9 @@ inline nlohmann::json read_json_file(const std::filesystem::path& p) {
     }
 }
 
-/// The inputs a run.json names (model, tokenizer, host, donor and their types).
-inline constexpr const char* kInputKeys[] = {"model",      "model_type", "tokenizer",       "host",           "host_type",
-                                             "host_tokenizer", "donor", "donor_type", "donor_tokenizer"};
+/// The run.json keys naming a model's family, compared as written (the keys naming a folder or a
+/// file are input_fingerprint.hpp's kInputPathKeys).
+inline constexpr const char* kInputTypeKeys[] = {"model_type", "host_type", "donor_type"};
 
 /// The first input named in both run.json files on which they disagree, as "model \"a\"
 /// and \"b\"" ("" when they agree). Where both record an input's fingerprint
@@ -86,7 +86,7 @@ inline constexpr const char* kInputKeys[] = {"model",      "model_type", "tokeni
 inline std::string differing_input(const nlohmann::json& prev, const nlohmann::json& now) {
     namespace fs = std::filesystem;
     if (!prev.is_object() || !now.is_object()) return "";
-    for (const char* key : kInputKeys) {
+    for (const char* key : kInputPathKeys) {
         if (!prev.contains(key) || !now.contains(key)) continue;
         const nlohmann::json &a = prev[key], &b = now[key];
         const std::string fk = std::string(key) + "_fingerprint";
@@ -97,13 +97,16 @@ inline std::string differing_input(const nlohmann::json& prev, const nlohmann::j
             continue;
         }
         bool same = a == b;
-        if (!same && a.is_string() && b.is_string() && std::string_view(key).find("type") == std::string_view::npos) {
+        if (!same && a.is_string() && b.is_string()) {
             std::error_code ea, eb;
             const fs::path pa = fs::weakly_canonical(a.get<std::string>(), ea), pb = fs::weakly_canonical(b.get<std::string>(), eb);
             same = !ea && !eb && pa == pb;
         }
         if (!same) return std::string(key) + " " + a.dump() + " and " + b.dump();
     }
+    for (const char* key : kInputTypeKeys)
+        if (prev.contains(key) && now.contains(key) && prev[key] != now[key])
+            return std::string(key) + " " + prev[key].dump() + " and " + now[key].dump();
     return "";
 }
 

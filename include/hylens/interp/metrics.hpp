@@ -88,10 +88,7 @@ struct PairScore {
 };
 inline PairScore score_pair(const float* clean_row, const float* corrupt_row, std::size_t V, std::int64_t answer,
                             std::int64_t corrupt_answer, const std::vector<std::int64_t>& choices) {
-    for (std::int64_t id : {answer, corrupt_answer})
-        check<ShapeError>(id >= 0 && static_cast<std::size_t>(id) < V, "[score_pair] answer id ", id,
-                          " outside the vocabulary of ", V);
-    PairScore s;
+    PairScore s;  // logit_diff checks both ids (check_vocab_id) before any row is read
     s.d_clean = logit_diff(clean_row, V, answer, corrupt_answer);
     s.d_corrupt = logit_diff(corrupt_row, V, answer, corrupt_answer);
     s.acc_clean = argmax(clean_row, V) == answer;
@@ -144,9 +141,7 @@ struct TransplantScore {
 inline TransplantScore score_transplant(const float* row, std::size_t V, std::int64_t value_a, std::int64_t value_b,
                                         const float* probs = nullptr, std::size_t Tk = 0, Span entry_a = {},
                                         Span entry_b = {}) {
-    for (std::int64_t id : {value_a, value_b})
-        check<ShapeError>(id >= 0 && static_cast<std::size_t>(id) < V, "[score_transplant] value id ", id,
-                          " outside the vocabulary of ", V);
+    for (std::int64_t id : {value_a, value_b}) check_vocab_id(id, V, "score_transplant");
     TransplantScore s;
     const std::int64_t top = argmax(row, V);
     s.ansA = top == value_a;
