@@ -436,6 +436,18 @@ TEST_CASE("run: bad interventions and captures stop before the forward, the cach
         std::get<Set>(t.action).shape = {1, 1, 2, H};
         std::get<Set>(t.action).rows[0].resize(2 * H);
         fails({t}, {}, "donor array of shape [1, 1, 2, ");
+        {  // final_norm runs in the head: not under skip_logits, and under last_only on one row only
+            RunOptions o;
+            o.capture = {site::final_norm(Positions::last())};
+            o.skip_logits = true;
+            CHECK_THROWS_WITH_AS(run(m, cache, kPrompt, {}, o), doctest::Contains("skip_logits does not run"), ShapeError);
+            o.skip_logits = false;
+            o.last_only = true;
+            CHECK_THROWS_WITH_AS(run(m, cache, kPrompt, {}, o), doctest::Contains("last_only runs on the final row alone"),
+                                 ShapeError);
+            CHECK_THROWS_AS(run(m, cache, kPrompt, {zero(Site::final_norm, {no_layer})}, o), ShapeError);
+            CHECK(cache == before);
+        }
         for (const std::vector<std::size_t>& ok : {std::vector<std::size_t>{2 * H}, {2, H}, {1, 2, H}}) {
             std::get<Set>(t.action).shape = ok;
             auto cache = m.new_cache(1);

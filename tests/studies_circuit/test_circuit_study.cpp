@@ -82,6 +82,19 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
     CHECK(run["status"] == "complete");
     CHECK(run["records"] == r.records);
     CHECK(run["pairs"]["kept"] == r.items);
+    CHECK(run["study"]["value_heads"] == nlohmann::json{{"layer", 0}, {"heads", 4}});
+    {  // a folder written before B5 (its definition without value_heads) is another study
+        const fs::path old = d.path / "old";
+        fs::create_directories(old);
+        nlohmann::json before = run;
+        before["study"].erase("value_heads");
+        before["status"] = "running";
+        write_text(old / "run.json", before.dump(1));
+        write_text(old / "items.jsonl", "");
+        ex::CircuitStudyOptions resume = small_options(old, 3);
+        resume.resume = true;
+        CHECK_THROWS_AS(run_study(m, resume), hylens::Error);
+    }
     const ex::CircuitStructure st = ex::circuit_structure_from_json(run["study"]["structure"]);
     // Qwen3.5 layout organism: layers 0-2 GatedDeltaNet, layer 3 softmax attention.
     REQUIRE(st.groups.size() == 1);
@@ -290,7 +303,8 @@ TEST_CASE("circuit study: the long variant puts the filler between the dictionar
     }
     CHECK(long_min >= chat_max + n_filler - 4);
     const nlohmann::json run = json_of(o.out / "run.json");
-    CHECK(run["study"]["filler"]["source"] == "a test sentence");
+    CHECK(run["filler_source"] == "a test sentence");
+    CHECK(!run["study"]["filler"].contains("source"));  // copies of one text at other paths agree
     CHECK(run["study"]["filler"]["fnv1a64"] == ex::fnv1a64_hex(o.filler));
     CHECK(!json_of(chat.out / "run.json")["study"].contains("filler"));
     // Other filler in the same folder is another study.
@@ -342,9 +356,9 @@ TEST_CASE("hylens experiment circuit and encode-swap: usage errors, a run, shard
     {  // the long variant: the filler is the first N tokens of the corpus's held-out text
         const fs::path lg = d.path / "long";
         REQUIRE(sh(base + "--variant long --filler-tokens 48 --per-config 1 --seed 5 --top 3 --out " + lg.string() + quiet) == 0);
-        const nlohmann::json study = json_of(lg / "run.json")["study"];
+        const nlohmann::json run_json = json_of(lg / "run.json"), study = run_json["study"];
         CHECK(study["variant"] == "long");
-        CHECK(study["filler"]["source"].get<std::string>().find("policy.txt.gz (held-out chunks, first 48 tokens)") !=
+        CHECK(run_json["filler_source"].get<std::string>().find("policy.txt.gz (held-out chunks, first 48 tokens)") !=
               std::string::npos);
         const Organism lm(model);
         const hylens::tasks::lookup::FitCorpus c = hylens::tasks::lookup::read_fit_corpus();

@@ -366,7 +366,7 @@ TEST_CASE("stitch study over several seeds: each seed as its own run, the summar
     ex::StitchStudyOptions o = small(d.path / "two");
     o.conditions = {"intact", "bypass", "stitched"};
     o.test_items = 3;
-    o.ppl_seqs = 1;
+    o.ppl_seqs = 3;
     o.seeds = {7, 8};
     {
         ex::StitchStudyOptions twice = o;
@@ -375,7 +375,7 @@ TEST_CASE("stitch study over several seeds: each seed as its own run, the summar
         CHECK_THROWS_WITH_AS(run(p, twice), doctest::Contains("[stitch] seed 7 is listed twice"), hylens::Error);
     }
     const ex::StitchStudyResult r = run(p, o);
-    CHECK(r.records == 2 * (3 + 1) * 3);
+    CHECK(r.records == 2 * (3 + 3) * 3);
     // Each seed's records are those of a run of that seed alone: the seeds are independent.
     std::map<std::uint64_t, std::string> alone;
     std::map<std::uint64_t, nlohmann::json> alone_summary, alone_run;
@@ -437,6 +437,36 @@ TEST_CASE("stitch study over several seeds: each seed as its own run, the summar
         ++rows;
     }
     CHECK(rows == 3 * (4 + 2));  // per condition: acc, cacc, margin, d_top; ppl, nll
+    // The stitched perplexity by hand from the records: each sequence's mean NLL averaged over
+    // the seeds (their maps differ), then over the sequences; the interval resamples sequences.
+    {
+        std::map<std::size_t, std::vector<double>> by_sequence;
+        for (const nlohmann::json& rec : records_of(o.out))
+            if (rec["task"] == "ppl" && rec["condition"] == "stitched") {
+                double sum = 0.0;
+                for (double x : rec["nll"].get<std::vector<double>>()) sum += x;
+                by_sequence[rec["item"].get<std::size_t>()].push_back(sum / static_cast<double>(rec["nll"].size()));
+            }
+        REQUIRE(by_sequence.size() == 3);
+        std::vector<double> means;
+        for (const auto& [item, v] : by_sequence) {
+            REQUIRE(v.size() == 2);
+            CHECK(v[0] != v[1]);  // the seeds' maps differ
+            means.push_back((v[0] + v[1]) / 2);
+        }
+        const double nll = (means[0] + means[1] + means[2]) / 3;
+        const hylens::experiments::Interval want = hylens::mean_interval({means}, o.bootstrap);
+        bool found = false;
+        for (const nlohmann::json& row : summary["rows"])
+            if (row["task"] == "ppl" && row["condition"] == "stitched" && row["metric"] == "ppl") {
+                found = true;
+                CHECK(row["value"].get<double>() == doctest::Approx(std::exp(nll)).epsilon(1e-12));
+                CHECK(row["lo"].get<double>() == doctest::Approx(std::exp(want.lo)).epsilon(1e-12));
+                CHECK(row["hi"].get<double>() == doctest::Approx(std::exp(want.hi)).epsilon(1e-12));
+                CHECK(row["n"] == 3);
+            }
+        CHECK(found);
+    }
     CHECK(read_text(o.out / "summary.csv").rfind("task,condition,metric,value,lo,hi,n,seeds,sd_seeds\n", 0) == 0);
     // Shards number the units across the seeds: merged, they are the unsharded run.
     const std::vector<fs::path> shards = run_shards(p, o, d.path, 3);

@@ -172,22 +172,28 @@ TEST_CASE("transplant study: blocks, position sets and conditions") {
     CHECK_THROWS_AS(ex::transplant_conditions({ex::TransplantKind::mixer}, {b[0], b[0]}, {ex::PositionSet::all}), Error);
 
     // exp32-C and D: the donor baseline under each removal, then the block transplants from it.
-    const auto up = ex::transplant_conditions({ex::TransplantKind::resid_pre, ex::TransplantKind::upstream}, {b[0], b[1]},
-                                              {ex::PositionSet::final_position}, {b[1], b[3]});
+    const auto up = ex::transplant_conditions({ex::TransplantKind::resid_pre, ex::TransplantKind::upstream}, {b[1]},
+                                              {ex::PositionSet::final_position}, {b[2], b[4]});
     names.clear();
     for (const auto& c : up) names.push_back(c.name);
-    CHECK(names == std::vector<std::string>{"A", "B", "resid_pre:G0@final", "resid_pre:3@final", "A/without:3",
-                                            "mixer:G0@final/without:3", "mixer:3@final/without:3", "A/without:G1+G0",
-                                            "mixer:G0@final/without:G1+G0", "mixer:3@final/without:G1+G0"});
-    CHECK(up[4].kind == ex::TransplantKind::baseline);
-    CHECK(up[4].block == "A");
-    CHECK(up[7].without.layers == std::vector<LayerIndex>{0, 1, 2, 4, 5});
-    const nlohmann::json f = ex::condition_fields(up[8]);
+    CHECK(names == std::vector<std::string>{"A", "B", "resid_pre:3@final", "A/without:1-2", "mixer:3@final/without:1-2",
+                                            "A/without:2+0", "mixer:3@final/without:2+0"});
+    CHECK(up[3].kind == ex::TransplantKind::baseline);
+    CHECK(up[3].block == "A");
+    CHECK(up[5].without.layers == std::vector<LayerIndex>{0, 2});
+    const nlohmann::json f = ex::condition_fields(up[6]);
     CHECK(f["kind"] == "upstream");
     CHECK(f["positions"] == "final");
-    CHECK(f["without"] == "G1+G0");
-    CHECK(f["without_layers"] == nlohmann::json::array({0, 1, 2, 4, 5}));
+    CHECK(f["without"] == "2+0");
+    CHECK(f["without_layers"] == nlohmann::json::array({0, 2}));
     CHECK(!ex::condition_fields(up[0]).contains("without"));
+    // Upstream means before the block: a later block, or a shared layer (whose zeroed rows would
+    // be copied), is refused.
+    CHECK_THROWS_WITH_AS(ex::transplant_conditions({ex::TransplantKind::upstream}, {b[0]}, {ex::PositionSet::all}, {b[1]}),
+                         "[transplant] --upstream 3 is not upstream of block G0: its layer 3 is not before the block's "
+                         "first layer 0 (exp32-C removes blocks before the transplanted one)", Error);
+    CHECK_THROWS_WITH_AS(ex::transplant_conditions({ex::TransplantKind::upstream}, {b[2]}, {ex::PositionSet::all}, {b[4]}),
+                         doctest::Contains("--upstream 2+0 is not upstream of block 1-2: its layer 2 is not before"), Error);
     CHECK_THROWS_WITH_AS(ex::transplant_conditions({ex::TransplantKind::upstream}, {b[0]}, {ex::PositionSet::all}),
                          "[transplant] the upstream kind needs the blocks to remove from the donor (--upstream)", Error);
     CHECK_THROWS_WITH_AS(ex::transplant_conditions({ex::TransplantKind::mixer}, {b[0]}, {ex::PositionSet::all}, {b[1]}),
@@ -249,13 +255,15 @@ TEST_CASE("transplant study: exp32-C and D conditions against runs built by hand
         CHECK(x.attA == y.attA);
         CHECK(x.attB == y.attB);
     };
-    const auto blocks = ex::parse_blocks("0+1,3", {}, 4);
-    const auto conds = ex::transplant_conditions({ex::TransplantKind::mixer, ex::TransplantKind::mixer_in,
-                                                  ex::TransplantKind::resid_pre, ex::TransplantKind::upstream},
-                                                 blocks, {ex::PositionSet::final_position, ex::PositionSet::question},
-                                                 ex::parse_blocks("3,0", {}, 4));
+    const std::vector<ex::PositionSet> sets{ex::PositionSet::final_position, ex::PositionSet::question};
     std::map<std::string, TransplantScore> got;
-    for (const ex::TransplantCondition& c : conds) got[c.name] = ex::run_transplant_condition(m, it, c, reader);
+    for (const ex::TransplantCondition& c :
+         ex::transplant_conditions({ex::TransplantKind::mixer, ex::TransplantKind::mixer_in, ex::TransplantKind::resid_pre},
+                                   ex::parse_blocks("0+1,3", {}, 4), sets))
+        got[c.name] = ex::run_transplant_condition(m, it, c, reader);
+    for (const ex::TransplantCondition& c : ex::transplant_conditions({ex::TransplantKind::upstream}, ex::parse_blocks("3", {}, 4),
+                                                                      sets, ex::parse_blocks("0,0+1", {}, 4)))
+        got[c.name] = ex::run_transplant_condition(m, it, c, reader);
     RunOptions o;
     o.last_only = true;
     o.capture = {site::attn_probs(2, Positions::last())};
@@ -263,10 +271,14 @@ TEST_CASE("transplant study: exp32-C and D conditions against runs built by hand
     const TokenBatch A(it.a), B(it.b);
     // The donor under a removal: its run with the layer's mixer output zeroed at every position.
     same(got.at("A/without:0"), score(run(m, A, {zero(Site::mixer_out, {0})}, o)));
-    same(got.at("A/without:3"), score(run(m, A, {zero(Site::mixer_out, {3})}, o)));
-    // Removing a layer after the block leaves the block's donor rows, hence the transplant, as they were.
-    same(got.at("mixer:0+1@final/without:3"), got.at("mixer:0+1@final"));
-    same(got.at("mixer:0+1@question/without:3"), got.at("mixer:0+1@question"));
+    same(got.at("A/without:0+1"), score(run(m, A, {zero(Site::mixer_out, {0}), zero(Site::mixer_out, {1})}, o)));
+    // The runner removes what it is given: a layer after the block (transplant_conditions refuses
+    // it) leaves the block's donor rows, hence the transplant, as they were.
+    for (ex::PositionSet p : sets) {
+        const ex::TransplantCondition later{"x", ex::TransplantKind::upstream, "0+1", {0, 1}, p, {"3", {3}}};
+        same(ex::run_transplant_condition(m, it, later, reader),
+             got.at("mixer:0+1@" + ex::position_set_name(p)));
+    }
     // Removing one before it changes them: the rows are taken from the donor without layer 0.
     {
         const NamedTensors donor = capture(m, A, {site::mixer_out(3, Positions::last())}, {zero(Site::mixer_out, {0})});
@@ -461,11 +473,11 @@ TEST_CASE("transplant study on models/qwen35-tiny: watched heads, upstream remov
     ex::TransplantStudyOptions o;
     o.out = root / "w";
     o.per_config = 2;
-    o.blocks = ex::parse_blocks("G0,2", {{0, 1, 2}}, 4);
+    o.blocks = ex::parse_blocks("1,2", {{0, 1, 2}}, 4);
     o.positions = {ex::PositionSet::final_position, ex::PositionSet::question_nofinal};
     o.kinds = {ex::TransplantKind::mixer, ex::TransplantKind::mixer_in, ex::TransplantKind::resid_pre,
                ex::TransplantKind::upstream, ex::TransplantKind::state};
-    o.upstream = ex::parse_blocks("0,0+1", {{0, 1, 2}}, 4);
+    o.upstream = ex::parse_blocks("0", {{0, 1, 2}}, 4);
     o.reader = {3, 1};
     o.watch = {{3, 0}, {3, 1}};  // the second is the reader itself
     const auto run_study = [&](const ex::TransplantStudyOptions& opt) {
@@ -479,13 +491,13 @@ TEST_CASE("transplant study on models/qwen35-tiny: watched heads, upstream remov
         bad.watch = {{1, 0}};
         CHECK_THROWS_WITH_AS(run_study(bad), "[transplant --watch] the reader layer 1 has no softmax attention", ShapeError);
         bad.watch = {};
-        bad.upstream = ex::parse_blocks("3", {{0, 1, 2}}, 4);
-        CHECK_THROWS_WITH_AS(run_study(bad), doctest::Contains("layer 3 has no recurrent mixer to remove"), ShapeError);
+        bad.upstream = ex::parse_blocks("0+1", {{0, 1, 2}}, 4);  // layer 1 is block 1 itself
+        CHECK_THROWS_WITH_AS(run_study(bad), doctest::Contains("--upstream 0+1 is not upstream of block 1"), Error);
         CHECK(!fs::exists(root / "bad" / "items.jsonl"));
     }
     const ex::TransplantStudyResult r = run_study(o);
-    // A, B; mixer, mixer_in, resid_pre x 2 blocks x 2 sets; per removal: A/without + 2 x 2; split, state x 2.
-    const std::size_t conds = 2 + 3 * 2 * 2 + 2 * (1 + 2 * 2) + 1 + 2;
+    // A, B; mixer, mixer_in, resid_pre x 2 blocks x 2 sets; the removal: A/without + 2 x 2; split, state x 2.
+    const std::size_t conds = 2 + 3 * 2 * 2 + (1 + 2 * 2) + 1 + 2;
     REQUIRE(r.items >= 4);
     CHECK(r.records == r.items * conds);
     std::size_t upstream = 0, without_baselines = 0;
@@ -499,12 +511,13 @@ TEST_CASE("transplant study on models/qwen35-tiny: watched heads, upstream remov
         CHECK(rec["watch"][1]["attB"] == rec["attB"]);
         upstream += rec["kind"] == "upstream";
         if (rec.contains("without")) {
-            CHECK(rec["without_layers"] == (rec["without"] == "0" ? nlohmann::json::array({0}) : nlohmann::json::array({0, 1})));
+            CHECK(rec["without"] == "0");
+            CHECK(rec["without_layers"] == nlohmann::json::array({0}));
             without_baselines += rec["kind"] == "baseline";
         }
     }
-    CHECK(upstream == r.items * 2 * 4);
-    CHECK(without_baselines == r.items * 2);
+    CHECK(upstream == r.items * 4);
+    CHECK(without_baselines == r.items);
     const nlohmann::json rows = nlohmann::json::parse(read_text(o.out / "summary.json"));
     REQUIRE(rows.size() == conds);
     for (const nlohmann::json& row : rows) {
@@ -699,15 +712,17 @@ TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
         CHECK(read_text(root / "merged" / "items.jsonl") == read_text(root / "full" / "items.jsonl"));
         CHECK(read_text(root / "merged" / "summary.csv") == read_text(root / "full" / "summary.csv"));
         // exp32-A(iii), C and D with a watched head through the CLI, and the watched head's figure.
-        REQUIRE(sh(kCli + " experiment transplant --model " + kOrganism.string() + " --per-config 1 --blocks G0 --positions "
-                   "final,question-nofinal --kind mixer_in,resid_pre,upstream --upstream 0 --reader 3:1 --watch 3:0 "
+        REQUIRE(sh(kCli + " experiment transplant --model " + kOrganism.string() + " --per-config 1 --blocks 2 --positions "
+                   "final,question-nofinal --kind mixer_in,resid_pre,upstream --upstream 0,0+1 --reader 3:1 --watch 3:0 "
                    "--no-progress --out " + (root / "exp32").string() + quiet) == 0);
         const nlohmann::json e32 = nlohmann::json::parse(read_text(root / "exp32" / "summary.json"));
         std::vector<std::string> names;
         for (const nlohmann::json& row : e32) names.push_back(row["condition"].get<std::string>());
-        CHECK(names == std::vector<std::string>{"A", "B", "mixer_in:G0@final", "mixer_in:G0@question-nofinal",
-                                                "resid_pre:G0@final", "resid_pre:G0@question-nofinal", "A/without:0",
-                                                "mixer:G0@final/without:0", "mixer:G0@question-nofinal/without:0"});
+        CHECK(names == std::vector<std::string>{"A", "B", "mixer_in:2@final", "mixer_in:2@question-nofinal",
+                                                "resid_pre:2@final", "resid_pre:2@question-nofinal", "A/without:0",
+                                                "mixer:2@final/without:0", "mixer:2@question-nofinal/without:0",
+                                                "A/without:0+1", "mixer:2@final/without:0+1",
+                                                "mixer:2@question-nofinal/without:0+1"});
         CHECK(e32[0]["watch"][0]["head"] == "L3H0");
         if (hylens::test::figure_scripts_can_run()) {
             CHECK(sh("/usr/bin/python3 " + std::string(HYLENS_SOURCE_DIR) + "/scripts/plot_transplant.py " +

@@ -49,8 +49,8 @@ namespace hylens::experiments {
 struct CircuitStudyOptions : StudyRunOptions {
     std::string variant = "chat8";  ///< tasks::lookup::parse_variant
     /// The long variant's filler between the dictionary and the question (tasks::lookup::
-    /// filler_text), required by it and refused otherwise; `filler_source` names where it came
-    /// from in run.json.
+    /// filler_text), required by it and refused otherwise; `filler_source` says where it came
+    /// from (run.json's filler_source, outside the definition: copies of one text agree).
     std::string filler{}, filler_source{};
     std::size_t per_config = 20;    ///< draws per (target, distractor) configuration
     std::uint64_t seed = 1;
@@ -113,9 +113,9 @@ inline nlohmann::json circuit_definition(const CircuitStudyOptions& o, const Cir
                         {"unit", o.circuit.unit == RemovalUnit::mixer ? "mixer" : "layer"},
                         {"critical", o.circuit.critical},
                         {"structure", to_json(s)}};
-    // The filler is part of every prompt: a resume or a merge with other filler is another study.
-    if (!o.filler.empty())
-        d["filler"] = {{"source", o.filler_source}, {"chars", o.filler.size()}, {"fnv1a64", fnv1a64_hex(o.filler)}};
+    // The filler is part of every prompt: a resume or a merge with other filler is another study
+    // (compared by content; where it was read from is run.json's filler_source).
+    if (!o.filler.empty()) d["filler"] = {{"chars", o.filler.size()}, {"fnv1a64", fnv1a64_hex(o.filler)}};
     return d;
 }
 
@@ -408,7 +408,20 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
           set.dropped.value_tokens, ", outside ", set.dropped.outside, ", answer tokens ", set.dropped.answer_tokens, ")");
     const CircuitStructure st = circuit_structure(model.stack(), opt.circuit.group_size);
 
-    StudyFolderOptions fo = opt.folder("circuit", circuit_definition(opt, st));
+    // B5: the value heads of the first linear layer that has them (a DeltaNet or Mamba-2 mixer).
+    // In the definition, so a folder written without B5 is not resumed or merged into one with it.
+    LayerIndex value_layer = no_layer;
+    std::size_t value_heads = 0;
+    for (LayerIndex l : st.linear_layers)
+        if (const std::optional<std::size_t> w = site_width(model.stack(), l, Site::lin_head_out)) {
+            value_layer = l;
+            value_heads = *w / head_width(model.stack(), l, Site::lin_head_out);
+            break;
+        }
+    nlohmann::json definition = circuit_definition(opt, st);
+    definition["value_heads"] = value_heads ? nlohmann::json{{"layer", value_layer}, {"heads", value_heads}} : nlohmann::json(nullptr);
+    StudyFolderOptions fo = opt.folder("circuit", definition);
+    if (!opt.filler.empty()) fo.run_info["filler_source"] = opt.filler_source;
     fo.run_info["pairs"] = {{"drawn", set.drawn},
                             {"kept", set.items.size()},
                             {"dropped", {{"length", set.dropped.length}, {"value_tokens", set.dropped.value_tokens},
@@ -431,15 +444,7 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
     }
     for (const auto& [l, h] : heads) names.push_back(cc::head(l, h));
     const std::size_t head_end = names.size();
-    // B5: the value heads of the first linear layer that has them (a DeltaNet or Mamba-2 mixer).
-    LayerIndex value_layer = no_layer;
-    for (LayerIndex l : st.linear_layers)
-        if (const std::optional<std::size_t> w = site_width(model.stack(), l, Site::lin_head_out)) {
-            value_layer = l;
-            const std::size_t n = *w / head_width(model.stack(), l, Site::lin_head_out);
-            for (std::size_t h = 0; h < n; ++h) names.push_back(cc::value_head(l, h));
-            break;
-        }
+    for (std::size_t h = 0; h < value_heads; ++h) names.push_back(cc::value_head(value_layer, h));
     const std::size_t value_head_end = names.size();
     for (LayerIndex s : st.attention_layers) {
         if (std::none_of(st.groups.begin(), st.groups.end(),

@@ -197,7 +197,8 @@ struct TransplantCondition {
 /// The conditions of a study, in order: A, B, then for each kind: mixer, layer, mixer_in and
 /// resid_pre: each block at each position set; upstream: for each removed block U of
 /// `upstream`, "A/without:U" (the donor run with U's mixers zeroed) then each block at each
-/// position set ("mixer:<block>@<set>/without:U"); state kinds: split first, then each block.
+/// position set ("mixer:<block>@<set>/without:U"; every layer of U must come before the
+/// block's first); state kinds: split first, then each block.
 inline std::vector<TransplantCondition> transplant_conditions(const std::vector<TransplantKind>& kinds,
                                                               const std::vector<TransplantBlock>& blocks,
                                                               const std::vector<PositionSet>& positions,
@@ -215,9 +216,16 @@ inline std::vector<TransplantCondition> transplant_conditions(const std::vector<
             for (const TransplantBlock& u : upstream) {
                 const std::string suffix = "/without:" + u.name;
                 out.push_back({"A" + suffix, TransplantKind::baseline, "A", {}, PositionSet::final_position, u});
-                for (const TransplantBlock& b : blocks)
+                for (const TransplantBlock& b : blocks) {
+                    // Upstream: every removed layer before the block's first. A shared layer would
+                    // copy its zeroed rows; a later one would leave the donor rows as they are.
+                    check(!u.layers.empty() && !b.layers.empty() && u.layers.back() < b.layers.front(), "[transplant] ",
+                          "--upstream ", u.name, " is not upstream of block ", b.name, ": its layer ",
+                          u.layers.empty() ? 0 : u.layers.back(), " is not before the block's first layer ",
+                          b.layers.empty() ? 0 : b.layers.front(), " (exp32-C removes blocks before the transplanted one)");
                     for (PositionSet p : positions)
                         out.push_back({"mixer:" + b.name + "@" + position_set_name(p) + suffix, k, b.name, b.layers, p, u});
+                }
             }
         } else if (copies_rows(k)) {
             for (const TransplantBlock& b : blocks)

@@ -136,8 +136,8 @@ public:
     }
 
     /// Moves the captures into `out`: [B, Hq, |P|, Tk] for attn_probs, [B, |P|, D] for the others.
-    /// validate_captures has checked that each site exists; a site that exists but never fired
-    /// is a defect of the layer's forward, reported rather than returned as an empty tensor.
+    /// run() has checked that each site exists and runs (final_norm needs the head); a site
+    /// that still never fired is a defect of the forward, reported rather than returned empty.
     void collect(NamedTensors& out) {
         for (std::size_t c = 0; c < caps_.size(); ++c) {
             check<Error>(cap_D_[c] != 0, "[run] capture ", caps_[c].name(),
@@ -511,6 +511,15 @@ RunResult run(const Model& model, typename Model::cache_type& cache, const Token
                       " positions for ", T, " tokens");
     detail::validate_interventions(model.stack(), interventions, T, B);
     detail::validate_captures(model.stack(), opt.capture);
+    // final_norm is computed in the head: skip_logits does not run it, and last_only runs it on
+    // the final row alone (its positions would index rows the head never computed).
+    const auto at_final_norm = [&](Site s) {
+        check<ShapeError>(s != Site::final_norm || (!opt.skip_logits && !opt.last_only), "[run] final_norm is computed "
+                          "in the head, which ", opt.skip_logits ? "skip_logits does not run" : "last_only runs on the final "
+                          "row alone", ": capture or change it in a run without ", opt.skip_logits ? "skip_logits" : "last_only");
+    };
+    for (const SiteRef& c : opt.capture) at_final_norm(c.site);
+    for (const Intervention& v : interventions) at_final_norm(v.site);
 
     // Head widths per (intervention, layer) for HeadZero / ProjPatch.
     std::vector<std::size_t> hw(interventions.size() * (L + 1), 0);
