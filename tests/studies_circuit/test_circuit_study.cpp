@@ -93,7 +93,10 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
         write_text(old / "items.jsonl", "");
         ex::CircuitStudyOptions resume = small_options(old, 3);
         resume.resume = true;
-        CHECK_THROWS_AS(run_study(m, resume), hylens::Error);
+        CHECK_THROWS_WITH_AS(run_study(m, resume), doctest::Contains("describes another study"), hylens::Error);
+        before["study"]["value_heads"] = run["study"]["value_heads"];  // the same folder with B5 resumes
+        write_text(old / "run.json", before.dump(1));
+        CHECK_NOTHROW(run_study(m, resume));
     }
     const ex::CircuitStructure st = ex::circuit_structure_from_json(run["study"]["structure"]);
     // Qwen3.5 layout organism: layers 0-2 GatedDeltaNet, layer 3 softmax attention.

@@ -466,6 +466,25 @@ TEST_CASE("transplant study on models/qwen35-tiny: resume and shards give the un
     }
 }
 
+TEST_CASE("transplant study: an upstream block without a recurrent mixer is refused (granite-h-tiny)") {
+    // granite-h-tiny: Mamba-2 0, 1, attention 2, Mamba-2 3. Layer 2 is before block 3, but it has
+    // no recurrent mixer to zero.
+    const fs::path dir = fs::path(HYLENS_MODELS_DIR) / "granite-h-tiny";
+    const AnyModel model = load(dir);
+    const Tokenizer tok = Tokenizer::from_file((dir / "tokenizer.json").string());
+    ex::TransplantStudyOptions o;
+    o.out = fresh_dir("granite_upstream") / "out";
+    o.per_config = 1;
+    o.blocks = ex::parse_blocks("3", {}, 4);
+    o.kinds = {ex::TransplantKind::upstream};
+    o.positions = {ex::PositionSet::final_position};
+    o.upstream = ex::parse_blocks("2", {}, 4);
+    CHECK_THROWS_WITH_AS(
+        model.visit([&](const auto& m) { return ex::run_transplant_study(m, tok, chat_format(ChatFamily::granite4), o); }),
+        "[transplant] A/without:2: layer 2 has no recurrent mixer to remove", ShapeError);
+    CHECK(!fs::exists(o.out / "items.jsonl"));
+}
+
 TEST_CASE("transplant study on models/qwen35-tiny: watched heads, upstream removal, input transplants") {
     const AnyModel model = load(kOrganism);
     const Tokenizer tok = Tokenizer::from_file((kOrganism / "tokenizer.json").string());

@@ -34,6 +34,7 @@ struct RunOptions {
     std::span<const std::int64_t> positions{};  ///< T positions; empty = the cache's next position onwards
     bool last_only = false;                     ///< logits of the final position only ([B, 1, V])
     bool skip_logits = false;                   ///< no logits (empty tensor)
+    // With either, a capture or intervention at final_norm (computed in the head) is refused.
 };
 
 struct RunResult {
@@ -609,6 +610,7 @@ NamedTensors capture(const Model& model, const TokenBatch& ids, const std::vecto
     o.capture = sites;
     bool head_site = false;  // final_norm fires inside the head, so the head must run
     for (const SiteRef& s : sites) head_site = head_site || s.site == Site::final_norm;
+    for (const Intervention& v : interventions) head_site = head_site || v.site == Site::final_norm;
     o.skip_logits = !head_site;
     return run(model, ids, interventions, o).captures;
 }
