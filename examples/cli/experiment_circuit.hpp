@@ -109,9 +109,7 @@ inline int run_experiment_circuit(int argc, char** argv) {
                 // The protocol's long512: WikiText-2 test text; here the corpus's held-out chunks.
                 const tasks::lookup::FitCorpus c =
                     corpus.empty() ? tasks::lookup::read_fit_corpus() : tasks::lookup::read_fit_corpus(corpus);
-                std::string held_out;
-                for (const std::string& chunk : c.held_out) held_out += (held_out.empty() ? "" : "\n") + chunk;
-                o.filler = tasks::lookup::filler_text(tok, held_out, filler_tokens);
+                o.filler = tasks::lookup::filler_text(tok, tasks::lookup::held_out_text(c), filler_tokens);
                 o.filler_source = std::filesystem::absolute(c.source).string() + " (held-out chunks, first " +
                                   std::to_string(filler_tokens) + " tokens)";
             }

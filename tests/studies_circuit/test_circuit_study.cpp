@@ -365,9 +365,8 @@ TEST_CASE("hylens experiment circuit and encode-swap: usage errors, a run, shard
               std::string::npos);
         const Organism lm(model);
         const hylens::tasks::lookup::FitCorpus c = hylens::tasks::lookup::read_fit_corpus();
-        std::string held_out;
-        for (const std::string& chunk : c.held_out) held_out += (held_out.empty() ? "" : "\n") + chunk;
-        CHECK(study["filler"]["fnv1a64"] == ex::fnv1a64_hex(hylens::tasks::lookup::filler_text(lm.tok, held_out, 48)));
+        CHECK(study["filler"]["fnv1a64"] ==
+              ex::fnv1a64_hex(hylens::tasks::lookup::filler_text(lm.tok, hylens::tasks::lookup::held_out_text(c), 48)));
     }
 
     const std::string args = " --variant chat8 --per-config 2 --seed 5 --top 3 ";

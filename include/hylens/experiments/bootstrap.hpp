@@ -17,7 +17,7 @@
 // bounded method, so a seed gives the same intervals on every machine and standard library.
 
 #include <algorithm>  // std::sort, std::nth_element, std::min_element
-#include <cmath>      // std::isfinite, std::floor, std::nan
+#include <cmath>      // std::isfinite, std::floor, std::nan, std::sqrt
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::uint32_t, std::uint64_t
 #include <limits>     // std::numeric_limits
@@ -251,5 +251,16 @@ private:
     BootstrapOptions opt_;
     std::vector<double> means_;  // [B, C]
 };
+
+/// The sample standard deviation (n - 1) of per-seed values: the protocol's "mean ± sd over
+/// seeds" beside a pooled interval. NaN below two values.
+inline double sample_sd(const std::vector<double>& x) {
+    if (x.size() < 2) return std::numeric_limits<double>::quiet_NaN();
+    double mean = 0.0, ss = 0.0;
+    for (double v : x) mean += v;
+    mean /= static_cast<double>(x.size());
+    for (double v : x) ss += (v - mean) * (v - mean);
+    return std::sqrt(ss / static_cast<double>(x.size() - 1));
+}
 
 }  // namespace hylens::experiments

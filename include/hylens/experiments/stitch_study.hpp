@@ -399,13 +399,7 @@ inline nlohmann::json write_stitch_summaries(const std::filesystem::path& out, c
     const auto num = [](double x) { return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x); };
     const auto add = [&](const std::string& t, const std::string& c, const char* metric, const Interval& i,
                          const std::vector<std::uint64_t>& seeds, const std::vector<double>& per_seed) {
-        double sd = std::numeric_limits<double>::quiet_NaN();
-        if (per_seed.size() >= 2) {
-            double m = 0.0, ss = 0.0;
-            for (double x : per_seed) m += x / static_cast<double>(per_seed.size());
-            for (double x : per_seed) ss += (x - m) * (x - m);
-            sd = std::sqrt(ss / static_cast<double>(per_seed.size() - 1));
-        }
+        const double sd = sample_sd(per_seed);
         rows.push_back({{"task", t}, {"condition", c}, {"metric", metric}, {"value", i.value}, {"lo", i.lo}, {"hi", i.hi},
                         {"n", i.n}, {"seeds", seeds}, {"per_seed", per_seed}, {"sd_seeds", num(sd)}});
     };
@@ -620,15 +614,10 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
                                         {"aligned", fit.aligned}};
         const nlohmann::json vocab_info = {{"keys", vocab.keys.size()}, {"values", vocab.values.size()},
                                            {"k_fit", split.fit}, {"k_test", split.test}};
-        if (several) {
-            fits_out[std::to_string(seed)] = fits;
-            fit_set_out[std::to_string(seed)] = fit_set;
-            vocab_out[std::to_string(seed)] = vocab_info;
-        } else {
-            fits_out = fits;
-            fit_set_out = fit_set;
-            vocab_out = vocab_info;
-        }
+        const auto place = [&](nlohmann::json& out, const nlohmann::json& v) { (several ? out[std::to_string(seed)] : out) = v; };
+        place(fits_out, fits);
+        place(fit_set_out, fit_set);
+        place(vocab_out, vocab_info);
 
         std::vector<std::pair<std::string, StitchForward>> forwards;
         for (const std::string& c : conditions) {

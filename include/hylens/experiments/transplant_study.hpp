@@ -460,13 +460,7 @@ SeedSpread seed_spread(const std::vector<std::vector<TransplantScore>>& seeds, F
         s.means.push_back(k ? sum / static_cast<double>(k) : std::numeric_limits<double>::quiet_NaN());
         if (k) finite.push_back(s.means.back());
     }
-    if (finite.size() >= 2) {
-        double mean = 0.0, ss = 0.0;
-        for (double m : finite) mean += m;
-        mean /= static_cast<double>(finite.size());
-        for (double m : finite) ss += (m - mean) * (m - mean);
-        s.sd = std::sqrt(ss / static_cast<double>(finite.size() - 1));
-    }
+    s.sd = sample_sd(finite);
     return s;
 }
 

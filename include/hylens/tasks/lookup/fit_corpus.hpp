@@ -184,6 +184,13 @@ inline FitCorpus make_fit_corpus(std::vector<std::string> paragraphs, const FitC
 }
 
 /// Reads and cleans a corpus file (default: the Debian Policy Manual of `debian-policy`).
+/// The held-out chunks as one text, joined by "\n" (the circuit study's long-variant filler).
+inline std::string held_out_text(const FitCorpus& c) {
+    std::string out;
+    for (const std::string& chunk : c.held_out) out += (out.empty() ? "" : "\n") + chunk;
+    return out;
+}
+
 inline FitCorpus read_fit_corpus(const std::filesystem::path& path = std::filesystem::path(fit_corpus_default_path),
                                  const FitCorpusOptions& opt = {}) {
     if (!std::filesystem::exists(path)) {
