@@ -91,8 +91,12 @@ def main():
     ax.set_title(f"head scan (B4): reader L{reader['layer']}H{reader['head']}")
 
     model = os.path.basename(run.get("model", "").rstrip("/"))
+    seeds = circuit.get("seeds", [])
+    pooled = ""
+    if len(seeds) > 1:  # several seeds: how many give the pooled reader
+        pooled = f" over seeds {','.join(map(str, seeds))} (reader in {circuit['agreement']['reader']} of {len(seeds)})"
     fig.suptitle(
-        f"circuit: {model}, {run['study']['variant']}, n = {circuit['items']} pairs; "
+        f"circuit: {model}, {run['study']['variant']}, n = {circuit['items']} pairs{pooled}; "
         f"Encode G{circuit['encode']['group']} {circuit['encode']['layers']}, "
         f"Address G{circuit['address']['group']} {circuit['address']['layers']}"
     )

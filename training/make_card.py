@@ -387,6 +387,9 @@ def write_circuit_check(folder, name, every):
     if run.get("kind") != "circuit" or run.get("status") != "complete" or run["study"].get("shard", "0/1") != "0/1":
         sys.exit(f"make_card: {folder} is not a complete, unsharded hylens experiment circuit result")
     study = run["study"]
+    if len(study["seeds"]) != 1:
+        sys.exit(f"make_card: {folder} pools seeds {study['seeds']}; the card's check reruns one seed")
+    seed = study["seeds"][0]
     every = every or study["per_config"]
     keep = []
     with open(os.path.join(folder, "items.jsonl")) as f:
@@ -401,8 +404,8 @@ def write_circuit_check(folder, name, every):
     with open(os.path.join(ref_dir, "card_circuit_records.jsonl"), "w") as f:
         for r in keep:
             f.write(json.dumps(r, sort_keys=True) + "\n")
-    spec = {k: study[k] for k in ("variant", "per_config", "seed", "group_size", "top", "unit", "critical", "structure")}
-    spec.update({"shard": f"0/{every}", "items": items, "records": len(keep), "pairs": run["pairs"],
+    spec = {k: study[k] for k in ("variant", "per_config", "group_size", "top", "unit", "critical", "structure")}
+    spec.update({"seed": seed, "shard": f"0/{every}", "items": items, "records": len(keep), "pairs": run["pairs"][str(seed)],
                  "card_roles": {k: circuit[k] for k in ("encode", "address", "reader", "critical_layers")},
                  "source": f"records of the pairs {', '.join(map(str, items))} (draw index 0 mod {every}) of the circuit "
                            f"study in models/{name}/README.md; card_roles are that study's roles on all "

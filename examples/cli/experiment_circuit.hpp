@@ -4,7 +4,8 @@
 // circuit.json. See docs/study_circuit.md.
 //
 //   hylens experiment circuit --model DIR [--tokenizer FILE] [--variant chat8|...|long]
-//       [--corpus FILE] [--filler-tokens N] [--per-config N] [--seed S] [--group-size G] [--top K]
+//       [--corpus FILE] [--filler-tokens N] [--per-config N] [--seed S | --seeds LIST] [--group-size G]
+//       [--top K]
 //       [--unit mixer|layer] [--critical X] [--shard I/N] [--resume] [--no-progress] --out DIR
 
 #include <hylens/experiments/circuit_study.hpp>
@@ -44,6 +45,7 @@ inline int run_experiment_circuit(int argc, char** argv) {
                  "hylens experiment circuit");
     LookupStudyArgs a;
     a.add(app, true);
+    a.add_seeds(app);
     std::string corpus;
     std::size_t filler_tokens = 512;
     CLI::Option* corpus_opt =
@@ -78,6 +80,7 @@ inline int run_experiment_circuit(int argc, char** argv) {
     ex::CircuitStudyOptions opt;
     try {
         if (!a.shard.empty()) opt.shard = ex::parse_shard(a.shard);
+        opt.seeds = a.seed_list();
         check(a.variant == "long" || (corpus_opt->count() == 0 && filler_opt->count() == 0),
               "--corpus and --filler-tokens are read by --variant long alone");
     } catch (const Error& e) {
@@ -86,7 +89,6 @@ inline int run_experiment_circuit(int argc, char** argv) {
     }
     opt.variant = a.variant;
     opt.per_config = a.per_config;
-    opt.seed = a.seed;
     opt.circuit.top = top;
     opt.circuit.critical = critical;
     opt.circuit.unit = unit == "layer" ? RemovalUnit::layer : RemovalUnit::mixer;

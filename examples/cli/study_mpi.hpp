@@ -172,7 +172,7 @@ struct LookupStudyArgs {
     }
 
     /// --seeds LIST (instead of --seed) for the studies that pool seeds (transplant,
-    /// query-map): their summaries hold the pooled interval and the per-seed means with their sd.
+    /// query-map, circuit): their summaries hold the pooled interval and the per-seed means with their sd.
     std::vector<std::uint64_t> seeds;
     void add_seeds(CLI::App& app) {
         app.add_option("--seeds", seeds, "data-generation seeds, comma-separated: the summaries pool them and give "

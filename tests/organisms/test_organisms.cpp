@@ -146,7 +146,7 @@ CardComparison compare_circuit_card(const fs::path& model_folder, const std::str
     experiments::CircuitStudyOptions opt;
     opt.variant = spec.at("variant").get<std::string>();
     opt.per_config = spec.at("per_config").get<std::size_t>();
-    opt.seed = spec.at("seed").get<std::uint64_t>();
+    opt.seeds = {spec.at("seed").get<std::uint64_t>()};
     opt.circuit.group_size = spec.at("group_size").get<std::size_t>();
     opt.circuit.top = spec.at("top").get<std::size_t>();
     opt.circuit.unit = spec.at("unit").get<std::string>() == "layer" ? RemovalUnit::layer : RemovalUnit::mixer;
@@ -161,8 +161,9 @@ CardComparison compare_circuit_card(const fs::path& model_folder, const std::str
 
     CardComparison cmp;
     const nlohmann::json run = read_json(out / "run.json");
-    if (run.at("pairs") != spec.at("pairs"))
-        cmp.mismatches.push_back("pairs " + run.at("pairs").dump() + " vs the card's " + spec.at("pairs").dump());
+    const nlohmann::json& pairs = run.at("pairs").at(std::to_string(opt.seeds.front()));  // run.json's pairs: per seed
+    if (pairs != spec.at("pairs"))
+        cmp.mismatches.push_back("pairs " + pairs.dump() + " vs the card's " + spec.at("pairs").dump());
     if (run.at("study").at("structure") != spec.at("structure"))
         cmp.mismatches.push_back("structure " + run.at("study").at("structure").dump() + " vs the card's " +
                                  spec.at("structure").dump());

@@ -14,6 +14,7 @@
 #include <hylens/tasks/lookup/fit_corpus.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <set>
@@ -50,7 +51,7 @@ ex::CircuitStudyOptions small_options(const fs::path& out, std::size_t group_siz
     ex::CircuitStudyOptions o;
     o.variant = "chat8";
     o.per_config = 3;  // 4 configurations: 12 draws
-    o.seed = 5;
+    o.seeds = {5};
     o.circuit.group_size = group_size;
     o.circuit.top = 3;
     o.out = out;
@@ -63,8 +64,19 @@ ex::CircuitStudyResult run_study(const Organism& m, const ex::CircuitStudyOption
     return m.model.visit([&](const auto& typed) { return ex::run_circuit_study(typed, m.tok, m.family, o); });
 }
 
-
 nlohmann::json json_of(const fs::path& p) { return nlohmann::json::parse(read_text(p)); }
+
+/// Options resuming `dir`, made a folder with `run` as its run.json (status running) and no
+/// records yet: what a folder an older build started looks like.
+ex::CircuitStudyOptions unfinished_folder(const fs::path& dir, nlohmann::json run) {
+    fs::create_directories(dir);
+    run["status"] = "running";
+    write_text(dir / "run.json", run.dump(1));
+    write_text(dir / "items.jsonl", "");
+    ex::CircuitStudyOptions o = small_options(dir, 3);
+    o.resume = true;
+    return o;
+}
 
 }  // namespace
 
@@ -81,22 +93,14 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
     CHECK(run["kind"] == "circuit");
     CHECK(run["status"] == "complete");
     CHECK(run["records"] == r.records);
-    CHECK(run["pairs"]["kept"] == r.items);
+    CHECK(run["pairs"]["5"]["kept"] == r.items);  // per seed
     CHECK(run["study"]["value_heads"] == nlohmann::json{{"layer", 0}, {"heads", 4}});
     {  // a folder written before B5 (its definition without value_heads) is another study
-        const fs::path old = d.path / "old";
-        fs::create_directories(old);
         nlohmann::json before = run;
         before["study"].erase("value_heads");
-        before["status"] = "running";
-        write_text(old / "run.json", before.dump(1));
-        write_text(old / "items.jsonl", "");
-        ex::CircuitStudyOptions resume = small_options(old, 3);
-        resume.resume = true;
-        CHECK_THROWS_WITH_AS(run_study(m, resume), doctest::Contains("describes another study"), hylens::Error);
-        before["study"]["value_heads"] = run["study"]["value_heads"];  // the same folder with B5 resumes
-        write_text(old / "run.json", before.dump(1));
-        CHECK_NOTHROW(run_study(m, resume));
+        CHECK_THROWS_WITH_AS(run_study(m, unfinished_folder(d.path / "old", before)), doctest::Contains("describes another study"),
+                             hylens::Error);
+        CHECK_NOTHROW(run_study(m, unfinished_folder(d.path / "old", run)));  // the same folder with B5 resumes
     }
     const ex::CircuitStructure st = ex::circuit_structure_from_json(run["study"]["structure"]);
     // Qwen3.5 layout organism: layers 0-2 GatedDeltaNet, layer 3 softmax attention.
@@ -200,9 +204,11 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
 
     // summary.csv: a row per pair condition, the point values the plain summaries.
     const std::string csv = read_text(o.out / "summary.csv");
-    CHECK(csv.rfind("condition,block,n,gap,gap_lo,gap_hi,acc,acc_lo,acc_hi,cacc,cacc_lo,cacc_hi\n", 0) == 0);
+    CHECK(csv.rfind("condition,block,n,gap,gap_lo,gap_hi,acc,acc_lo,acc_hi,cacc,cacc_lo,cacc_hi,seeds,gap_sd_seeds,"
+                    "acc_sd_seeds,cacc_sd_seeds\n", 0) == 0);
     CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 1 + 1 + 3 + 4 + 4);
     CHECK(csv.find("\nvhead:L0H3,B5,") != std::string::npos);
+    CHECK(csv.find(",1,,,\nlayer:L0,B3,") != std::string::npos);  // one seed: no sd
     const nlohmann::json summary = json_of(o.out / "summary.json");
     REQUIRE(summary["conditions"].size() == 13);
     CHECK(summary["value_heads"] == circuit["value_heads"]);
@@ -213,6 +219,16 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
     CHECK(base["gap"]["lo"].get<double>() <= base["gap"]["value"].get<double>());
     CHECK(base["gap"]["hi"].get<double>() >= base["gap"]["value"].get<double>());
     CHECK(summary["roles"]["reader"] == circuit["reader"]);
+    // One seed: its roles are the pooled roles.
+    CHECK(circuit["seeds"] == std::vector<int>{5});
+    REQUIRE(circuit["per_seed"].size() == 1);
+    CHECK(circuit["per_seed"][0]["reader"] == circuit["reader"]);
+    CHECK(circuit["per_seed"][0]["items"] == r.items);
+    CHECK(circuit["agreement"] == nlohmann::json{{"seeds", 1}, {"reader", 1}, {"address", 1}, {"critical_layers", 1},
+                                                  {"value_head_failures", 1}});
+    CHECK(base["seeds"] == std::vector<int>{5});
+    CHECK(base["gap"]["per_seed"][0].get<double>() == doctest::Approx(ref.baseline.gap.mean).epsilon(1e-12));
+    CHECK(base["gap"]["sd_seeds"].is_null());
 
     // Deterministic: a second run writes the same records and files.
     const ex::CircuitStudyOptions o2 = small_options(d.path / "again", 3);
@@ -265,8 +281,134 @@ TEST_CASE("circuit study: shards merged == one run, a resumed run after a torn l
     // Another definition cannot resume this folder.
     ex::CircuitStudyOptions other = small_options(cut, 3);
     other.resume = true;
-    other.seed = 6;
+    other.seeds = {6};
     CHECK_THROWS_WITH_AS(run_study(m, other), doctest::Contains("describes another study"), hylens::Error);
+}
+
+TEST_CASE("circuit study over several seeds: each seed's records and roles are its run alone, the summaries pool them") {
+    TempDir d("circuit_seeds");
+    const Organism m(organism_copy("qwen35-tiny", d.path));
+    ex::CircuitStudyOptions both = small_options(d.path / "both", 3);
+    both.seeds = {7, 5};  // run in this order; records and summaries in seed order
+    const ex::CircuitStudyResult r = run_study(m, both);
+    std::vector<ex::CircuitStudyOptions> alone;
+    std::size_t items = 0;
+    for (const std::uint64_t seed : {std::uint64_t{5}, std::uint64_t{7}}) {
+        alone.push_back(small_options(d.path / ("seed" + std::to_string(seed)), 3));
+        alone.back().seeds = {seed};
+        items += run_study(m, alone.back()).items;
+    }
+    CHECK(r.items == items);
+    // The records: the two runs' records, seed 5 first (items.jsonl is sorted by seed).
+    CHECK(read_text(both.out / "items.jsonl") == read_text(alone[0].out / "items.jsonl") + read_text(alone[1].out / "items.jsonl"));
+    const nlohmann::json run = json_of(both.out / "run.json");
+    CHECK(run["study"]["seeds"] == std::vector<int>{7, 5});
+    CHECK(run["pairs"]["5"] == json_of(alone[0].out / "run.json")["pairs"]["5"]);
+    CHECK(run["pairs"]["7"] == json_of(alone[1].out / "run.json")["pairs"]["7"]);
+
+    // circuit.json: each seed's roles are those of its run alone; the agreement counts them.
+    const nlohmann::json circuit = json_of(both.out / "circuit.json");
+    const nlohmann::json c5 = json_of(alone[0].out / "circuit.json"), c7 = json_of(alone[1].out / "circuit.json");
+    CHECK(circuit["seeds"] == std::vector<int>{5, 7});
+    REQUIRE(circuit["per_seed"].size() == 2);
+    CHECK(circuit["per_seed"][0] == c5["per_seed"][0]);
+    CHECK(circuit["per_seed"][1] == c7["per_seed"][0]);
+    const auto agree = [&](const auto& same) {
+        return static_cast<int>(same(c5, circuit)) + static_cast<int>(same(c7, circuit));
+    };
+    const nlohmann::json& a = circuit["agreement"];
+    CHECK(a["seeds"] == 2);
+    CHECK(a["reader"] == agree([](const nlohmann::json& x, const nlohmann::json& y) {
+              return x["reader"]["layer"] == y["reader"]["layer"] && x["reader"]["head"] == y["reader"]["head"];
+          }));
+    CHECK(a["address"] == agree([](const nlohmann::json& x, const nlohmann::json& y) {
+              return x["address"]["group"] == y["address"]["group"];
+          }));
+    CHECK(a["critical_layers"] == agree([](const nlohmann::json& x, const nlohmann::json& y) {
+              return x["critical_layers"] == y["critical_layers"];
+          }));
+    // The pooled baseline is the mean over every (seed, item) record.
+    const std::vector<nlohmann::json> recs = records_of(both.out);
+    double gap = 0.0;
+    std::size_t n = 0;
+    for (const auto& rec : recs)
+        if (rec["condition"] == "baseline") {
+            gap += rec["gap"].get<double>();
+            ++n;
+        }
+    CHECK(n == r.items);
+    CHECK(circuit["items"] == n);
+    CHECK(circuit["baseline"]["gap"].get<double>() == doctest::Approx(gap / static_cast<double>(n)).epsilon(1e-12));
+
+    // summary.json: every row pools the seeds and gives each seed's value (the run alone's) and their sd.
+    const nlohmann::json summary = json_of(both.out / "summary.json"), s5 = json_of(alone[0].out / "summary.json"),
+                         s7 = json_of(alone[1].out / "summary.json");
+    CHECK(summary["per_seed"] == circuit["per_seed"]);
+    CHECK(summary["agreement"] == circuit["agreement"]);
+    std::size_t checked = 0;
+    for (const auto& row : summary["conditions"]) {
+        const auto alone_row = [&](const nlohmann::json& s) -> const nlohmann::json* {
+            for (const auto& x : s["conditions"])
+                if (x["condition"] == row["condition"]) return &x;
+            return nullptr;
+        };
+        const nlohmann::json *r5 = alone_row(s5), *r7 = alone_row(s7);
+        if (!r5 || !r7) continue;  // a B4 head ranked in the top of one run and not the other
+        ++checked;
+        CAPTURE(row["condition"].get<std::string>());
+        CHECK(row["seeds"] == std::vector<int>{5, 7});
+        CHECK(row["n"] == (*r5)["n"].get<std::size_t>() + (*r7)["n"].get<std::size_t>());
+        for (const char* metric : {"gap", "acc", "cacc"}) {
+            const double x5 = (*r5)[metric]["value"].get<double>(), x7 = (*r7)[metric]["value"].get<double>();
+            const nlohmann::json& cell = row[metric];
+            REQUIRE(cell["per_seed"].size() == 2);
+            CHECK(cell["per_seed"][0].get<double>() == doctest::Approx(x5).epsilon(1e-12));
+            CHECK(cell["per_seed"][1].get<double>() == doctest::Approx(x7).epsilon(1e-12));
+            CHECK(cell["sd_seeds"].get<double>() == doctest::Approx(std::abs(x5 - x7) / std::sqrt(2.0)).epsilon(1e-9));
+            // The pooled mean weighs each seed by its items.
+            const double n5 = (*r5)["n"].get<double>(), n7 = (*r7)["n"].get<double>();
+            CHECK(cell["value"].get<double>() == doctest::Approx((n5 * x5 + n7 * x7) / (n5 + n7)).epsilon(1e-12));
+            CHECK(cell["lo"].get<double>() <= cell["value"].get<double>());
+            CHECK(cell["hi"].get<double>() >= cell["value"].get<double>());
+        }
+    }
+    CHECK(checked >= 1 + 1 + 3 + 4);  // B1, B2, B3, B5 at least
+    const std::string csv = read_text(both.out / "summary.csv");
+    const std::size_t at = csv.find("\nbaseline,B1,");
+    REQUIRE(at != std::string::npos);
+    const std::string line = csv.substr(at + 1, csv.find('\n', at + 1) - at - 1);
+    CHECK(std::count(line.begin(), line.end(), ',') == 15);
+    CHECK(line.find("," + std::to_string(r.items) + ",") != std::string::npos);
+    CHECK(line.find(",2," + ex::csv_number(summary["conditions"][0]["gap"]["sd_seeds"].get<double>()) + ",") != std::string::npos);
+
+    // Shards take the items of every seed by draw index; merged they are the whole run.
+    std::vector<fs::path> dirs;
+    for (std::size_t i = 0; i < 2; ++i) {
+        ex::CircuitStudyOptions o = both;
+        o.out = d.path / ("s" + std::to_string(i));
+        o.shard = {i, 2};
+        run_study(m, o);
+        dirs.push_back(o.out);
+    }
+    const nlohmann::json def = run["study"];
+    ex::merge_study_folders(dirs, d.path / "merged", "circuit", [&](const fs::path& out, const std::vector<nlohmann::json>& rs) {
+        ex::write_circuit_summaries(out, rs, def, both.bootstrap);
+    });
+    for (const char* f : {"items.jsonl", "summary.csv", "summary.json", "circuit.json"})
+        CHECK_MESSAGE(read_text(d.path / "merged" / f) == read_text(both.out / f), f);
+
+    // Refusals: no seed, a seed twice; a folder written before seeds were pooled (its definition
+    // has "seed") is another study.
+    ex::CircuitStudyOptions bad = small_options(d.path / "bad", 3);
+    bad.seeds = {};
+    CHECK_THROWS_WITH_AS(run_study(m, bad), doctest::Contains("need at least one seed"), hylens::Error);
+    bad.seeds = {5, 5};
+    CHECK_THROWS_WITH_AS(run_study(m, bad), doctest::Contains("seed 5 is listed twice"), hylens::Error);
+    nlohmann::json before = json_of(alone[0].out / "run.json");
+    before["study"].erase("seeds");
+    before["study"]["seed"] = 5;
+    CHECK_THROWS_WITH_AS(run_study(m, unfinished_folder(d.path / "old", before)), doctest::Contains("describes another study"),
+                         hylens::Error);
 }
 
 TEST_CASE("circuit study: the long variant puts the filler between the dictionary and the question") {
@@ -356,6 +498,9 @@ TEST_CASE("hylens experiment circuit and encode-swap: usage errors, a run, shard
     CHECK(sh(kCli + " experiment --help | grep -q circuit") == 0);
     CHECK(sh(base + "--out " + (d.path / "x").string() + " --filler-tokens 64" + quiet) == 2);  // chat8 takes no filler
     CHECK(read_text(d.path / "err.txt").find("read by --variant long alone") != std::string::npos);
+    CHECK(sh(base + "--out " + (d.path / "x").string() + " --seed 5 --seeds 5,7" + quiet) == 2);  // one or the other
+    CHECK(sh(base + "--out " + (d.path / "x").string() + " --seeds 5,5" + quiet) == 2);
+    CHECK(read_text(d.path / "err.txt").find("seed 5 is listed twice") != std::string::npos);
     {  // the long variant: the filler is the first N tokens of the corpus's held-out text
         const fs::path lg = d.path / "long";
         REQUIRE(sh(base + "--variant long --filler-tokens 48 --per-config 1 --seed 5 --top 3 --out " + lg.string() + quiet) == 0);

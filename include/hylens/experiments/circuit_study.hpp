@@ -19,10 +19,15 @@
 //
 // Roles (circuit_from_records): the rules of interp/circuit.hpp (critical_layers, pick_reader,
 // address_candidates, pick_address) on item means of the records.
+//
+// Seeds (CircuitStudyOptions::seeds): each seed draws its own pairs; the roles and every mean
+// pool the (seed, item) records, the intervals resample items within each seed, and the summaries
+// give each seed's value and roles beside the pooled ones (circuit_file's per_seed, agreement).
 
 #include <algorithm>   // std::none_of, std::stable_sort, std::min, std::sort, std::unique
 #include <array>       // std::array
 #include <chrono>      // std::chrono
+#include <cmath>       // std::isnan
 #include <cstddef>     // std::size_t
 #include <cstdint>     // std::int64_t, std::uint64_t
 #include <filesystem>  // std::filesystem
@@ -53,7 +58,8 @@ struct CircuitStudyOptions : StudyRunOptions {
     /// from (run.json's filler_source, outside the definition: copies of one text agree).
     std::string filler{}, filler_source{};
     std::size_t per_config = 20;    ///< draws per (target, distractor) configuration
-    std::uint64_t seed = 1;
+    /// Data-generation seeds (distinct): each draws its own pairs, and the summaries pool them.
+    std::vector<std::uint64_t> seeds{1};
     CircuitOptions circuit{};       ///< group_size, top, unit, critical
     BootstrapOptions bootstrap{};
 };
@@ -107,7 +113,7 @@ inline std::string qk(LayerIndex s, std::size_t g) { return "qk:L" + std::to_str
 inline nlohmann::json circuit_definition(const CircuitStudyOptions& o, const CircuitStructure& s) {
     nlohmann::json d = {{"variant", o.variant},
                         {"per_config", o.per_config},
-                        {"seed", o.seed},
+                        {"seeds", o.seeds},
                         {"group_size", o.circuit.group_size},
                         {"top", o.circuit.top},
                         {"unit", o.circuit.unit == RemovalUnit::mixer ? "mixer" : "layer"},
@@ -225,6 +231,27 @@ inline std::vector<PairScore> pair_scores(const std::vector<nlohmann::json>& rec
     return out;
 }
 
+/// The pair scores of condition c grouped by seed, in seed order (seeds without such a record
+/// left out), with the seeds.
+inline std::pair<std::vector<std::uint64_t>, std::vector<std::vector<PairScore>>> pair_scores_by_seed(
+    const std::vector<nlohmann::json>& records, const std::string& c) {
+    std::map<std::uint64_t, std::vector<PairScore>> by;
+    for (const nlohmann::json* r : of_condition(records, c)) by[r->at("seed").get<std::uint64_t>()].push_back(pair_score_of(*r));
+    std::pair<std::vector<std::uint64_t>, std::vector<std::vector<PairScore>>> out;
+    for (auto& [seed, scores] : by) {
+        out.first.push_back(seed);
+        out.second.push_back(std::move(scores));
+    }
+    return out;
+}
+
+/// The records of each seed, in seed order (record order within a seed).
+inline std::map<std::uint64_t, std::vector<nlohmann::json>> records_by_seed(const std::vector<nlohmann::json>& records) {
+    std::map<std::uint64_t, std::vector<nlohmann::json>> by;
+    for (const nlohmann::json& r : records) by[r.at("seed").get<std::uint64_t>()].push_back(r);
+    return by;
+}
+
 inline PairScores pair_summary(const std::vector<nlohmann::json>& records, const std::string& c) {
     const std::vector<PairScore> s = pair_scores(records, c);
     check<FormatError>(!s.empty(), "[circuit] no record of condition '", c, "'");
@@ -308,10 +335,13 @@ inline Circuit circuit_from_records(const std::vector<nlohmann::json>& records, 
     return c;
 }
 
-/// The circuit file of the records: to_json(circuit_from_records) plus the reader's attention
-/// split (B7), intact and with each address candidate removed, and the item count.
-inline nlohmann::json circuit_file(const std::vector<nlohmann::json>& records, const CircuitStructure& s,
-                                   const CircuitOptions& opt) {
+namespace detail {
+
+/// The circuit file of the records taken as one pool: to_json(circuit_from_records) plus the
+/// reader's attention split (B7), intact and with each address candidate removed, the value
+/// heads (B5) and the item count.
+inline nlohmann::json pooled_circuit_file(const std::vector<nlohmann::json>& records, const CircuitStructure& s,
+                                          const CircuitOptions& opt) {
     const Circuit c = circuit_from_records(records, s, opt);
     nlohmann::json j = to_json(c);
     const LayerIndex rl = c.reader.reader.layer;
@@ -341,6 +371,50 @@ inline nlohmann::json circuit_file(const std::vector<nlohmann::json>& records, c
     return j;
 }
 
+/// The roles of a circuit file (what per_seed lists): encode, address, reader, critical layers,
+/// the value heads that are single-head points of failure, and the item count.
+inline nlohmann::json circuit_roles(const nlohmann::json& c) {
+    nlohmann::json failures = nlohmann::json::array();
+    if (c.contains("value_heads"))
+        for (const nlohmann::json& h : c["value_heads"]["heads"])
+            if (h.at("point_of_failure").get<bool>()) failures.push_back(h.at("head"));
+    return {{"encode", c.at("encode")},     {"address", c.at("address")},
+            {"reader", c.at("reader")},     {"critical_layers", c.at("critical_layers")},
+            {"value_head_failures", failures}, {"items", c.at("items")}};
+}
+
+}  // namespace detail
+
+/// The circuit file of the records: detail::pooled_circuit_file over the records of every seed
+/// (the roles on (seed, item) means), plus `seeds`, `per_seed` (each seed's roles from its records
+/// alone: detail::circuit_roles and `seed`) and `agreement`: for the reader (layer and head), the
+/// address group, the critical layers and the value heads that are points of failure, how many
+/// seeds give the pooled role (`seeds`: of how many).
+inline nlohmann::json circuit_file(const std::vector<nlohmann::json>& records, const CircuitStructure& s,
+                                   const CircuitOptions& opt) {
+    nlohmann::json j = detail::pooled_circuit_file(records, s, opt);
+    const nlohmann::json pooled = detail::circuit_roles(j);
+    const auto same_reader = [&](const nlohmann::json& r) {
+        return r["reader"]["layer"] == pooled["reader"]["layer"] && r["reader"]["head"] == pooled["reader"]["head"];
+    };
+    std::size_t reader = 0, address = 0, critical = 0, failures = 0;
+    j["seeds"] = nlohmann::json::array();
+    j["per_seed"] = nlohmann::json::array();
+    for (const auto& [seed, recs] : detail::records_by_seed(records)) {
+        nlohmann::json roles = detail::circuit_roles(detail::pooled_circuit_file(recs, s, opt));
+        reader += same_reader(roles);
+        address += roles["address"]["group"] == pooled["address"]["group"];
+        critical += roles["critical_layers"] == pooled["critical_layers"];
+        failures += roles["value_head_failures"] == pooled["value_head_failures"];
+        roles["seed"] = seed;
+        j["seeds"].push_back(seed);
+        j["per_seed"].push_back(std::move(roles));
+    }
+    j["agreement"] = {{"seeds", j["seeds"].size()}, {"reader", reader}, {"address", address},
+                      {"critical_layers", critical}, {"value_head_failures", failures}};
+    return j;
+}
+
 /// summary.json, summary.csv and circuit.json of the records.
 inline void write_circuit_summaries(const std::filesystem::path& out, const std::vector<nlohmann::json>& records,
                                     const nlohmann::json& definition, const BootstrapOptions& bootstrap) {
@@ -356,20 +430,39 @@ inline void write_circuit_summaries(const std::filesystem::path& out, const std:
     for (const auto& h : circuit["reader_candidates"])
         conds.push_back({circuit_conditions::head(h["layer"].get<LayerIndex>(), h["head"].get<std::size_t>()), "B4"});
     for (const auto& [l, h] : detail::value_heads(records)) conds.push_back({circuit_conditions::value_head(l, h), "B5"});
-    std::string csv = "condition,block,n,gap,gap_lo,gap_hi,acc,acc_lo,acc_hi,cacc,cacc_lo,cacc_hi\n";
+    std::string csv = "condition,block,n,gap,gap_lo,gap_hi,acc,acc_lo,acc_hi,cacc,cacc_lo,cacc_hi,seeds,gap_sd_seeds,"
+                      "acc_sd_seeds,cacc_sd_seeds\n";
+    const auto sd_cell = [](const std::vector<double>& per_seed) {  // empty below two seeds
+        const double sd = sample_sd(per_seed);
+        return "," + (std::isnan(sd) ? std::string() : csv_number(sd));
+    };
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& [c, block] : conds) {
-        const std::vector<PairScore> ps = detail::pair_scores(records, c);
-        if (ps.empty()) continue;
-        const PairIntervals iv = pair_intervals({ps}, bootstrap);
-        rows.push_back({{"condition", c}, {"block", block}, {"n", ps.size()}, {"gap", interval_json(iv.gap)},
-                        {"acc", interval_json(iv.acc)}, {"cacc", interval_json(iv.cacc)}});
-        csv += c + "," + block + "," + std::to_string(ps.size()) + csv_interval(iv.gap) + csv_interval(iv.acc) +
-               csv_interval(iv.cacc) + "\n";
+        const auto [seeds, by_seed] = detail::pair_scores_by_seed(records, c);
+        if (seeds.empty()) continue;
+        std::size_t n = 0;
+        std::vector<double> gap, acc, cacc;  // each seed's means
+        for (const std::vector<PairScore>& ps : by_seed) {
+            n += ps.size();
+            const PairSummary p = summarize_pairs(ps);
+            gap.push_back(p.gap.mean);
+            acc.push_back(p.acc);
+            cacc.push_back(p.cacc);
+        }
+        // Items resampled within each seed, the seeds pooled.
+        const PairIntervals iv = pair_intervals(by_seed, bootstrap);
+        rows.push_back({{"condition", c}, {"block", block}, {"n", n}, {"seeds", seeds},
+                        {"gap", seeds_interval_json(iv.gap, gap)}, {"acc", seeds_interval_json(iv.acc, acc)},
+                        {"cacc", seeds_interval_json(iv.cacc, cacc)}});
+        csv += c + "," + block + "," + std::to_string(n) + csv_interval(iv.gap) + csv_interval(iv.acc) +
+               csv_interval(iv.cacc) + "," + std::to_string(seeds.size()) + sd_cell(gap) + sd_cell(acc) + sd_cell(cacc) + "\n";
     }
     nlohmann::json summary = {{"conditions", rows},
                               {"roles", {{"encode", circuit["encode"]}, {"address", circuit["address"]}, {"reader", circuit["reader"]},
                                          {"critical_layers", circuit["critical_layers"]}}},
+                              {"seeds", circuit["seeds"]},
+                              {"per_seed", circuit["per_seed"]},
+                              {"agreement", circuit["agreement"]},
                               {"value_heads", circuit.value("value_heads", nlohmann::json(nullptr))},
                               {"selectivity", circuit["selectivity"]},
                               {"attention_split", circuit["attention_split"]},
@@ -380,10 +473,10 @@ inline void write_circuit_summaries(const std::filesystem::path& out, const std:
 }
 
 struct CircuitStudyResult {
-    std::size_t items = 0;    ///< kept pairs (all shards)
+    std::size_t items = 0;    ///< kept pairs (all shards, all seeds)
     std::size_t records = 0;  ///< in items.jsonl at the end
     std::size_t written = 0, resumed = 0;
-    tasks::lookup::Drops dropped;
+    tasks::lookup::Drops dropped;  ///< summed over the seeds (run.json's pairs: per seed)
     double seconds = 0.0;
 };
 
@@ -400,12 +493,29 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
                                 "--filler-tokens on the command line)"
                               : "filler text is read by the 'long' variant alone");
     check(opt.per_config >= 1, "[circuit] --per-config must be at least 1");
+    check(!opt.seeds.empty(), "[circuit] need at least one seed");
+    check_distinct_seeds(opt.seeds, "circuit");
     const lk::Vocabulary vocab = lk::in_family_vocabulary(tok);
-    const lk::CleanCorruptSet set =
-        lk::clean_corrupt_pairs(tok, chat_format(family), variant, vocab, opt.per_config, opt.seed, opt.filler);
-    check(!set.items.empty(), "[circuit] every one of the ", set.drawn, " ", opt.variant,
-          " pairs was dropped by this tokenizer's filters (length ", set.dropped.length, ", value tokens ",
-          set.dropped.value_tokens, ", outside ", set.dropped.outside, ", answer tokens ", set.dropped.answer_tokens, ")");
+    std::vector<lk::CleanCorruptSet> sets;
+    nlohmann::json pairs = nlohmann::json::object();  // run.json's pairs: per seed
+    CircuitStudyResult res;
+    for (std::uint64_t seed : opt.seeds) {
+        sets.push_back(lk::clean_corrupt_pairs(tok, chat_format(family), variant, vocab, opt.per_config, seed, opt.filler));
+        const lk::CleanCorruptSet& set = sets.back();
+        check(!set.items.empty(), "[circuit] seed ", seed, ": every one of the ", set.drawn, " ", opt.variant,
+              " pairs was dropped by this tokenizer's filters (length ", set.dropped.length, ", value tokens ",
+              set.dropped.value_tokens, ", outside ", set.dropped.outside, ", answer tokens ", set.dropped.answer_tokens, ")");
+        pairs[std::to_string(seed)] = {{"drawn", set.drawn},
+                                       {"kept", set.items.size()},
+                                       {"dropped", {{"length", set.dropped.length}, {"value_tokens", set.dropped.value_tokens},
+                                                    {"outside", set.dropped.outside}, {"answer_tokens", set.dropped.answer_tokens}}}};
+        res.items += set.items.size();
+        res.dropped.length += set.dropped.length;
+        res.dropped.outside += set.dropped.outside;
+        res.dropped.value_tokens += set.dropped.value_tokens;
+        res.dropped.answer_tokens += set.dropped.answer_tokens;
+        res.dropped.positions += set.dropped.positions;
+    }
     const CircuitStructure st = circuit_structure(model.stack(), opt.circuit.group_size);
 
     // B5: the value heads of the first linear layer that has them (a DeltaNet or Mamba-2 mixer).
@@ -422,10 +532,7 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
     definition["value_heads"] = value_heads ? nlohmann::json{{"layer", value_layer}, {"heads", value_heads}} : nlohmann::json(nullptr);
     StudyFolderOptions fo = opt.folder("circuit", definition);
     if (!opt.filler.empty()) fo.run_info["filler_source"] = opt.filler_source;
-    fo.run_info["pairs"] = {{"drawn", set.drawn},
-                            {"kept", set.items.size()},
-                            {"dropped", {{"length", set.dropped.length}, {"value_tokens", set.dropped.value_tokens},
-                                         {"outside", set.dropped.outside}, {"answer_tokens", set.dropped.answer_tokens}}}};
+    fo.run_info["pairs"] = pairs;
     StudyFolder folder(fo);
 
     // Every condition of an item, in study order; qk conditions carry (softmax layer, group).
@@ -437,7 +544,7 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
     for (LayerIndex l : st.attention_layers) attention.push_back(site::attn_probs(l, Positions::last()));
     std::vector<std::pair<LayerIndex, std::size_t>> heads, qk;
     {
-        const PairItem probe = pair_item(set.items.front());
+        const PairItem probe = pair_item(sets.front().items.front());
         const NamedTensors cap = capture(model, TokenBatch(probe.clean), attention);
         for (const SiteRef& s : attention)
             for (std::size_t h = 0; h < cap.at(s.name()).shape()[1]; ++h) heads.push_back({s.layer, h});
@@ -456,63 +563,66 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
         }
     }
 
+    // A shard takes the items of every seed whose draw index is its own.
     std::size_t total = 0;
-    for (const auto& it : set.items)
-        if (folder.mine(it.index))
-            for (const auto& n : names) total += !folder.done({opt.variant, opt.seed, it.index, n});
+    for (std::size_t si = 0; si < sets.size(); ++si)
+        for (const auto& it : sets[si].items)
+            if (folder.mine(it.index))
+                for (const auto& n : names) total += !folder.done({opt.variant, opt.seeds[si], it.index, n});
     Progress progress(total, "circuit " + opt.shard.text(), opt.progress);
-    for (const lk::CleanCorruptItem& ci : set.items) {
-        if (!folder.mine(ci.index)) continue;
-        const PairItem it = pair_item(ci);
-        // The entries' token spans [begin, end) in dictionary order: what the attention split
-        // sums over (entry `target` and the others), checkable from a record.
-        nlohmann::json entries = nlohmann::json::array();
-        for (const Span& e : it.entries) entries.push_back({e.first, e.second});
-        std::vector<nlohmann::json> recs;
-        for (std::size_t c = 0; c < names.size(); ++c) {
-            if (folder.done({opt.variant, opt.seed, ci.index, names[c]})) continue;
-            nlohmann::json rec;
-            if (c == 0) {
-                rec = detail::pair_condition(model, it, ci.value_ids, {}, &attention);
-            } else if (c <= st.groups.size()) {
-                rec = detail::pair_condition(model, it, ci.value_ids, removal(model.stack(), st.groups[c - 1].layers, opt.circuit.unit),
-                                             &attention);
-            } else if (c < pair_conditions) {
-                const LayerIndex l = st.linear_layers[c - 1 - st.groups.size()];
-                rec = detail::pair_condition(model, it, ci.value_ids, removal(model.stack(), {l}, opt.circuit.unit), nullptr);
-            } else if (c < head_end) {
-                const auto [l, h] = heads[c - pair_conditions];
-                rec = detail::pair_condition(model, it, ci.value_ids, {head_zero(l, {h})}, nullptr);
-            } else if (c < value_head_end) {
-                const std::size_t h = c - head_end;
-                rec = detail::pair_condition(model, it, ci.value_ids, {head_zero(value_layer, {h}, Site::lin_head_out)}, nullptr);
-                rec["layer"] = value_layer;
-                rec["value_head"] = h;
-            } else {
-                const auto [s, g] = qk[c - value_head_end];
-                rec = detail::qk_condition(model, it, st.groups[g].layers, s, opt.circuit.unit);
-                rec["softmax_layer"] = s;
-                rec["group"] = g;
+    for (std::size_t si = 0; si < sets.size(); ++si) {
+        const std::uint64_t seed = opt.seeds[si];
+        for (const lk::CleanCorruptItem& ci : sets[si].items) {
+            if (!folder.mine(ci.index)) continue;
+            const PairItem it = pair_item(ci);
+            // The entries' token spans [begin, end) in dictionary order: what the attention split
+            // sums over (entry `target` and the others), checkable from a record.
+            nlohmann::json entries = nlohmann::json::array();
+            for (const Span& e : it.entries) entries.push_back({e.first, e.second});
+            std::vector<nlohmann::json> recs;
+            for (std::size_t c = 0; c < names.size(); ++c) {
+                if (folder.done({opt.variant, seed, ci.index, names[c]})) continue;
+                nlohmann::json rec;
+                if (c == 0) {
+                    rec = detail::pair_condition(model, it, ci.value_ids, {}, &attention);
+                } else if (c <= st.groups.size()) {
+                    rec = detail::pair_condition(model, it, ci.value_ids,
+                                                 removal(model.stack(), st.groups[c - 1].layers, opt.circuit.unit), &attention);
+                } else if (c < pair_conditions) {
+                    const LayerIndex l = st.linear_layers[c - 1 - st.groups.size()];
+                    rec = detail::pair_condition(model, it, ci.value_ids, removal(model.stack(), {l}, opt.circuit.unit), nullptr);
+                } else if (c < head_end) {
+                    const auto [l, h] = heads[c - pair_conditions];
+                    rec = detail::pair_condition(model, it, ci.value_ids, {head_zero(l, {h})}, nullptr);
+                } else if (c < value_head_end) {
+                    const std::size_t h = c - head_end;
+                    rec = detail::pair_condition(model, it, ci.value_ids, {head_zero(value_layer, {h}, Site::lin_head_out)},
+                                                 nullptr);
+                    rec["layer"] = value_layer;
+                    rec["value_head"] = h;
+                } else {
+                    const auto [s, g] = qk[c - value_head_end];
+                    rec = detail::qk_condition(model, it, st.groups[g].layers, s, opt.circuit.unit);
+                    rec["softmax_layer"] = s;
+                    rec["group"] = g;
+                }
+                nlohmann::json full = {{"task", opt.variant},         {"seed", seed},
+                                       {"item", ci.index},            {"condition", names[c]},
+                                       {"target", ci.target},         {"distractor", ci.distractor},
+                                       {"answer", ci.answer},         {"corrupt_answer", ci.corrupt_answer},
+                                       {"tokens", ci.clean.ids.size()},
+                                       {"qstart", ci.clean.qstart},
+                                       {"entries", entries}};
+                full.update(rec);
+                recs.push_back(std::move(full));
             }
-            nlohmann::json full = {{"task", opt.variant},         {"seed", opt.seed},
-                                   {"item", ci.index},            {"condition", names[c]},
-                                   {"target", ci.target},         {"distractor", ci.distractor},
-                                   {"answer", ci.answer},         {"corrupt_answer", ci.corrupt_answer},
-                                   {"tokens", ci.clean.ids.size()},
-                                   {"qstart", ci.clean.qstart},
-                                   {"entries", entries}};
-            full.update(rec);
-            recs.push_back(std::move(full));
+            if (recs.empty()) continue;
+            folder.append(recs);
+            progress.add(recs.size());
         }
-        if (recs.empty()) continue;
-        folder.append(recs);
-        progress.add(recs.size());
     }
     progress.finish();
 
-    CircuitStudyResult res;
-    res.items = set.items.size();
-    res.dropped = set.dropped;
     res.written = folder.written();
     res.resumed = folder.resumed();
     const std::vector<nlohmann::json> records = folder.records();

@@ -19,6 +19,7 @@
 // study into one folder whose items.jsonl is byte for byte the unsharded run's.
 
 #include <algorithm>   // std::sort
+#include <cmath>       // std::isnan
 #include <cstddef>     // std::size_t
 #include <cstdio>      // std::snprintf
 #include <ctime>       // std::time, std::gmtime, std::strftime
@@ -36,7 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/error.hpp"
-#include "bootstrap.hpp"  // Interval
+#include "bootstrap.hpp"  // Interval, sample_sd
 #include "input_fingerprint.hpp"
 #include "records.hpp"
 
@@ -175,6 +176,16 @@ inline std::string csv_interval(const Interval& i) {
 
 /// {"value", "lo", "hi"} of an interval, for a summary.json.
 inline nlohmann::json interval_json(const Interval& i) { return {{"value", i.value}, {"lo", i.lo}, {"hi", i.hi}}; }
+
+/// interval_json of a score pooled over seeds, with each seed's value ("per_seed", in seed
+/// order) and their sample standard deviation ("sd_seeds"; null below two seeds).
+inline nlohmann::json seeds_interval_json(const Interval& i, const std::vector<double>& per_seed) {
+    nlohmann::json j = interval_json(i);
+    j["per_seed"] = per_seed;
+    const double sd = sample_sd(per_seed);
+    j["sd_seeds"] = std::isnan(sd) ? nlohmann::json(nullptr) : nlohmann::json(sd);
+    return j;
+}
 
 struct StudyFolderOptions {
     std::filesystem::path out;   ///< the result folder (created)
