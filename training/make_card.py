@@ -163,6 +163,7 @@ def main():
     L.append("![loss curve](loss.png)\n")
     L += accuracy_section(args, summary, run, allrows, rows, tasks, conds)
     if args.circuit:
+        circuit_study_seed(args.circuit)  # before anything is written
         L += circuit_section(args.circuit)
     if args.findings:
         L.append("## Findings\n")
@@ -316,6 +317,21 @@ def accuracy_section(args, summary, run, allrows, rows, tasks, conds):
     return L
 
 
+def circuit_study_seed(folder):
+    """The one seed of the circuit study in `folder`; exits when it is not a complete, unsharded
+    circuit result of one seed (the card's check reruns one seed)."""
+    with open(os.path.join(folder, "run.json")) as f:
+        run = json.load(f)
+    if run.get("kind") != "circuit" or run.get("status") != "complete" or run["study"].get("shard", "0/1") != "0/1":
+        sys.exit(f"make_card: {folder} is not a complete, unsharded hylens experiment circuit result")
+    seeds = run["study"].get("seeds")
+    if seeds is None:
+        sys.exit(f"make_card: {folder} was written by a hylens build from before 2026-12-06 (no 'seeds'): rerun the study")
+    if len(seeds) != 1:
+        sys.exit(f"make_card: {folder} pools seeds {seeds}; the card's check reruns one seed")
+    return seeds[0]
+
+
 def circuit_section(folder):
     """The card's section on `hylens experiment circuit` (docs/study_circuit.md): baseline, B2 and B3
     with 95 % CIs from summary.json, and the roles of circuit.json."""
@@ -327,9 +343,9 @@ def circuit_section(folder):
         run = json.load(f)
     iv = lambda d: f"{d['value']:.2f} [{d['lo']:.2f}, {d['hi']:.2f}]"  # noqa: E731
     gv = lambda d: f"{d['value']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}]"  # noqa: E731
-    study = run.get("study", {})
+    study = run["study"]
     L = ["## Circuit study\n",
-         f"Measured with `hylens experiment circuit` (variant {study.get('variant', 'chat8')}, seed {study.get('seed', 1)}, "
+         f"Measured with `hylens experiment circuit` (variant {study['variant']}, seed {study['seeds'][0]}, "
          f"{summary['conditions'][0]['n']} clean/corrupted pairs; docs/study_circuit.md). acc: the clean prompt's answer is "
          "the target value; cacc: the corrupted prompt's is the distractor's; gap: D(clean) - D(corrupted) of the "
          "logit difference between the two values. Mean and 95 % bootstrap CI.\n",
@@ -384,12 +400,8 @@ def write_circuit_check(folder, name, every):
         run = json.load(f)
     with open(os.path.join(folder, "circuit.json")) as f:
         circuit = json.load(f)
-    if run.get("kind") != "circuit" or run.get("status") != "complete" or run["study"].get("shard", "0/1") != "0/1":
-        sys.exit(f"make_card: {folder} is not a complete, unsharded hylens experiment circuit result")
+    seed = circuit_study_seed(folder)
     study = run["study"]
-    if len(study["seeds"]) != 1:
-        sys.exit(f"make_card: {folder} pools seeds {study['seeds']}; the card's check reruns one seed")
-    seed = study["seeds"][0]
     every = every or study["per_config"]
     keep = []
     with open(os.path.join(folder, "items.jsonl")) as f:

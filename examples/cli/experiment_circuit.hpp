@@ -12,7 +12,6 @@
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/models/load.hpp>
 #include <hylens/tasks/lookup/fit_corpus.hpp>
-#include <hylens/tasks/lookup/prompt.hpp>
 
 #include <filesystem>
 #include <iostream>
@@ -105,16 +104,10 @@ inline int run_experiment_circuit(int argc, char** argv) {
             ex::CircuitStudyOptions o = opt;
             o.shard = place.shard;
             o.out = place.out;
-            o.circuit.group_size = group_size >= 0 ? static_cast<std::size_t>(group_size) : type.rfind("qwen3_5", 0) == 0 ? 3 : 0;
+            o.circuit.group_size = group_size >= 0 ? static_cast<std::size_t>(group_size) : ex::default_group_size(type);
             o.run_info = study_run_info(a.model, type, tok_path, all, place.ranks, HYLENS_VERSION);
-            if (a.variant == "long") {
-                // The protocol's long512: WikiText-2 test text; here the corpus's held-out chunks.
-                const tasks::lookup::FitCorpus c =
-                    corpus.empty() ? tasks::lookup::read_fit_corpus() : tasks::lookup::read_fit_corpus(corpus);
-                o.filler = tasks::lookup::filler_text(tok, tasks::lookup::held_out_text(c), filler_tokens);
-                o.filler_source = std::filesystem::absolute(c.source).string() + " (held-out chunks, first " +
-                                  std::to_string(filler_tokens) + " tokens)";
-            }
+            // The protocol's long512: WikiText-2 test text; here the corpus's held-out chunks.
+            if (a.variant == "long") ex::set_long_filler(o, tok, corpus, filler_tokens);
             const ex::CircuitStudyResult r =
                 m.visit([&](const auto& typed) { return ex::run_circuit_study(typed, tok, ex::chat_family(type), o); });
             std::cerr << "hylens experiment circuit: " << r.items << " pairs, " << r.records << " records (" << r.written

@@ -47,6 +47,6 @@ from ._core import (  # noqa: F401
     zero,
 )
 
-from ._experiment import ExperimentResult, experiment  # noqa: E402,F401
+from ._experiment import CircuitResult, ExperimentResult, circuit_study, experiment  # noqa: E402,F401
 
 __all__ = [name for name in dir() if not name.startswith("_")]

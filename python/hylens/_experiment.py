@@ -1,10 +1,12 @@
-"""hylens.experiment: the channel study (split-prefill and state swap over task items) from
-Python. The run is the C++ runner of `hylens experiment channels` (crash-safe items.jsonl,
-resume, shards); the records and summaries are read back from the files it writes, so what a
-notebook sees is exactly what is on disk."""
+"""hylens.experiment and hylens.circuit_study: the channel study (split-prefill and state swap
+over task items) and the circuit study (the Encode / Address / reader battery) from Python. Each
+run is the C++ runner of `hylens experiment channels` / `hylens experiment circuit` (crash-safe
+items.jsonl, resume, shards); the records and summaries are read back from the files it writes,
+so what a notebook sees is exactly what is on disk."""
 
 import csv
 import json
+import numbers
 import os
 from pathlib import Path
 
@@ -21,11 +23,38 @@ class ExperimentResult:
         self.records = _load_records(self.out / "items.jsonl", frames)
         self.summary = _load_csv(self.out / "summary.csv", frames)
         self.diffs = _load_csv(self.out / "diffs.csv", frames)
-        run = self.out / "run.json"
-        self.run = json.loads(run.read_text()) if run.exists() else {}
+        self.run = _load_json(self.out / "run.json")
 
     def __repr__(self):
         return f"<hylens.ExperimentResult {self.stats.get('records')} records in {self.out}>"
+
+
+class CircuitResult:
+    """records (one per seed, item, condition: items.jsonl), summary (summary.csv: a row per
+    score condition, pooled over the seeds, with bootstrap CIs and the sd over seeds), circuit
+    (circuit.json: the roles and the scans behind them, each seed's roles and how many seeds
+    agree with the pooled ones), run (run.json), stats (this call's counts). A shard without
+    items has no summary: summary is empty and circuit {}."""
+
+    def __init__(self, out, stats, frames):
+        self.out = Path(out)
+        self.stats = stats
+        self.records = _load_records(self.out / "items.jsonl", frames)
+        self.summary = _load_csv(self.out / "summary.csv", frames)
+        self.circuit = _load_json(self.out / "circuit.json")
+        self.run = _load_json(self.out / "run.json")
+
+    def __repr__(self):
+        c = self.circuit
+        if not c:
+            return f"<hylens.CircuitResult no summary in {self.out}>"
+        r = c["reader"]
+        return (f"<hylens.CircuitResult {c['items']} pairs: encode {c['encode']['layers']}, address "
+                f"{c['address']['layers']}, reader L{r['layer']}H{r['head']}, in {self.out}>")
+
+
+def _load_json(path):
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def _pandas(frames):
@@ -78,11 +107,36 @@ def _whole(x):
     return None
 
 
-def _whole_or_raise(x, what):
+def _whole_or_raise(x, what, who="experiment"):
     v = _whole(x)
     if v is None:
-        raise TypeError(f"experiment: {what} must be a whole number, got {x!r}")
+        raise TypeError(f"{who}: {what} must be a whole number, got {x!r}")
     return v
+
+
+def _seed_list(seeds, who):
+    """seeds as a list of distinct ints; a bare number or string, a non-whole seed or a seed
+    listed twice is an error naming `who`."""
+    if isinstance(seeds, (str, bytes)) or _whole(seeds) is not None:
+        raise TypeError(f"{who}: seeds must be a list of whole numbers, got {seeds!r}")
+    seeds = [_whole_or_raise(s, "a seed", who) for s in seeds]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"{who}: a seed is listed twice in {seeds} (its records would count twice)")
+    return seeds
+
+
+def _out_path(out, who):
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"{who}: out must be a folder path, got {type(out).__name__}")
+    return os.fspath(out)
+
+
+def _tokenizer_of(tokenizer, who):
+    from . import _core
+
+    if tokenizer is None:
+        raise TypeError(f"{who}: tokenizer must be a hylens.Tokenizer or a tokenizer.json path, got None")
+    return tokenizer if isinstance(tokenizer, _core.Tokenizer) else _core.Tokenizer(str(tokenizer))
 
 
 def experiment(model, tokenizer, tasks, out, conditions=DEFAULT_CONDITIONS, items=600, seeds=(1, 2, 3),
@@ -103,18 +157,41 @@ def experiment(model, tokenizer, tasks, out, conditions=DEFAULT_CONDITIONS, item
             raise ValueError(f"experiment: unknown task '{t}' (known tasks: {', '.join(known)})")
     if len(set(tasks)) != len(tasks):
         raise ValueError(f"experiment: a task is listed twice in {tasks} (its records would count twice)")
-    if not isinstance(out, (str, os.PathLike)):
-        raise TypeError(f"experiment: out must be a folder path, got {type(out).__name__}")
-    if isinstance(seeds, (str, bytes)) or _whole(seeds) is not None:
-        raise TypeError(f"experiment: seeds must be a list of whole numbers, got {seeds!r}")
-    seeds = [_whole_or_raise(s, "a seed") for s in seeds]
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"experiment: a seed is listed twice in {seeds} (its records would count twice)")
-    if tokenizer is None:
-        raise TypeError("experiment: tokenizer must be a hylens.Tokenizer or a tokenizer.json path, got None")
-    if not isinstance(tokenizer, _core.Tokenizer):
-        tokenizer = _core.Tokenizer(str(tokenizer))
-    stats = _core._channel_study(model, tokenizer, tasks, conditions, os.fspath(out), _whole_or_raise(items, "items"),
+    out = _out_path(out, "experiment")
+    seeds = _seed_list(seeds, "experiment")
+    tokenizer = _tokenizer_of(tokenizer, "experiment")
+    stats = _core._channel_study(model, tokenizer, tasks, conditions, out, _whole_or_raise(items, "items"),
                                  seeds, _whole_or_raise(max_new, "max_new"), layers, shard, bool(resume),
                                  _whole_or_raise(batch, "batch"), bool(progress))
     return ExperimentResult(out, stats, frames)
+
+
+def circuit_study(model, tokenizer, out, variant="chat8", per_config=20, seeds=(1,), group_size=None, top=8,
+                  unit="mixer", critical=0.6, corpus=None, filler_tokens=512, shard="", resume=False, progress=False,
+                  frames=None):
+    """Runs the circuit study (battery B1-B7 on clean/corrupted dictionary pairs) on `model` into
+    the folder `out`, as `hylens experiment circuit` does, and returns a CircuitResult.
+    tokenizer: a hylens.Tokenizer or a tokenizer.json path. variant: chat4, chat8, chat16, list8,
+    rev8, perm8 or long; seeds: several pool their pairs (each seed's roles beside the pooled
+    ones); group_size: None = 3 for Qwen3.5, 0 (every linear layer since the previous softmax
+    layer) otherwise; unit: "mixer" or "layer"; corpus, filler_tokens: the long variant's filler,
+    the first filler_tokens tokens of the corpus's held-out chunks (corpus None: the Debian
+    Policy Manual). frames: as for hylens.experiment."""
+    from . import _core
+
+    who = "circuit_study"
+    out = _out_path(out, who)
+    seeds = _seed_list(seeds, who)
+    tokenizer = _tokenizer_of(tokenizer, who)
+    if group_size is not None:
+        group_size = _whole_or_raise(group_size, "group_size", who)
+    if isinstance(critical, bool) or not isinstance(critical, numbers.Real):
+        raise TypeError(f"{who}: critical must be a number in [0, 1], got {critical!r}")
+    if corpus is not None and not isinstance(corpus, (str, os.PathLike)):
+        raise TypeError(f"{who}: corpus must be a file path or None, got {type(corpus).__name__}")
+    stats = _core._circuit_study(model, tokenizer, out, variant, _whole_or_raise(per_config, "per_config", who), seeds,
+                                 group_size, _whole_or_raise(top, "top", who), unit, float(critical),
+                                 "" if corpus is None else os.fspath(corpus),
+                                 _whole_or_raise(filler_tokens, "filler_tokens", who), shard, bool(resume),
+                                 bool(progress))
+    return CircuitResult(out, stats, frames)

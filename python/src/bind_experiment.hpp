@@ -10,11 +10,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "bind_model.hpp"
+#include "study_run.hpp"
 
 namespace hylens::python {
 
@@ -43,22 +43,11 @@ inline void bind_experiment(pyb::module_& m) {
         opt.batch = batch;
         opt.progress = progress;
         opt.out = out;
-        opt.run_info = {{"model", std::filesystem::absolute(model.path()).string()},
-                        {"model_type", model.model_type()},
-                        {"via", "python"}};
-        // The tokenizer's file, so a resume or a merge with another tokenizer is refused.
-        if (!tok.source().empty()) opt.run_info["tokenizer"] = tok.source();
-        const ChatFamily family = ex::chat_family(model.model_type());
-        const ex::StudyResult r = model.visit([&](const auto& x) {
-            const pyb::gil_scoped_release nogil;
-            return ex::run_channel_study(x, tok, family, opt);
-        });
-        pyb::dict d;
-        d["records"] = r.records;
-        d["written"] = r.written;
-        d["resumed"] = r.resumed;
+        opt.run_info = python_run_info(model, tok);
+        const ex::StudyResult r =
+            run_study_released(model, [&](const auto& x, ChatFamily family) { return ex::run_channel_study(x, tok, family, opt); });
+        pyb::dict d = study_counts(r.records, r.written, r.resumed, r.seconds);
         d["skipped_items"] = r.skipped_items;
-        d["seconds"] = r.seconds;
         return d;
     }, pyb::arg("model"), pyb::arg("tokenizer"), pyb::arg("tasks"), pyb::arg("conditions"), pyb::arg("out"),
        pyb::arg("items"), pyb::arg("seeds"), pyb::arg("max_new"), pyb::arg("layers"), pyb::arg("shard"),

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 
 #include "bind_cache.hpp"
+#include "bind_circuit.hpp"
 #include "bind_experiment.hpp"
 #include "bind_interp.hpp"
 #include "bind_model.hpp"
@@ -18,4 +19,5 @@ PYBIND11_MODULE(_core, m) {
     hylens::python::bind_text(m);
     hylens::python::bind_model(m);
     hylens::python::bind_experiment(m);
+    hylens::python::bind_circuit(m);
 }

@@ -66,6 +66,14 @@ ex::CircuitStudyResult run_study(const Organism& m, const ex::CircuitStudyOption
 
 nlohmann::json json_of(const fs::path& p) { return nlohmann::json::parse(read_text(p)); }
 
+/// The circuit options a study definition records (top, critical).
+hylens::CircuitOptions copt_of(const nlohmann::json& def) {
+    hylens::CircuitOptions o;
+    o.top = def["top"].get<std::size_t>();
+    o.critical = def["critical"].get<double>();
+    return o;
+}
+
 /// Options resuming `dir`, made a folder with `run` as its run.json (status running) and no
 /// records yet: what a folder an older build started looks like.
 ex::CircuitStudyOptions unfinished_folder(const fs::path& dir, nlohmann::json run) {
@@ -224,7 +232,7 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
     REQUIRE(circuit["per_seed"].size() == 1);
     CHECK(circuit["per_seed"][0]["reader"] == circuit["reader"]);
     CHECK(circuit["per_seed"][0]["items"] == r.items);
-    CHECK(circuit["agreement"] == nlohmann::json{{"seeds", 1}, {"reader", 1}, {"address", 1}, {"critical_layers", 1},
+    CHECK(circuit["agreement"] == nlohmann::json{{"seeds", 1}, {"reader", 1}, {"address", nullptr}, {"critical_layers", 1},
                                                   {"value_head_failures", 1}});
     CHECK(base["seeds"] == std::vector<int>{5});
     CHECK(base["gap"]["per_seed"][0].get<double>() == doctest::Approx(ref.baseline.gap.mean).epsilon(1e-12));
@@ -311,8 +319,19 @@ TEST_CASE("circuit study over several seeds: each seed's records and roles are i
     const nlohmann::json c5 = json_of(alone[0].out / "circuit.json"), c7 = json_of(alone[1].out / "circuit.json");
     CHECK(circuit["seeds"] == std::vector<int>{5, 7});
     REQUIRE(circuit["per_seed"].size() == 2);
-    CHECK(circuit["per_seed"][0] == c5["per_seed"][0]);
-    CHECK(circuit["per_seed"][1] == c7["per_seed"][0]);
+    // A circuit file's value heads that are points of failure, read from its value_heads.
+    const auto failing = [](const nlohmann::json& c) {
+        std::vector<std::size_t> out;
+        for (const auto& h : c["value_heads"]["heads"])
+            if (h["point_of_failure"].get<bool>()) out.push_back(h["head"].get<std::size_t>());
+        return out;
+    };
+    for (std::size_t i = 0; i < 2; ++i) {  // each seed's roles: the top-level roles of its run alone
+        const nlohmann::json &got = circuit["per_seed"][i], &want = i == 0 ? c5 : c7;
+        CHECK(got["seed"] == (i == 0 ? 5 : 7));
+        for (const char* role : {"encode", "address", "reader", "critical_layers", "items"}) CHECK_MESSAGE(got[role] == want[role], role);
+        CHECK(got["value_head_failures"].get<std::vector<std::size_t>>() == failing(want));
+    }
     const auto agree = [&](const auto& same) {
         return static_cast<int>(same(c5, circuit)) + static_cast<int>(same(c7, circuit));
     };
@@ -321,12 +340,12 @@ TEST_CASE("circuit study over several seeds: each seed's records and roles are i
     CHECK(a["reader"] == agree([](const nlohmann::json& x, const nlohmann::json& y) {
               return x["reader"]["layer"] == y["reader"]["layer"] && x["reader"]["head"] == y["reader"]["head"];
           }));
-    CHECK(a["address"] == agree([](const nlohmann::json& x, const nlohmann::json& y) {
-              return x["address"]["group"] == y["address"]["group"];
-          }));
+    REQUIRE(circuit["selectivity"].size() == 1);  // one address candidate (G0): nothing to agree on
+    CHECK(a["address"].is_null());
     CHECK(a["critical_layers"] == agree([](const nlohmann::json& x, const nlohmann::json& y) {
               return x["critical_layers"] == y["critical_layers"];
           }));
+    CHECK(a["value_head_failures"] == agree([&](const nlohmann::json& x, const nlohmann::json& y) { return failing(x) == failing(y); }));
     // The pooled baseline is the mean over every (seed, item) record.
     const std::vector<nlohmann::json> recs = records_of(both.out);
     double gap = 0.0;
@@ -396,6 +415,28 @@ TEST_CASE("circuit study over several seeds: each seed's records and roles are i
     });
     for (const char* f : {"items.jsonl", "summary.csv", "summary.json", "circuit.json"})
         CHECK_MESSAGE(read_text(d.path / "merged" / f) == read_text(both.out / f), f);
+
+    // An unfinished folder merged: a seed without some condition's records has an error in place
+    // of its roles and is left out of the agreement; the pooled roles are still computed.
+    {
+        std::vector<nlohmann::json> part;  // every item of seed 7 without its head:L3H1 record
+        for (const auto& rec : recs)
+            if (rec["seed"] != 7 || rec["condition"] != "head:L3H1") part.push_back(rec);
+        REQUIRE(part.size() < recs.size());
+        const nlohmann::json c = ex::circuit_file(part, ex::circuit_structure_from_json(def["structure"]), copt_of(def));
+        CHECK(c["per_seed"][0] == circuit["per_seed"][0]);
+        CHECK(c["per_seed"][1]["seed"] == 7);
+        CHECK(c["per_seed"][1]["error"].get<std::string>().find("no record of condition 'head:L3H1'") != std::string::npos);
+        CHECK(c["agreement"]["seeds"] == 1);
+        // Folders of builds before 2026-12-06 (a definition without seeds, or without value_heads)
+        // get no summaries, in a merge of old folders alone too.
+        for (const char* key : {"seeds", "value_heads"}) {
+            nlohmann::json old_def = def;
+            old_def.erase(key);
+            CHECK_THROWS_WITH_AS(ex::write_circuit_summaries(d.path / "old_summary", recs, old_def, both.bootstrap),
+                                 doctest::Contains("written by a hylens build from before 2026-12-06"), hylens::FormatError);
+        }
+    }
 
     // Refusals: no seed, a seed twice; a folder written before seeds were pooled (its definition
     // has "seed") is another study.

@@ -41,7 +41,9 @@
 #include "../core/error.hpp"
 #include "../interp/circuit.hpp"
 #include "../interp/metric_intervals.hpp"
+#include "../tasks/lookup/fit_corpus.hpp"
 #include "../tasks/lookup/pairs.hpp"
+#include "../tasks/lookup/prompt.hpp"  // filler_text
 #include "../tasks/lookup/vocabulary.hpp"
 #include "../text/chat.hpp"
 #include "../text/tokenizer.hpp"
@@ -63,6 +65,22 @@ struct CircuitStudyOptions : StudyRunOptions {
     CircuitOptions circuit{};       ///< group_size, top, unit, critical
     BootstrapOptions bootstrap{};
 };
+
+/// The group size a model type's circuit study takes by default: 3 for Qwen3.5 (model types
+/// qwen3_5*: the protocol's blocks of three GatedDeltaNet layers before each softmax layer), 0
+/// otherwise (every linear layer since the previous softmax layer).
+inline std::size_t default_group_size(const std::string& model_type) { return model_type.rfind("qwen3_5", 0) == 0 ? 3 : 0; }
+
+/// The long variant's filler: the first `tokens` tokens of the held-out chunks of `corpus` (empty:
+/// tasks::lookup's fit corpus, the Debian Policy Manual), and where it came from.
+inline void set_long_filler(CircuitStudyOptions& o, const Tokenizer& tok, const std::filesystem::path& corpus,
+                            std::size_t tokens) {
+    namespace lk = tasks::lookup;
+    const lk::FitCorpus c = corpus.empty() ? lk::read_fit_corpus() : lk::read_fit_corpus(corpus);
+    o.filler = lk::filler_text(tok, lk::held_out_text(c), tokens);
+    o.filler_source = std::filesystem::absolute(c.source).string() + " (held-out chunks, first " + std::to_string(tokens) +
+                      " tokens)";
+}
 
 /// What the roles are computed over: the model's groups, linear and softmax layers (in the
 /// study definition, so a merge needs no model).
@@ -386,38 +404,55 @@ inline nlohmann::json circuit_roles(const nlohmann::json& c) {
 }  // namespace detail
 
 /// The circuit file of the records: detail::pooled_circuit_file over the records of every seed
-/// (the roles on (seed, item) means), plus `seeds`, `per_seed` (each seed's roles from its records
-/// alone: detail::circuit_roles and `seed`) and `agreement`: for the reader (layer and head), the
-/// address group, the critical layers and the value heads that are points of failure, how many
-/// seeds give the pooled role (`seeds`: of how many).
+/// (the roles on (seed, item) means), plus `seeds` (ascending), `per_seed` (each seed's roles from
+/// its records alone: detail::circuit_roles and `seed`) and `agreement`: for the reader (layer and
+/// head), the address group, the critical layers and the value heads that are points of failure,
+/// how many seeds give the pooled role, of `seeds`. The address count is null where the pooled
+/// reader's layer has one address candidate (the rule has no choice to agree on); Encode is G0 by
+/// rule and is not counted. A seed whose records lack a condition (an unfinished folder merged)
+/// has `error` instead of roles and is left out of `agreement`.
 inline nlohmann::json circuit_file(const std::vector<nlohmann::json>& records, const CircuitStructure& s,
                                    const CircuitOptions& opt) {
     nlohmann::json j = detail::pooled_circuit_file(records, s, opt);
     const nlohmann::json pooled = detail::circuit_roles(j);
-    const auto same_reader = [&](const nlohmann::json& r) {
-        return r["reader"]["layer"] == pooled["reader"]["layer"] && r["reader"]["head"] == pooled["reader"]["head"];
-    };
-    std::size_t reader = 0, address = 0, critical = 0, failures = 0;
+    const bool address_choice = j.at("selectivity").size() > 1;
+    std::size_t counted = 0, reader = 0, address = 0, critical = 0, failures = 0;
     j["seeds"] = nlohmann::json::array();
     j["per_seed"] = nlohmann::json::array();
     for (const auto& [seed, recs] : detail::records_by_seed(records)) {
-        nlohmann::json roles = detail::circuit_roles(detail::pooled_circuit_file(recs, s, opt));
-        reader += same_reader(roles);
+        j["seeds"].push_back(seed);
+        nlohmann::json roles;
+        try {
+            roles = detail::circuit_roles(detail::pooled_circuit_file(recs, s, opt));
+        } catch (const FormatError& e) {
+            j["per_seed"].push_back({{"seed", seed}, {"error", e.what()}});
+            continue;
+        }
+        ++counted;
+        reader += roles["reader"]["layer"] == pooled["reader"]["layer"] && roles["reader"]["head"] == pooled["reader"]["head"];
         address += roles["address"]["group"] == pooled["address"]["group"];
         critical += roles["critical_layers"] == pooled["critical_layers"];
         failures += roles["value_head_failures"] == pooled["value_head_failures"];
         roles["seed"] = seed;
-        j["seeds"].push_back(seed);
         j["per_seed"].push_back(std::move(roles));
     }
-    j["agreement"] = {{"seeds", j["seeds"].size()}, {"reader", reader}, {"address", address},
-                      {"critical_layers", critical}, {"value_head_failures", failures}};
+    j["agreement"] = {{"seeds", counted},
+                      {"reader", reader},
+                      {"address", address_choice ? nlohmann::json(address) : nlohmann::json(nullptr)},
+                      {"critical_layers", critical},
+                      {"value_head_failures", failures}};
     return j;
 }
 
 /// summary.json, summary.csv and circuit.json of the records.
 inline void write_circuit_summaries(const std::filesystem::path& out, const std::vector<nlohmann::json>& records,
                                     const nlohmann::json& definition, const BootstrapOptions& bootstrap) {
+    // Folders of older builds hold records without B5 or keyed by one seed: their roles and rows
+    // would not be those of a current run (a resume or a merge with a current folder is refused
+    // by the definition; here a merge of old folders alone).
+    check<FormatError>(definition.contains("seeds") && definition.contains("value_heads"),
+                       "[circuit] the study definition has no '", definition.contains("seeds") ? "value_heads" : "seeds",
+                       "': the folder was written by a hylens build from before 2026-12-06; rerun the study");
     const CircuitStructure s = circuit_structure_from_json(definition.at("structure"));
     CircuitOptions opt;
     opt.top = definition.at("top").get<std::size_t>();

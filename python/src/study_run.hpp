@@ -1,0 +1,48 @@
+#pragma once
+// What every study binding does around its runner: run.json's description of a run from Python,
+// the run on the typed model with the GIL released, and this call's counts as a dict.
+
+#include <hylens/experiments/prompt.hpp>  // chat_family
+
+#include <pybind11/pybind11.h>
+
+#include <cstddef>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "bind_model.hpp"
+
+namespace hylens::python {
+
+/// run.json's description of a study run from Python: the model's folder and type, "via":
+/// "python", and the tokenizer's file, so a resume or a merge with another tokenizer is refused.
+inline nlohmann::json python_run_info(const PyModel& model, const Tokenizer& tok) {
+    nlohmann::json info = {{"model", std::filesystem::absolute(model.path()).string()},
+                           {"model_type", model.model_type()},
+                           {"via", "python"}};
+    if (!tok.source().empty()) info["tokenizer"] = tok.source();
+    return info;
+}
+
+/// run(typed model, its chat family) with the GIL released (the study threads its own work).
+template <class Run>
+auto run_study_released(const PyModel& model, Run&& run) {
+    const ChatFamily family = experiments::chat_family(model.model_type());
+    return model.visit([&](const auto& x) {
+        const pybind11::gil_scoped_release nogil;
+        return run(x, family);
+    });
+}
+
+/// The counts every study result has, as the dict a binding returns.
+inline pybind11::dict study_counts(std::size_t records, std::size_t written, std::size_t resumed, double seconds) {
+    pybind11::dict d;
+    d["records"] = records;
+    d["written"] = written;
+    d["resumed"] = resumed;
+    d["seconds"] = seconds;
+    return d;
+}
+
+}  // namespace hylens::python

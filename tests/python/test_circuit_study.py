@@ -1,0 +1,116 @@
+"""hylens.circuit_study: the circuit study from Python on the shipped organism models/qwen35-tiny
+(its tokenizer keeps chat8 pairs): the files are those `hylens experiment circuit` writes with the
+same options, byte for byte; the result objects read them back; several seeds give each seed's
+roles; bad arguments are refused before anything runs."""
+
+import json
+import shutil
+
+import pytest
+
+import hylens
+from conftest import SOURCE_DIR, run_cli
+
+ORGANISM = SOURCE_DIR / "models" / "qwen35-tiny"
+
+
+@pytest.fixture(scope="module")
+def organism(tmp_path_factory):
+    # a copy: a retraining of the organism in the middle of the test cannot change its weights
+    d = tmp_path_factory.mktemp("organism") / "qwen35-tiny"
+    shutil.copytree(ORGANISM, d)
+    return d
+
+
+def test_circuit_study_equals_the_cli(organism, tmp_path, cli):
+    model = hylens.load(str(organism))
+    r = hylens.circuit_study(model, organism / "tokenizer.json", tmp_path / "py", per_config=2, seeds=[5, 7], top=3,
+                             frames=False)
+    run_cli(cli, "experiment", "circuit", "--model", organism, "--per-config", 2, "--seeds", "5,7", "--top", 3,
+            "--no-progress", "--out", tmp_path / "cli")
+    for f in ("items.jsonl", "summary.csv", "summary.json", "circuit.json"):
+        assert (tmp_path / "py" / f).read_bytes() == (tmp_path / "cli" / f).read_bytes(), f
+    # the run.json definitions agree (the default group size, 3 for Qwen3.5, included)
+    assert r.run["study"] == json.loads((tmp_path / "cli" / "run.json").read_text())["study"]
+    assert r.run["study"]["group_size"] == 3 and r.run["via"] == "python"
+
+
+def test_circuit_study_result(organism, tmp_path):
+    model = hylens.load(str(organism))
+    r = hylens.circuit_study(model, organism / "tokenizer.json", tmp_path / "py", per_config=2, seeds=[5, 7], top=3,
+                             frames=False)
+    # the result object: what the files hold
+    assert r.stats["records"] == r.stats["written"] == len(r.records) and r.stats["resumed"] == 0
+    assert r.stats["items"] == r.circuit["items"] == sum(p["kept"] for p in r.run["pairs"].values())
+    assert r.circuit == json.loads((tmp_path / "py" / "circuit.json").read_text())
+    assert {rec["seed"] for rec in r.records} == {5, 7}
+    assert r.circuit["seeds"] == [5, 7] and [p["seed"] for p in r.circuit["per_seed"]] == [5, 7]
+    assert len(r.summary) == len(json.loads((tmp_path / "py" / "summary.json").read_text())["conditions"])
+    reader = r.circuit["reader"]
+    assert f"reader L{reader['layer']}H{reader['head']}" in repr(r)
+    # the baseline row of summary.csv is the mean of the baseline records' gaps
+    base = [x for x in r.summary if x["condition"] == "baseline"][0]
+    gaps = [rec["gap"] for rec in r.records if rec["condition"] == "baseline"]
+    assert int(base["n"]) == len(gaps) and int(base["seeds"]) == 2
+    assert abs(float(base["gap"]) - sum(gaps) / len(gaps)) <= 1e-8 * max(1.0, abs(float(base["gap"])))
+
+    # resume writes nothing twice
+    again = hylens.circuit_study(model, organism / "tokenizer.json", tmp_path / "py", per_config=2, seeds=[5, 7], top=3,
+                                 resume=True, frames=False)
+    assert again.stats["written"] == 0 and again.stats["resumed"] == len(r.records)
+    assert again.records == r.records and again.circuit == r.circuit
+
+    # a shard without items has records of no pair and no summary
+    empty = hylens.circuit_study(model, organism / "tokenizer.json", tmp_path / "shard", per_config=1, seeds=[5],
+                                 top=3, shard="99/100", frames=False)
+    assert empty.records == [] and empty.circuit == {} and "no summary" in repr(empty)
+
+    # pandas view of the same files (scripts/install-deps.sh installs pandas; skipped without it)
+    pd = pytest.importorskip("pandas")
+    frames = hylens.circuit_study(model, organism / "tokenizer.json", tmp_path / "py", per_config=2, seeds=[5, 7],
+                                  top=3, resume=True)
+    assert isinstance(frames.records, pd.DataFrame) and len(frames.records) == len(r.records)
+    assert isinstance(frames.summary, pd.DataFrame) and frames.summary["gap_sd_seeds"].notna().all()
+
+
+def test_circuit_study_refuses_bad_arguments(organism, tmp_path):
+    model = hylens.load(str(organism))
+    tok = organism / "tokenizer.json"
+    for bad in (dict(per_config=2.5), dict(seeds="12"), dict(seeds=[1.5]), dict(top=True), dict(group_size=1.5),
+                dict(filler_tokens=None)):
+        with pytest.raises(TypeError, match="whole number"):
+            hylens.circuit_study(model, tok, tmp_path / "x", **{"per_config": 1, **bad})
+    with pytest.raises(ValueError, match="a seed is listed twice"):
+        hylens.circuit_study(model, tok, tmp_path / "x", per_config=1, seeds=[1, 1])
+    with pytest.raises(TypeError, match="out must be a folder path"):
+        hylens.circuit_study(model, tok, None, per_config=1)
+    with pytest.raises(TypeError, match="critical must be a number"):
+        hylens.circuit_study(model, tok, tmp_path / "x", per_config=1, critical="0.5")
+    with pytest.raises(TypeError, match="corpus must be a file path"):
+        hylens.circuit_study(model, tok, tmp_path / "x", variant="long", per_config=1, corpus=3)
+    # the library's checks, as ValueErrors naming the option
+    for kwargs, message in ((dict(unit="group"), "unit must be 'mixer' or 'layer'"),
+                            (dict(critical=1.5), r"critical must be in \[0, 1\]"),
+                            (dict(top=0), "top must be at least 1"),
+                            (dict(variant="chat9"), "chat9"),
+                            (dict(corpus=str(tok)), "corpus is read by the 'long' variant alone"),
+                            (dict(seeds=[]), "need at least one seed"),
+                            (dict(shard="3/3"), "need 0 <= I < N")):
+        with pytest.raises(ValueError, match=message):
+            hylens.circuit_study(model, tok, tmp_path / "x", **{"per_config": 1, **kwargs})
+    assert not (tmp_path / "x").exists()
+
+
+def test_circuit_study_long_variant(organism, tmp_path):
+    """The long variant's filler from a corpus file: its first filler_tokens tokens of held-out
+    text sit between the dictionary and the question, and run.json says where they came from."""
+    model = hylens.load(str(organism))
+    corpus = tmp_path / "corpus.txt"
+    # paragraphs long enough for the fit corpus's chunks (every fifth chunk is held out)
+    corpus.write_text("\n\n".join(f"Paragraph {i} of plain words, " + "a sentence to fill the prompt. " * 30
+                                  for i in range(40)))
+    r = hylens.circuit_study(model, organism / "tokenizer.json", tmp_path / "long", variant="long", per_config=1,
+                             top=3, corpus=corpus, filler_tokens=24, frames=False)
+    assert r.run["study"]["variant"] == "long" and "filler" in r.run["study"]
+    assert r.run["filler_source"].startswith(str(corpus.resolve())) and "first 24 tokens" in r.run["filler_source"]
+    assert all(rec["task"] == "long" for rec in r.records)
