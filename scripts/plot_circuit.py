@@ -94,7 +94,8 @@ def main():
     seeds = circuit.get("seeds", [])
     pooled = ""
     if len(seeds) > 1:  # several seeds: how many give the pooled reader
-        pooled = f" over seeds {','.join(map(str, seeds))} (reader in {circuit['agreement']['reader']} of {len(seeds)})"
+        a = circuit["agreement"]  # its counts are over the seeds with roles
+        pooled = f" over seeds {','.join(map(str, seeds))} (reader in {a['reader']} of {a['seeds']})"
     fig.suptitle(
         f"circuit: {model}, {run['study']['variant']}, n = {circuit['items']} pairs{pooled}; "
         f"Encode G{circuit['encode']['group']} {circuit['encode']['layers']}, "

@@ -100,6 +100,8 @@ def main():
     args = ap.parse_args()
 
     name = os.path.basename(os.path.normpath(args.model))
+    # the circuit study's check, read and refused before anything is written
+    circuit = circuit_check(args.circuit, name, args.circuit_check_every) if args.circuit else None
     cfg = json.load(open(os.path.join(args.model, "config.json")))
     meta = st_io.read_metadata(os.path.join(args.model, "model.safetensors"))
     family = meta["family"]
@@ -163,7 +165,6 @@ def main():
     L.append("![loss curve](loss.png)\n")
     L += accuracy_section(args, summary, run, allrows, rows, tasks, conds)
     if args.circuit:
-        circuit_study_seed(args.circuit)  # before anything is written
         L += circuit_section(args.circuit)
     if args.findings:
         L.append("## Findings\n")
@@ -176,7 +177,7 @@ def main():
         f.write("\n".join(L))
     write_card_check(args, name, tasks)
     if args.circuit:
-        write_circuit_check(args.circuit, name, args.circuit_check_every)
+        write_circuit_check(circuit, name)
     return 0
 
 
@@ -317,19 +318,39 @@ def accuracy_section(args, summary, run, allrows, rows, tasks, conds):
     return L
 
 
-def circuit_study_seed(folder):
-    """The one seed of the circuit study in `folder`; exits when it is not a complete, unsharded
-    circuit result of one seed (the card's check reruns one seed)."""
+def circuit_check(folder, name, every):
+    """The reduced rerun tests/organisms makes of the card's circuit study, read and checked before
+    anything is written: the study's options (run.json), the shard 0/`every` of its pairs
+    (default every = per_config: the first pair of each configuration, since pair k of
+    configuration c has draw index c * per_config + k), and those pairs' records from its
+    items.jsonl, which the rerun must reproduce. Exits when `folder` is not a complete, unsharded
+    circuit result of one seed (the check reruns one seed) or has no such pair."""
     with open(os.path.join(folder, "run.json")) as f:
         run = json.load(f)
-    if run.get("kind") != "circuit" or run.get("status") != "complete" or run["study"].get("shard", "0/1") != "0/1":
+    study = run.get("study", {})
+    if run.get("kind") != "circuit" or run.get("status") != "complete" or study.get("shard", "0/1") != "0/1":
         sys.exit(f"make_card: {folder} is not a complete, unsharded hylens experiment circuit result")
-    seeds = run["study"].get("seeds")
+    seeds = study.get("seeds")
     if seeds is None:
         sys.exit(f"make_card: {folder} was written by a hylens build from before 2026-12-06 (no 'seeds'): rerun the study")
     if len(seeds) != 1:
         sys.exit(f"make_card: {folder} pools seeds {seeds}; the card's check reruns one seed")
-    return seeds[0]
+    with open(os.path.join(folder, "circuit.json")) as f:
+        circuit = json.load(f)
+    seed = seeds[0]
+    every = every or study["per_config"]
+    with open(os.path.join(folder, "items.jsonl")) as f:
+        keep = [r for r in map(json.loads, f) if r["item"] % every == 0]
+    if not keep:
+        sys.exit(f"make_card: no pair of {folder} has a draw index that is 0 mod {every}")
+    items = sorted({r["item"] for r in keep})
+    spec = {k: study[k] for k in ("variant", "per_config", "group_size", "top", "unit", "critical", "structure")}
+    spec.update({"seed": seed, "shard": f"0/{every}", "items": items, "records": len(keep), "pairs": run["pairs"][str(seed)],
+                 "card_roles": {k: circuit[k] for k in ("encode", "address", "reader", "critical_layers")},
+                 "source": f"records of the pairs {', '.join(map(str, items))} (draw index 0 mod {every}) of the circuit "
+                           f"study in models/{name}/README.md; card_roles are that study's roles on all "
+                           f"{circuit['items']} pairs"})
+    return spec, keep
 
 
 def circuit_section(folder):
@@ -343,7 +364,7 @@ def circuit_section(folder):
         run = json.load(f)
     iv = lambda d: f"{d['value']:.2f} [{d['lo']:.2f}, {d['hi']:.2f}]"  # noqa: E731
     gv = lambda d: f"{d['value']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}]"  # noqa: E731
-    study = run["study"]
+    study = run["study"]  # circuit_check checked it: one seed
     L = ["## Circuit study\n",
          f"Measured with `hylens experiment circuit` (variant {study['variant']}, seed {study['seeds'][0]}, "
          f"{summary['conditions'][0]['n']} clean/corrupted pairs; docs/study_circuit.md). acc: the clean prompt's answer is "
@@ -391,37 +412,13 @@ def write_card_check(args, name, tasks):
         f.write("\n")
 
 
-def write_circuit_check(folder, name, every):
-    """The reduced rerun tests/organisms makes of the card's circuit study: the study's options
-    (run.json), the shard 0/`every` of its pairs (default every = per_config: the first pair of
-    each configuration, since pair k of configuration c has draw index c * per_config + k), and
-    those pairs' records copied from its items.jsonl, which the rerun must reproduce."""
-    with open(os.path.join(folder, "run.json")) as f:
-        run = json.load(f)
-    with open(os.path.join(folder, "circuit.json")) as f:
-        circuit = json.load(f)
-    seed = circuit_study_seed(folder)
-    study = run["study"]
-    every = every or study["per_config"]
-    keep = []
-    with open(os.path.join(folder, "items.jsonl")) as f:
-        for line in f:
-            r = json.loads(line)
-            if r["item"] % every == 0:
-                keep.append(r)
-    items = sorted({r["item"] for r in keep})
-    if not keep:
-        sys.exit(f"make_card: no pair of {folder} has a draw index that is 0 mod {every}")
+def write_circuit_check(check, name):
+    """Writes circuit_check's spec and records into the organism's reference folder."""
+    spec, keep = check
     ref_dir = check_dir(name)
     with open(os.path.join(ref_dir, "card_circuit_records.jsonl"), "w") as f:
         for r in keep:
             f.write(json.dumps(r, sort_keys=True) + "\n")
-    spec = {k: study[k] for k in ("variant", "per_config", "group_size", "top", "unit", "critical", "structure")}
-    spec.update({"seed": seed, "shard": f"0/{every}", "items": items, "records": len(keep), "pairs": run["pairs"][str(seed)],
-                 "card_roles": {k: circuit[k] for k in ("encode", "address", "reader", "critical_layers")},
-                 "source": f"records of the pairs {', '.join(map(str, items))} (draw index 0 mod {every}) of the circuit "
-                           f"study in models/{name}/README.md; card_roles are that study's roles on all "
-                           f"{circuit['items']} pairs"})
     with open(os.path.join(ref_dir, "card_circuit_check.json"), "w") as f:
         json.dump(spec, f, indent=1)
         f.write("\n")

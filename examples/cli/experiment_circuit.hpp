@@ -31,6 +31,7 @@ namespace hylens::cli {
 inline experiments::MergeResult merge_circuit_folders(const std::vector<std::filesystem::path>& dirs,
                                                       const std::filesystem::path& out) {
     const nlohmann::json definition = first_definition(dirs);
+    experiments::check_circuit_definition(definition);  // before the merged folder is made
     return experiments::merge_study_folders(dirs, out, "circuit", [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
         if (!r.empty()) experiments::write_circuit_summaries(o, r, definition, {});
     });
@@ -104,7 +105,7 @@ inline int run_experiment_circuit(int argc, char** argv) {
             ex::CircuitStudyOptions o = opt;
             o.shard = place.shard;
             o.out = place.out;
-            o.circuit.group_size = group_size >= 0 ? static_cast<std::size_t>(group_size) : ex::default_group_size(type);
+            o.circuit.group_size = group_size >= 0 ? static_cast<std::size_t>(group_size) : default_group_size(type);
             o.run_info = study_run_info(a.model, type, tok_path, all, place.ranks, HYLENS_VERSION);
             // The protocol's long512: WikiText-2 test text; here the corpus's held-out chunks.
             if (a.variant == "long") ex::set_long_filler(o, tok, corpus, filler_tokens);

@@ -116,7 +116,7 @@ inline int run_experiment_query_map(int argc, char** argv) {
             const bool same_tokenizer = !donor_tok || td::read_file_text(tr) == td::read_file_text(tdp);
             o.vocabulary = same_tokenizer ? lk::in_family_vocabulary(tok_r) : lk::cross_family_vocabulary({&tok_r, &tok_d});
             std::optional<CircuitRoles> roles;
-            if (!circuit.empty()) roles = td::read_circuit(circuit);
+            if (!circuit.empty()) roles = read_circuit_file(circuit);
             if (roles && reader.empty()) o.reader = {roles->reader_layer, roles->reader_head};
             o.run_info = study_run_info(a.model, rtype, tr, all, place.ranks, HYLENS_VERSION);
             o.run_info["donor"] = donor_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(donor_dir).string());
@@ -124,7 +124,7 @@ inline int run_experiment_query_map(int argc, char** argv) {
             o.run_info["donor_tokenizer"] = std::filesystem::absolute(tdp).string();
             o.run_info["circuit"] = circuit.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(circuit).string());
             const ex::QueryMapResult r = recv.visit([&](const auto& rm) {
-                const auto rg = td::groups_of(rm, rtype, group_size);
+                const auto rg = ex::group_layers(rm.stack(), td::group_size_of(rtype, group_size));
                 if (!address.empty()) o.address = ex::parse_blocks(address, rg, rm.num_layers()).at(0).layers;
                 else if (roles) o.address = roles->address;
                 else {
@@ -132,7 +132,7 @@ inline int run_experiment_query_map(int argc, char** argv) {
                     o.address = rg.back();
                 }
                 return dm.visit([&](const auto& d) {
-                    const auto dg = td::groups_of(d, dtype, group_size);
+                    const auto dg = ex::group_layers(d.stack(), td::group_size_of(dtype, group_size));
                     std::string spec = sources;
                     if (spec.empty())
                         for (std::size_t g = 0; g < dg.size(); ++g)

@@ -49,19 +49,6 @@ inline std::vector<std::string> split_list(const std::string& s, const char* wha
     return out;
 }
 
-/// The circuit file's roles (interp/circuit.hpp).
-inline CircuitRoles read_circuit(const std::string& path) {
-    std::ifstream in(path);
-    check<FormatError>(in.good(), "[transplant] cannot read the circuit file ", path);
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-        fail<FormatError>("[transplant] the circuit file ", path, " is not JSON: ", e.what());
-    }
-    return circuit_from_json(j);
-}
-
 /// The bytes of a file.
 inline std::string read_file_text(const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);
@@ -69,15 +56,9 @@ inline std::string read_file_text(const std::filesystem::path& p) {
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-/// The layer groups of a model (interp/reader_search.hpp layer_groups): `size` layers before
-/// each softmax layer, or when size < 0 the default, 3 for Qwen3.5 (three DeltaNet layers
-/// before each softmax layer) and 0 (every linear layer since the last softmax layer) otherwise.
-template <class Model>
-std::vector<std::vector<LayerIndex>> groups_of(const Model& m, const std::string& model_type, long size) {
-    const std::size_t gs = size >= 0 ? static_cast<std::size_t>(size) : model_type.rfind("qwen3_5", 0) == 0 ? 3 : 0;
-    std::vector<std::vector<LayerIndex>> out;
-    for (const LayerGroup& g : layer_groups(m.stack(), gs)) out.push_back(g.layers);
-    return out;
+/// --group-size: `size`, or when size < 0 the model type's default (default_group_size).
+inline std::size_t group_size_of(const std::string& model_type, long size) {
+    return size >= 0 ? static_cast<std::size_t>(size) : default_group_size(model_type);
 }
 
 }  // namespace transplant_detail
@@ -124,10 +105,8 @@ inline int run_experiment_transplant(int argc, char** argv) {
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
     ex::TransplantStudyOptions opt;
-    tasks::lookup::Variant v;
     try {
-        v = tasks::lookup::parse_variant(a.variant);
-        check(!v.long_filler && !v.perm, "--variant ", a.variant, " has no donor/host pairs (chat4, chat8, chat16, list8, rev8)");
+        ex::set_donor_host_variant(opt, a.variant);
         opt.positions.clear();
         for (const std::string& p : td::split_list(positions, "positions")) opt.positions.push_back(ex::parse_position_set(p));
         opt.kinds.clear();
@@ -144,8 +123,6 @@ inline int run_experiment_transplant(int argc, char** argv) {
         std::cerr << "hylens experiment transplant: " << e.what() << "\n" << usage_line(app) << "\n";
         return 2;
     }
-    opt.style = v.style;
-    opt.n_pairs = v.n_pairs;
     opt.per_config = a.per_config;
     opt.resume = a.resume;
     opt.progress = !a.no_progress;
@@ -161,20 +138,13 @@ inline int run_experiment_transplant(int argc, char** argv) {
             o.shard = place.shard;
             o.out = place.out;
             if (!circuit.empty()) {
-                const CircuitRoles roles = td::read_circuit(circuit);
+                const CircuitRoles roles = read_circuit_file(circuit);
                 o.reader = {roles.reader_layer, roles.reader_head};
             }
             o.run_info = study_run_info(a.model, type, tok_path, all, place.ranks, HYLENS_VERSION);
             o.run_info["circuit"] = circuit.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(circuit).string());
             const ex::TransplantStudyResult r = model.visit([&](const auto& m) {
-                const std::vector<std::vector<LayerIndex>> groups = td::groups_of(m, type, group_size);
-                std::string spec = blocks;
-                if (spec.empty())
-                    for (std::size_t g = 0; g < groups.size(); ++g)
-                        if (!groups[g].empty()) spec += (spec.empty() ? "G" : ",G") + std::to_string(g);
-                check(!spec.empty(), "[transplant] the model has no layer group; pass --blocks");
-                o.blocks = ex::parse_blocks(spec, groups, m.num_layers());
-                if (!upstream.empty()) o.upstream = ex::parse_blocks(upstream, groups, m.num_layers());
+                ex::set_transplant_blocks(o, m, td::group_size_of(type, group_size), blocks, upstream);
                 return ex::run_transplant_study(m, tok, chat_format(ex::chat_family(type)), o);
             });
             std::cerr << "hylens experiment transplant: " << r.items << " pairs, " << r.records << " records (" << r.written

@@ -128,13 +128,7 @@ inline int run_study_ranks(const std::string& name, const experiments::Shard& sh
 
 /// "L:H" -> the reader head (--reader of the lookup studies).
 inline experiments::ReaderHead parse_reader(const std::string& s, const char* option = "--reader") {
-    const std::size_t c = s.find(':');
-    const auto digits = [](std::string_view d) {
-        return !d.empty() && d.size() < 7 && d.find_first_not_of("0123456789") == std::string_view::npos;
-    };
-    check(c != std::string::npos && digits(std::string_view(s).substr(0, c)) && digits(std::string_view(s).substr(c + 1)),
-          option, " '", s, "' is not LAYER:HEAD (e.g. 3:1)");
-    return {static_cast<LayerIndex>(std::stoul(s.substr(0, c))), static_cast<std::size_t>(std::stoul(s.substr(c + 1)))};
+    return experiments::parse_reader_head(s, option);
 }
 
 /// The tokenizer of a study: --tokenizer, or the model folder's tokenizer.json.

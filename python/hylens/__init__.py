@@ -47,6 +47,13 @@ from ._core import (  # noqa: F401
     zero,
 )
 
-from ._experiment import CircuitResult, ExperimentResult, circuit_study, experiment  # noqa: E402,F401
+from ._experiment import (  # noqa: E402,F401
+    CircuitResult,
+    ExperimentResult,
+    TransplantResult,
+    circuit_study,
+    experiment,
+    transplant_study,
+)
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -167,7 +167,7 @@ def experiment(model, tokenizer, tasks, out, conditions=DEFAULT_CONDITIONS, item
 
 
 def circuit_study(model, tokenizer, out, variant="chat8", per_config=20, seeds=(1,), group_size=None, top=8,
-                  unit="mixer", critical=0.6, corpus=None, filler_tokens=512, shard="", resume=False, progress=False,
+                  unit="mixer", critical=0.6, corpus=None, filler_tokens=None, shard="", resume=False, progress=False,
                   frames=None):
     """Runs the circuit study (battery B1-B7 on clean/corrupted dictionary pairs) on `model` into
     the folder `out`, as `hylens experiment circuit` does, and returns a CircuitResult.
@@ -175,8 +175,8 @@ def circuit_study(model, tokenizer, out, variant="chat8", per_config=20, seeds=(
     rev8, perm8 or long; seeds: several pool their pairs (each seed's roles beside the pooled
     ones); group_size: None = 3 for Qwen3.5, 0 (every linear layer since the previous softmax
     layer) otherwise; unit: "mixer" or "layer"; corpus, filler_tokens: the long variant's filler,
-    the first filler_tokens tokens of the corpus's held-out chunks (corpus None: the Debian
-    Policy Manual). frames: as for hylens.experiment."""
+    the first filler_tokens tokens (None: 512) of the corpus's held-out chunks (corpus None: the
+    Debian Policy Manual), refused with another variant. frames: as for hylens.experiment."""
     from . import _core
 
     who = "circuit_study"
@@ -189,9 +189,95 @@ def circuit_study(model, tokenizer, out, variant="chat8", per_config=20, seeds=(
         raise TypeError(f"{who}: critical must be a number in [0, 1], got {critical!r}")
     if corpus is not None and not isinstance(corpus, (str, os.PathLike)):
         raise TypeError(f"{who}: corpus must be a file path or None, got {type(corpus).__name__}")
+    if corpus is not None and not os.fspath(corpus):
+        raise ValueError(f"{who}: corpus is an empty path (None takes the default corpus)")
+    long_filler = corpus is not None or filler_tokens is not None
+    filler_tokens = 512 if filler_tokens is None else _whole_or_raise(filler_tokens, "filler_tokens", who)
     stats = _core._circuit_study(model, tokenizer, out, variant, _whole_or_raise(per_config, "per_config", who), seeds,
                                  group_size, _whole_or_raise(top, "top", who), unit, float(critical),
-                                 "" if corpus is None else os.fspath(corpus),
-                                 _whole_or_raise(filler_tokens, "filler_tokens", who), shard, bool(resume),
-                                 bool(progress))
+                                 "" if corpus is None else os.fspath(corpus), filler_tokens, long_filler, shard,
+                                 bool(resume), bool(progress))
     return CircuitResult(out, stats, frames)
+
+
+class TransplantResult:
+    """records (one per seed, item, condition: items.jsonl), summary (summary.csv: per condition,
+    ansA, ansB, dAB, attA, attB pooled over the seeds with bootstrap CIs and the sd over seeds),
+    run (run.json), stats (this call's counts)."""
+
+    def __init__(self, out, stats, frames):
+        self.out = Path(out)
+        self.stats = stats
+        self.records = _load_records(self.out / "items.jsonl", frames)
+        self.summary = _load_csv(self.out / "summary.csv", frames)
+        self.run = _load_json(self.out / "run.json")
+
+    def __repr__(self):
+        return f"<hylens.TransplantResult {self.stats.get('records')} records in {self.out}>"
+
+
+def _names(x, what, who):
+    """A list of names from a list of strings or one comma-separated string."""
+    if isinstance(x, str):
+        return x.split(",") if x else []
+    if isinstance(x, bytes) or not hasattr(x, "__iter__"):
+        raise TypeError(f"{who}: {what} must be a list of strings or a comma-separated string, got {x!r}")
+    names = list(x)
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"{who}: {what} must be a list of strings or a comma-separated string, got {x!r}")
+    return names
+
+
+def _head(h, what, who):
+    """A head as "LAYER:HEAD" from that string or a (layer, head) pair of whole numbers."""
+    if isinstance(h, str):
+        return h
+    if isinstance(h, (tuple, list)) and len(h) == 2:
+        return f"{_whole_or_raise(h[0], what + ' layer', who)}:{_whole_or_raise(h[1], what + ' head', who)}"
+    raise TypeError(f"{who}: {what} must be 'LAYER:HEAD' or a (layer, head) pair, got {h!r}")
+
+
+def _heads(x, what, who):
+    """Heads as "LAYER:HEAD" strings from a comma-separated string or a list of heads (_head)."""
+    if isinstance(x, str):
+        return x.split(",") if x else []
+    if not hasattr(x, "__iter__"):
+        raise TypeError(f"{who}: {what} must be a list of heads or a comma-separated string, got {x!r}")
+    return [_head(h, "a head of " + what, who) for h in x]
+
+
+def transplant_study(model, tokenizer, out, circuit=None, reader=None, blocks="", group_size=None,
+                     positions=("final", "question", "dictionary", "all"), kinds=("mixer", "layer", "state", "state+conv"),
+                     upstream="", watch=(), variant="chat8", per_config=20, seeds=(1,), shard="", resume=False,
+                     progress=False, frames=None):
+    """Runs the transplant study (exp22 / exp32: a donor's block writes or state copied into a
+    host run, read at the reader head) on `model` into the folder `out`, as `hylens experiment
+    transplant` does, and returns a TransplantResult. circuit: the circuit file (a path or a
+    CircuitResult of hylens.circuit_study) whose reader head is read, or reader: 'LAYER:HEAD' or
+    (layer, head); blocks, upstream: block lists as the tool's ('G0,3-5,G1+G2', or a list of
+    them; blocks '' = every layer group); positions, kinds: lists or comma-separated strings;
+    watch: heads as for reader; group_size: None = 3 for Qwen3.5, else 0. frames: as for
+    hylens.experiment."""
+    from . import _core
+
+    who = "transplant_study"
+    out = _out_path(out, who)
+    seeds = _seed_list(seeds, who)
+    tokenizer = _tokenizer_of(tokenizer, who)
+    if circuit is not None and reader is not None:
+        raise ValueError(f"{who}: pass circuit or reader, not both")
+    if isinstance(circuit, CircuitResult):
+        circuit = circuit.out / "circuit.json"
+    if circuit is not None and not isinstance(circuit, (str, os.PathLike)):
+        raise TypeError(f"{who}: circuit must be a circuit.json path or a CircuitResult, got {type(circuit).__name__}")
+    if group_size is not None:
+        group_size = _whole_or_raise(group_size, "group_size", who)
+    stats = _core._transplant_study(
+        model, tokenizer, out, variant, _whole_or_raise(per_config, "per_config", who), seeds,
+        "" if circuit is None else os.fspath(circuit), "" if reader is None else _head(reader, "reader", who),
+        ",".join(_names(blocks, "blocks", who)), group_size, _names(positions, "positions", who),
+        _names(kinds, "kinds", who), ",".join(_names(upstream, "upstream", who)),
+        _heads(watch, "watch", who),
+        shard, bool(resume), bool(progress))
+    return TransplantResult(out, stats, frames)

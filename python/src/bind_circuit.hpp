@@ -25,13 +25,13 @@ inline void bind_circuit(pyb::module_& m) {
     m.def("_circuit_study", [](const PyModel& model, const Tokenizer& tok, const std::string& out, const std::string& variant,
                                Count per_config, const std::vector<std::uint64_t>& seeds, std::optional<Count> group_size,
                                Count top, const std::string& unit, double critical, const std::string& corpus,
-                               Count filler_tokens, const std::string& shard, bool resume, bool progress) {
+                               Count filler_tokens, bool filler_given, const std::string& shard, bool resume, bool progress) {
         namespace ex = experiments;
         ex::CircuitStudyOptions opt;
         opt.variant = variant;
         opt.per_config = per_config;
         opt.seeds = seeds;
-        opt.circuit.group_size = group_size ? static_cast<std::size_t>(*group_size) : ex::default_group_size(model.model_type());
+        opt.circuit.group_size = group_size ? static_cast<std::size_t>(*group_size) : default_group_size(model.model_type());
         check<ShapeError>(top >= 1, "[circuit] top must be at least 1");
         opt.circuit.top = top;
         check<ShapeError>(unit == "mixer" || unit == "layer", "[circuit] unit must be 'mixer' or 'layer', got '", unit, "'");
@@ -42,7 +42,7 @@ inline void bind_circuit(pyb::module_& m) {
             check<ShapeError>(filler_tokens >= 1, "[circuit] filler_tokens must be at least 1");
             ex::set_long_filler(opt, tok, corpus, filler_tokens);
         } else {
-            check<ShapeError>(corpus.empty(), "[circuit] corpus is read by the 'long' variant alone");
+            check<ShapeError>(!filler_given, "[circuit] corpus and filler_tokens are read by the 'long' variant alone");
         }
         if (!shard.empty()) opt.shard = ex::parse_shard(shard);
         opt.resume = resume;
@@ -51,12 +51,14 @@ inline void bind_circuit(pyb::module_& m) {
         opt.run_info = python_run_info(model, tok);
         const ex::CircuitStudyResult r =
             run_study_released(model, [&](const auto& x, ChatFamily family) { return ex::run_circuit_study(x, tok, family, opt); });
-        pyb::dict d = study_counts(r.records, r.written, r.resumed, r.seconds);
+        pyb::dict d = study_counts(r.records, r.written, r.resumed);
+        d["seconds"] = r.seconds;
         d["items"] = r.items;
         return d;
     }, pyb::arg("model"), pyb::arg("tokenizer"), pyb::arg("out"), pyb::arg("variant"), pyb::arg("per_config"),
        pyb::arg("seeds"), pyb::arg("group_size"), pyb::arg("top"), pyb::arg("unit"), pyb::arg("critical"),
-       pyb::arg("corpus"), pyb::arg("filler_tokens"), pyb::arg("shard"), pyb::arg("resume"), pyb::arg("progress"));
+       pyb::arg("corpus"), pyb::arg("filler_tokens"), pyb::arg("filler_given"), pyb::arg("shard"), pyb::arg("resume"),
+       pyb::arg("progress"));
 }
 
 }  // namespace hylens::python

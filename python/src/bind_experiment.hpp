@@ -46,8 +46,9 @@ inline void bind_experiment(pyb::module_& m) {
         opt.run_info = python_run_info(model, tok);
         const ex::StudyResult r =
             run_study_released(model, [&](const auto& x, ChatFamily family) { return ex::run_channel_study(x, tok, family, opt); });
-        pyb::dict d = study_counts(r.records, r.written, r.resumed, r.seconds);
+        pyb::dict d = study_counts(r.records, r.written, r.resumed);
         d["skipped_items"] = r.skipped_items;
+        d["seconds"] = r.seconds;
         return d;
     }, pyb::arg("model"), pyb::arg("tokenizer"), pyb::arg("tasks"), pyb::arg("conditions"), pyb::arg("out"),
        pyb::arg("items"), pyb::arg("seeds"), pyb::arg("max_new"), pyb::arg("layers"), pyb::arg("shard"),

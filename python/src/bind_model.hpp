@@ -16,6 +16,7 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -382,7 +383,9 @@ inline void bind_model(pyb::module_& m) {
             return load(path, LoadOptions{.weights = mmap ? io::Storage::mapped : io::Storage::in_memory,
                                           .check_finite = check_finite});
         }();
-        return std::make_shared<PyModel>(std::move(am), path);
+        // Absolute now: a study's run.json names the folder loaded, whatever the working
+        // directory is when the study runs.
+        return std::make_shared<PyModel>(std::move(am), std::filesystem::absolute(path).string());
     }, pyb::arg("path"), pyb::kw_only(), pyb::arg("mmap") = true, pyb::arg("check_finite") = true,
           "Loads a model folder (config.json + safetensors, F32 or BF16) of any supported family. mmap=False reads "
           "the weights into private memory instead of mapping the files (the CLI's --no-mmap; the same values; "

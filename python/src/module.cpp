@@ -9,6 +9,7 @@
 #include "bind_interp.hpp"
 #include "bind_model.hpp"
 #include "bind_text.hpp"
+#include "bind_transplant.hpp"
 #include "errors.hpp"
 
 PYBIND11_MODULE(_core, m) {
@@ -20,4 +21,5 @@ PYBIND11_MODULE(_core, m) {
     hylens::python::bind_model(m);
     hylens::python::bind_experiment(m);
     hylens::python::bind_circuit(m);
+    hylens::python::bind_transplant(m);
 }

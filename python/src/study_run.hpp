@@ -36,12 +36,11 @@ auto run_study_released(const PyModel& model, Run&& run) {
 }
 
 /// The counts every study result has, as the dict a binding returns.
-inline pybind11::dict study_counts(std::size_t records, std::size_t written, std::size_t resumed, double seconds) {
+inline pybind11::dict study_counts(std::size_t records, std::size_t written, std::size_t resumed) {
     pybind11::dict d;
     d["records"] = records;
     d["written"] = written;
     d["resumed"] = resumed;
-    d["seconds"] = seconds;
     return d;
 }
 

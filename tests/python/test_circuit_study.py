@@ -77,7 +77,7 @@ def test_circuit_study_refuses_bad_arguments(organism, tmp_path):
     model = hylens.load(str(organism))
     tok = organism / "tokenizer.json"
     for bad in (dict(per_config=2.5), dict(seeds="12"), dict(seeds=[1.5]), dict(top=True), dict(group_size=1.5),
-                dict(filler_tokens=None)):
+                dict(filler_tokens=2.5)):
         with pytest.raises(TypeError, match="whole number"):
             hylens.circuit_study(model, tok, tmp_path / "x", **{"per_config": 1, **bad})
     with pytest.raises(ValueError, match="a seed is listed twice"):
@@ -93,7 +93,9 @@ def test_circuit_study_refuses_bad_arguments(organism, tmp_path):
                             (dict(critical=1.5), r"critical must be in \[0, 1\]"),
                             (dict(top=0), "top must be at least 1"),
                             (dict(variant="chat9"), "chat9"),
-                            (dict(corpus=str(tok)), "corpus is read by the 'long' variant alone"),
+                            (dict(corpus=str(tok)), "corpus and filler_tokens are read by the 'long' variant alone"),
+                            (dict(filler_tokens=24), "corpus and filler_tokens are read by the 'long' variant alone"),
+                            (dict(variant="long", corpus=""), "corpus is an empty path"),
                             (dict(seeds=[]), "need at least one seed"),
                             (dict(shard="3/3"), "need 0 <= I < N")):
         with pytest.raises(ValueError, match=message):
@@ -114,3 +116,87 @@ def test_circuit_study_long_variant(organism, tmp_path):
     assert r.run["study"]["variant"] == "long" and "filler" in r.run["study"]
     assert r.run["filler_source"].startswith(str(corpus.resolve())) and "first 24 tokens" in r.run["filler_source"]
     assert all(rec["task"] == "long" for rec in r.records)
+    # the filler's tokens sit between the last entry and the question (their count, give or take
+    # the wrapping newlines merging with their neighbours)
+    chat = hylens.circuit_study(model, organism / "tokenizer.json", tmp_path / "chat", per_config=1, top=3,
+                                frames=False)
+
+    def gap(rec):
+        return rec["qstart"] - rec["entries"][-1][1]
+
+    assert min(gap(x) for x in r.records) >= max(gap(x) for x in chat.records) + 24 - 4
+
+
+def test_transplant_study_equals_the_cli(organism, tmp_path, cli):
+    """hylens.transplant_study reading the reader from a CircuitResult: the tool's files with the
+    same options (--circuit the same circuit.json), byte for byte."""
+    model = hylens.load(str(organism))
+    tok = organism / "tokenizer.json"
+    c = hylens.circuit_study(model, tok, tmp_path / "circuit", per_config=2, top=3, frames=False)
+    t = hylens.transplant_study(model, tok, tmp_path / "py", circuit=c, blocks=["G0", "1"], kinds="mixer,state",
+                                positions=["final", "question"], watch=[(3, 0)], per_config=1, seeds=[1, 2],
+                                frames=False)
+    run_cli(cli, "experiment", "transplant", "--model", organism, "--circuit", tmp_path / "circuit" / "circuit.json",
+            "--blocks", "G0,1", "--kind", "mixer,state", "--positions", "final,question", "--watch", "3:0",
+            "--per-config", 1, "--seeds", "1,2", "--no-progress", "--out", tmp_path / "cli")
+    for f in ("items.jsonl", "summary.csv", "summary.json"):
+        assert (tmp_path / "py" / f).read_bytes() == (tmp_path / "cli" / f).read_bytes(), f
+    assert t.run["study"] == json.loads((tmp_path / "cli" / "run.json").read_text())["study"]
+    assert t.run["circuit"] == str((tmp_path / "circuit" / "circuit.json").resolve())
+
+
+def test_transplant_study_result_and_arguments(organism, tmp_path):
+    model = hylens.load(str(organism))
+    tok = organism / "tokenizer.json"
+    t = hylens.transplant_study(model, tok, tmp_path / "a", reader=(3, 1), kinds=["mixer"], positions="final",
+                                per_config=1, frames=False)
+    reader = t.run["study"]["reader"]
+    assert reader == {"layer": 3, "head": 1}
+    assert t.stats["records"] == t.stats["written"] == len(t.records) > 0
+    assert t.stats["items"] == sum(p["kept"] for p in t.run["pairs"].values())
+    assert {rec["condition"] for rec in t.records} >= {"A", "B", "mixer:G0@final"}
+    # the reader as a string is the same study; the default blocks are every layer group (G0)
+    same = hylens.transplant_study(model, tok, tmp_path / "b", reader="3:1", blocks="G0", kinds="mixer",
+                                   positions=["final"], per_config=1, frames=False)
+    assert (tmp_path / "a" / "items.jsonl").read_bytes() == (tmp_path / "b" / "items.jsonl").read_bytes()
+    assert same.summary == t.summary
+    # resume writes nothing twice
+    again = hylens.transplant_study(model, tok, tmp_path / "a", reader=(3, 1), kinds=["mixer"], positions="final",
+                                    per_config=1, resume=True, frames=False)
+    assert again.stats["written"] == 0 and again.stats["resumed"] == len(t.records)
+
+    def call(**kwargs):
+        return hylens.transplant_study(model, tok, tmp_path / "x", **{"per_config": 1, "kinds": "mixer", **kwargs})
+
+    with pytest.raises(ValueError, match="circuit or reader, not both"):
+        call(circuit=tmp_path / "c.json", reader="3:1")
+    for bad, message in ((dict(reader=3.5), "must be 'LAYER:HEAD' or a \\(layer, head\\) pair"),
+                         (dict(reader=(3, 1.5)), "whole number"),
+                         (dict(kinds=[1]), "list of strings"),
+                         (dict(watch=[3]), "must be 'LAYER:HEAD'"),
+                         (dict(circuit=3), "circuit must be a circuit.json path"),
+                         (dict(group_size=True), "whole number")):
+        with pytest.raises(TypeError, match=message):
+            call(**bad)
+    for bad, message in ((dict(reader="3-1"), "is not LAYER:HEAD"),
+                         (dict(reader="3:9"), "is not a head of layer 3"),
+                         (dict(kinds="mixer,teleport"), "teleport"),
+                         (dict(kinds="upstream", reader="3:1"), "the upstream kind needs the blocks to remove"),
+                         (dict(upstream="G0", reader="3:1"), "are read by the upstream kind alone"),
+                         (dict(blocks="G7", reader="3:1"), "G7"),
+                         (dict(variant="perm8", reader="3:1"), "has no donor/host pairs"),
+                         (dict(circuit=tmp_path / "missing.json"), "cannot read the circuit file")):
+        with pytest.raises(ValueError, match=message):
+            call(**bad)
+    assert not (tmp_path / "x").exists()
+
+
+def test_study_names_the_folder_loaded(organism, tmp_path, monkeypatch):
+    """A model loaded by a relative path: run.json names its folder, whatever the working directory
+    is when the study runs."""
+    monkeypatch.chdir(organism.parent)
+    model = hylens.load(organism.name)
+    assert model.path == str(organism)
+    monkeypatch.chdir(tmp_path)
+    r = hylens.circuit_study(model, organism / "tokenizer.json", tmp_path / "run", per_config=1, top=3, frames=False)
+    assert r.run["model"] == str(organism)

@@ -233,7 +233,7 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
     CHECK(circuit["per_seed"][0]["reader"] == circuit["reader"]);
     CHECK(circuit["per_seed"][0]["items"] == r.items);
     CHECK(circuit["agreement"] == nlohmann::json{{"seeds", 1}, {"reader", 1}, {"address", nullptr}, {"critical_layers", 1},
-                                                  {"value_head_failures", 1}});
+                                                  {"value_head_failures", 1}, {"without_roles", nlohmann::json::array()}});
     CHECK(base["seeds"] == std::vector<int>{5});
     CHECK(base["gap"]["per_seed"][0].get<double>() == doctest::Approx(ref.baseline.gap.mean).epsilon(1e-12));
     CHECK(base["gap"]["sd_seeds"].is_null());
@@ -416,6 +416,38 @@ TEST_CASE("circuit study over several seeds: each seed's records and roles are i
     for (const char* f : {"items.jsonl", "summary.csv", "summary.json", "circuit.json"})
         CHECK_MESSAGE(read_text(d.path / "merged" / f) == read_text(both.out / f), f);
 
+    // Two address candidates, so that the seeds can disagree on the address: the structure split
+    // into G0 = [0, 1] and G1 = [2] before layer 3, G1's records copies of G0's whose Q-ablated
+    // cell makes G1 the address of seed 7 (top-1 0, selectivity -100 at every head) and not of
+    // seed 5 (top-1 1, selectivity +100). Whichever the pooled address is, one seed gives it.
+    {
+        nlohmann::json st2 = def["structure"];
+        st2["groups"] = nlohmann::json::array({{{"layers", {0, 1}}, {"softmax_layer", 3}}, {{"layers", {2}}, {"softmax_layer", 3}}});
+        std::vector<nlohmann::json> two = recs;
+        for (const auto& rec : recs) {
+            if (rec["condition"] == "group:G0") {
+                two.push_back(rec);
+                two.back()["condition"] = "group:G1";
+            } else if (rec["condition"] == "qk:L3G0") {
+                nlohmann::json c = rec;
+                c["condition"] = "qk:L3G1";
+                c["group"] = 1;
+                const bool seven = rec["seed"] == 7;
+                nlohmann::json& cell = c["cells"]["q_ablated"];
+                for (std::size_t h = 0; h < cell["top1"].size(); ++h) {
+                    cell["top1"][h] = !seven;
+                    cell["selectivity"][h] = seven ? -100.0 : 100.0;
+                }
+                two.push_back(std::move(c));
+            }
+        }
+        const nlohmann::json c = ex::circuit_file(two, ex::circuit_structure_from_json(st2), copt_of(def));
+        REQUIRE(c["selectivity"].size() == 2);
+        CHECK(c["per_seed"][0]["address"]["group"] == 0);
+        CHECK(c["per_seed"][1]["address"]["group"] == 1);
+        CHECK(c["agreement"]["address"] == 1);
+    }
+
     // An unfinished folder merged: a seed without some condition's records has an error in place
     // of its roles and is left out of the agreement; the pooled roles are still computed.
     {
@@ -428,6 +460,7 @@ TEST_CASE("circuit study over several seeds: each seed's records and roles are i
         CHECK(c["per_seed"][1]["seed"] == 7);
         CHECK(c["per_seed"][1]["error"].get<std::string>().find("no record of condition 'head:L3H1'") != std::string::npos);
         CHECK(c["agreement"]["seeds"] == 1);
+        CHECK(c["agreement"]["without_roles"] == std::vector<int>{7});
         // Folders of builds before 2026-12-06 (a definition without seeds, or without value_heads)
         // get no summaries, in a merge of old folders alone too.
         for (const char* key : {"seeds", "value_heads"}) {
@@ -584,6 +617,21 @@ TEST_CASE("hylens experiment circuit and encode-swap: usage errors, a run, shard
     write_text(toy / "run.json", R"({"kind": "toy", "study": {}, "status": "complete"})");
     CHECK(sh(kCli + " experiment merge " + s0.string() + " " + toy.string() + " --out " + (d.path / "m2").string() + quiet) == 1);
     CHECK(read_text(d.path / "err.txt").find("is not a 'circuit' study") != std::string::npos);
+    {  // folders of a build from before seeds were pooled, merged alone: refused before the merged folder is made
+        std::vector<std::string> old;
+        for (const fs::path& s : {s0, s1}) {
+            const fs::path o = d.path / ("old_" + s.filename().string());
+            fs::copy(s, o, fs::copy_options::recursive);
+            nlohmann::json run = json_of(o / "run.json");
+            run["study"]["seed"] = run["study"]["seeds"][0];
+            run["study"].erase("seeds");
+            write_text(o / "run.json", run.dump(1));
+            old.push_back(o.string());
+        }
+        CHECK(sh(kCli + " experiment merge " + old[0] + " " + old[1] + " --out " + (d.path / "m3").string() + quiet) == 1);
+        CHECK(read_text(d.path / "err.txt").find("written by a hylens build from before 2026-12-06") != std::string::npos);
+        CHECK(!fs::exists(d.path / "m3"));
+    }
 
     // encode-swap with the circuit file: usage errors, shards through merge == one run.
     const std::string swap = kCli + " experiment encode-swap --model " + model.string() + " --no-progress --variant chat8 --per-config 2 --seed 5 ";

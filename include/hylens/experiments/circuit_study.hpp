@@ -66,11 +66,6 @@ struct CircuitStudyOptions : StudyRunOptions {
     BootstrapOptions bootstrap{};
 };
 
-/// The group size a model type's circuit study takes by default: 3 for Qwen3.5 (model types
-/// qwen3_5*: the protocol's blocks of three GatedDeltaNet layers before each softmax layer), 0
-/// otherwise (every linear layer since the previous softmax layer).
-inline std::size_t default_group_size(const std::string& model_type) { return model_type.rfind("qwen3_5", 0) == 0 ? 3 : 0; }
-
 /// The long variant's filler: the first `tokens` tokens of the held-out chunks of `corpus` (empty:
 /// tasks::lookup's fit corpus, the Debian Policy Manual), and where it came from.
 inline void set_long_filler(CircuitStudyOptions& o, const Tokenizer& tok, const std::filesystem::path& corpus,
@@ -409,14 +404,17 @@ inline nlohmann::json circuit_roles(const nlohmann::json& c) {
 /// head), the address group, the critical layers and the value heads that are points of failure,
 /// how many seeds give the pooled role, of `seeds`. The address count is null where the pooled
 /// reader's layer has one address candidate (the rule has no choice to agree on); Encode is G0 by
-/// rule and is not counted. A seed whose records lack a condition (an unfinished folder merged)
-/// has `error` instead of roles and is left out of `agreement`.
+/// rule and is not counted. A seed whose roles the rules cannot give (records of a condition
+/// missing, from edited or damaged folders merged; its reader on a softmax layer without a group
+/// of linear layers before it) has `error` instead of roles, is listed in `agreement.without_roles`
+/// and is left out of the counts.
 inline nlohmann::json circuit_file(const std::vector<nlohmann::json>& records, const CircuitStructure& s,
                                    const CircuitOptions& opt) {
     nlohmann::json j = detail::pooled_circuit_file(records, s, opt);
     const nlohmann::json pooled = detail::circuit_roles(j);
     const bool address_choice = j.at("selectivity").size() > 1;
     std::size_t counted = 0, reader = 0, address = 0, critical = 0, failures = 0;
+    std::vector<std::uint64_t> without;
     j["seeds"] = nlohmann::json::array();
     j["per_seed"] = nlohmann::json::array();
     for (const auto& [seed, recs] : detail::records_by_seed(records)) {
@@ -424,8 +422,9 @@ inline nlohmann::json circuit_file(const std::vector<nlohmann::json>& records, c
         nlohmann::json roles;
         try {
             roles = detail::circuit_roles(detail::pooled_circuit_file(recs, s, opt));
-        } catch (const FormatError& e) {
+        } catch (const Error& e) {
             j["per_seed"].push_back({{"seed", seed}, {"error", e.what()}});
+            without.push_back(seed);
             continue;
         }
         ++counted;
@@ -440,19 +439,25 @@ inline nlohmann::json circuit_file(const std::vector<nlohmann::json>& records, c
                       {"reader", reader},
                       {"address", address_choice ? nlohmann::json(address) : nlohmann::json(nullptr)},
                       {"critical_layers", critical},
-                      {"value_head_failures", failures}};
+                      {"value_head_failures", failures},
+                      {"without_roles", without}};
     return j;
+}
+
+/// Refuses the definition of a folder an older build wrote: its records lack B5 or are keyed by
+/// one seed, so its roles and rows would not be those of a current run (a resume, or a merge with
+/// a current folder, is refused by the definitions differing; this catches a merge of old folders
+/// alone, before anything is written).
+inline void check_circuit_definition(const nlohmann::json& definition) {
+    check<FormatError>(definition.contains("seeds") && definition.contains("value_heads"),
+                       "[circuit] the study definition has no '", definition.contains("seeds") ? "value_heads" : "seeds",
+                       "': the folder was written by a hylens build from before 2026-12-06; rerun the study");
 }
 
 /// summary.json, summary.csv and circuit.json of the records.
 inline void write_circuit_summaries(const std::filesystem::path& out, const std::vector<nlohmann::json>& records,
                                     const nlohmann::json& definition, const BootstrapOptions& bootstrap) {
-    // Folders of older builds hold records without B5 or keyed by one seed: their roles and rows
-    // would not be those of a current run (a resume or a merge with a current folder is refused
-    // by the definition; here a merge of old folders alone).
-    check<FormatError>(definition.contains("seeds") && definition.contains("value_heads"),
-                       "[circuit] the study definition has no '", definition.contains("seeds") ? "value_heads" : "seeds",
-                       "': the folder was written by a hylens build from before 2026-12-06; rerun the study");
+    check_circuit_definition(definition);
     const CircuitStructure s = circuit_structure_from_json(definition.at("structure"));
     CircuitOptions opt;
     opt.top = definition.at("top").get<std::size_t>();

@@ -4,9 +4,11 @@
 // from a circuit file or `--reader L:H`; this header checks it against a model and reads its
 // probability row out of a forward.
 
-#include <cstddef>  // std::size_t
-#include <cstdint>  // std::int64_t
-#include <vector>   // std::vector
+#include <cstddef>      // std::size_t
+#include <cstdint>      // std::int64_t
+#include <string>       // std::string, std::stoul
+#include <string_view>  // std::string_view
+#include <vector>       // std::vector
 
 #include "../core/error.hpp"
 #include "../core/indices.hpp"
@@ -21,6 +23,19 @@ struct ReaderHead {
     std::size_t head = 0;
     bool given() const noexcept { return layer != no_layer; }
 };
+
+/// "L:H" -> the head (a study's reader or watched head); `option` names the argument in the
+/// message ("--reader", "watch").
+inline ReaderHead parse_reader_head(std::string_view s, const char* option) {
+    const std::size_t c = s.find(':');
+    const auto digits = [](std::string_view d) {
+        return !d.empty() && d.size() < 7 && d.find_first_not_of("0123456789") == std::string_view::npos;
+    };
+    check(c != std::string_view::npos && digits(s.substr(0, c)) && digits(s.substr(c + 1)), option, " '", s,
+          "' is not LAYER:HEAD (e.g. 3:1)");
+    return {static_cast<LayerIndex>(std::stoul(std::string(s.substr(0, c)))),
+            static_cast<std::size_t>(std::stoul(std::string(s.substr(c + 1))))};
+}
 
 /// Checks a given reader head against the model: its layer has softmax attention and the head
 /// is one of that layer's query heads (else it would fail inside the attention capture with a

@@ -636,6 +636,41 @@ inline std::string transplant_task(tasks::lookup::Style style, std::size_t n_pai
     return "transplant:" + tasks::lookup::Variant{style, n_pairs}.name();
 }
 
+/// Sets the prompt variant of the donor/host pairs (chat4, chat8, chat16, list8, rev8; the long
+/// and perm variants have none).
+inline void set_donor_host_variant(TransplantStudyOptions& o, std::string_view name) {
+    const tasks::lookup::Variant v = tasks::lookup::parse_variant(name);
+    check(!v.long_filler && !v.perm, "[transplant] variant ", name,
+          " has no donor/host pairs (chat4, chat8, chat16, list8, rev8)");
+    o.style = v.style;
+    o.n_pairs = v.n_pairs;
+}
+
+/// The layers of each of a model's layer groups (layer_groups(stack, group_size)): the groups
+/// G<i> a block list names.
+template <class Stack>
+std::vector<std::vector<LayerIndex>> group_layers(const Stack& stack, std::size_t group_size) {
+    std::vector<std::vector<LayerIndex>> out;
+    for (const LayerGroup& g : layer_groups(stack, group_size)) out.push_back(g.layers);
+    return out;
+}
+
+/// Sets o.blocks from the block list `blocks` (parse_blocks against the model's layer groups of
+/// `group_size`; empty: every group that has layers, G0,G1,...) and o.upstream from `upstream`
+/// (empty: none).
+template <class Model>
+void set_transplant_blocks(TransplantStudyOptions& o, const Model& m, std::size_t group_size, std::string_view blocks,
+                           std::string_view upstream) {
+    const std::vector<std::vector<LayerIndex>> groups = group_layers(m.stack(), group_size);
+    std::string spec(blocks);
+    if (spec.empty())
+        for (std::size_t g = 0; g < groups.size(); ++g)
+            if (!groups[g].empty()) spec += (spec.empty() ? "G" : ",G") + std::to_string(g);
+    check(!spec.empty(), "[transplant] the model has no layer group; name the blocks (--blocks)");
+    o.blocks = parse_blocks(spec, groups, m.num_layers());
+    o.upstream = upstream.empty() ? std::vector<TransplantBlock>{} : parse_blocks(upstream, groups, m.num_layers());
+}
+
 /// Runs the study into opts.out (items.jsonl, summary.json / .csv, run.json).
 template <class Model>
 TransplantStudyResult run_transplant_study(const Model& model, const Tokenizer& tok, const ChatFormat& format,

@@ -16,6 +16,8 @@
 #include <algorithm>  // std::min
 #include <array>    // std::array
 #include <cstddef>  // std::size_t
+#include <filesystem>  // std::filesystem::path
+#include <fstream>  // std::ifstream
 #include <string>   // std::string
 #include <vector>   // std::vector
 
@@ -212,6 +214,19 @@ inline CircuitRoles circuit_from_json(const nlohmann::json& j) {
     r.reader_layer = detail::layer_from_json(j.at("reader").at("layer"), "reader.layer");
     r.reader_head = j.at("reader").at("head").get<std::size_t>();
     return r;
+}
+
+/// The roles of a circuit file on disk (circuit.json of `hylens experiment circuit`).
+inline CircuitRoles read_circuit_file(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    check<FormatError>(in.good(), "[circuit file] cannot read the circuit file ", path.string());
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+        fail<FormatError>("[circuit file] the circuit file ", path.string(), " is not JSON: ", e.what());
+    }
+    return circuit_from_json(j);
 }
 
 }  // namespace hylens

@@ -8,6 +8,7 @@
 #include <array>      // std::array
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::int64_t
+#include <string>     // std::string
 #include <vector>     // std::vector
 
 #include "../core/error.hpp"
@@ -121,6 +122,11 @@ struct LayerGroup {
     std::vector<LayerIndex> layers;
     LayerIndex softmax_layer = no_layer;
 };
+
+/// The group size (layer_groups) the studies take by default for a model type: 3 for Qwen3.5
+/// (model types qwen3_5*: the protocol's blocks of three GatedDeltaNet layers before each softmax
+/// layer), 0 otherwise (every linear layer since the previous softmax layer).
+inline std::size_t default_group_size(const std::string& model_type) { return model_type.rfind("qwen3_5", 0) == 0 ? 3 : 0; }
 
 /// groups(size): for each softmax layer s in order, size > 0 takes the linear layers in
 /// [s - size, s); size = 0 takes every linear layer since the previous softmax layer. Linear
