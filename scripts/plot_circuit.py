@@ -95,7 +95,10 @@ def main():
     pooled = ""
     if len(seeds) > 1:  # several seeds: how many give the pooled reader
         a = circuit["agreement"]  # its counts are over the seeds with roles
-        pooled = f" over seeds {','.join(map(str, seeds))} (reader in {a['reader']} of {a['seeds']})"
+        pooled = f" over seeds {','.join(map(str, seeds))} (reader in {a['reader']} of {a['seeds']}"
+        if a.get("without_roles"):
+            pooled += f"; seeds {','.join(map(str, a['without_roles']))} without roles"
+        pooled += ")"
     fig.suptitle(
         f"circuit: {model}, {run['study']['variant']}, n = {circuit['items']} pairs{pooled}; "
         f"Encode G{circuit['encode']['group']} {circuit['encode']['layers']}, "

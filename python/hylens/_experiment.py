@@ -1,8 +1,9 @@
-"""hylens.experiment and hylens.circuit_study: the channel study (split-prefill and state swap
-over task items) and the circuit study (the Encode / Address / reader battery) from Python. Each
-run is the C++ runner of `hylens experiment channels` / `hylens experiment circuit` (crash-safe
-items.jsonl, resume, shards); the records and summaries are read back from the files it writes,
-so what a notebook sees is exactly what is on disk."""
+"""hylens.experiment, hylens.circuit_study and hylens.transplant_study: the channel study
+(split-prefill and state swap over task items), the circuit study (the Encode / Address / reader
+battery) and the transplant study (exp22 / exp32) from Python. Each run is the C++ runner of the
+matching `hylens experiment` command (crash-safe items.jsonl, resume, shards); the records and
+summaries are read back from the files it writes, so what a notebook sees is exactly what is on
+disk."""
 
 import csv
 import json
@@ -114,6 +115,14 @@ def _whole_or_raise(x, what, who="experiment"):
     return v
 
 
+def _count(x, what, who, lo, hi):
+    """A whole number in [lo, hi] (the tool's range for the option)."""
+    v = _whole_or_raise(x, what, who)
+    if not lo <= v <= hi:
+        raise ValueError(f"{who}: {what} must be in [{lo}, {hi}], got {v}")
+    return v
+
+
 def _seed_list(seeds, who):
     """seeds as a list of distinct ints; a bare number or string, a non-whole seed or a seed
     listed twice is an error naming `who`."""
@@ -184,7 +193,7 @@ def circuit_study(model, tokenizer, out, variant="chat8", per_config=20, seeds=(
     seeds = _seed_list(seeds, who)
     tokenizer = _tokenizer_of(tokenizer, who)
     if group_size is not None:
-        group_size = _whole_or_raise(group_size, "group_size", who)
+        group_size = _count(group_size, "group_size", who, 0, 1000)
     if isinstance(critical, bool) or not isinstance(critical, numbers.Real):
         raise TypeError(f"{who}: critical must be a number in [0, 1], got {critical!r}")
     if corpus is not None and not isinstance(corpus, (str, os.PathLike)):
@@ -192,9 +201,9 @@ def circuit_study(model, tokenizer, out, variant="chat8", per_config=20, seeds=(
     if corpus is not None and not os.fspath(corpus):
         raise ValueError(f"{who}: corpus is an empty path (None takes the default corpus)")
     long_filler = corpus is not None or filler_tokens is not None
-    filler_tokens = 512 if filler_tokens is None else _whole_or_raise(filler_tokens, "filler_tokens", who)
-    stats = _core._circuit_study(model, tokenizer, out, variant, _whole_or_raise(per_config, "per_config", who), seeds,
-                                 group_size, _whole_or_raise(top, "top", who), unit, float(critical),
+    filler_tokens = 512 if filler_tokens is None else _count(filler_tokens, "filler_tokens", who, 1, 100000)
+    stats = _core._circuit_study(model, tokenizer, out, variant, _count(per_config, "per_config", who, 1, 100000), seeds,
+                                 group_size, _count(top, "top", who, 1, 100000), unit, float(critical),
                                  "" if corpus is None else os.fspath(corpus), filler_tokens, long_filler, shard,
                                  bool(resume), bool(progress))
     return CircuitResult(out, stats, frames)
@@ -216,16 +225,17 @@ class TransplantResult:
         return f"<hylens.TransplantResult {self.stats.get('records')} records in {self.out}>"
 
 
-def _names(x, what, who):
-    """A list of names from a list of strings or one comma-separated string."""
+def _names(x, what, who, required=False):
+    """A list of names from a list or tuple of strings or one comma-separated string (in that
+    order: the study's conditions follow it); `required`: at least one."""
     if isinstance(x, str):
-        return x.split(",") if x else []
-    if isinstance(x, bytes) or not hasattr(x, "__iter__"):
+        names = x.split(",") if x else []
+    elif isinstance(x, (list, tuple)) and all(isinstance(n, str) for n in x):
+        names = list(x)
+    else:
         raise TypeError(f"{who}: {what} must be a list of strings or a comma-separated string, got {x!r}")
-    names = list(x)
-    for n in names:
-        if not isinstance(n, str):
-            raise TypeError(f"{who}: {what} must be a list of strings or a comma-separated string, got {x!r}")
+    if required and not names:
+        raise ValueError(f"{who}: {what} is empty")
     return names
 
 
@@ -239,10 +249,13 @@ def _head(h, what, who):
 
 
 def _heads(x, what, who):
-    """Heads as "LAYER:HEAD" strings from a comma-separated string or a list of heads (_head)."""
+    """Heads as "LAYER:HEAD" strings from a comma-separated string, one (layer, head) pair of
+    whole numbers, or a list or tuple of heads (_head)."""
     if isinstance(x, str):
         return x.split(",") if x else []
-    if not hasattr(x, "__iter__"):
+    if isinstance(x, tuple) and len(x) == 2 and all(_whole(v) is not None for v in x):
+        return [_head(x, what, who)]
+    if not isinstance(x, (list, tuple)):
         raise TypeError(f"{who}: {what} must be a list of heads or a comma-separated string, got {x!r}")
     return [_head(h, "a head of " + what, who) for h in x]
 
@@ -268,16 +281,22 @@ def transplant_study(model, tokenizer, out, circuit=None, reader=None, blocks=""
     if circuit is not None and reader is not None:
         raise ValueError(f"{who}: pass circuit or reader, not both")
     if isinstance(circuit, CircuitResult):
+        if not circuit.circuit:
+            raise ValueError(f"{who}: the circuit study in {circuit.out} has no circuit.json (a shard without items?)")
         circuit = circuit.out / "circuit.json"
     if circuit is not None and not isinstance(circuit, (str, os.PathLike)):
         raise TypeError(f"{who}: circuit must be a circuit.json path or a CircuitResult, got {type(circuit).__name__}")
+    if circuit is not None and not os.fspath(circuit):
+        raise ValueError(f"{who}: circuit is an empty path (None: no circuit file)")
+    if reader == "":
+        raise ValueError(f"{who}: reader is empty (None: no reader head)")
     if group_size is not None:
-        group_size = _whole_or_raise(group_size, "group_size", who)
+        group_size = _count(group_size, "group_size", who, 0, 1000)
     stats = _core._transplant_study(
-        model, tokenizer, out, variant, _whole_or_raise(per_config, "per_config", who), seeds,
+        model, tokenizer, out, variant, _count(per_config, "per_config", who, 1, 100000), seeds,
         "" if circuit is None else os.fspath(circuit), "" if reader is None else _head(reader, "reader", who),
-        ",".join(_names(blocks, "blocks", who)), group_size, _names(positions, "positions", who),
-        _names(kinds, "kinds", who), ",".join(_names(upstream, "upstream", who)),
+        ",".join(_names(blocks, "blocks", who)), group_size, _names(positions, "positions", who, required=True),
+        _names(kinds, "kinds", who, required=True), ",".join(_names(upstream, "upstream", who)),
         _heads(watch, "watch", who),
         shard, bool(resume), bool(progress))
     return TransplantResult(out, stats, frames)

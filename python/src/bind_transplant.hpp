@@ -10,6 +10,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -54,12 +55,14 @@ inline void bind_transplant(pyb::module_& m) {
         opt.run_info["circuit"] =
             circuit.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(circuit).string());
         const std::size_t gs = group_size ? static_cast<std::size_t>(*group_size) : default_group_size(model.model_type());
+        const auto t0 = std::chrono::steady_clock::now();
         const ex::TransplantStudyResult r = run_study_released(model, [&](const auto& x, ChatFamily family) {
             ex::set_transplant_blocks(opt, x, gs, blocks, upstream);
             return ex::run_transplant_study(x, tok, chat_format(family), opt);
         });
         pyb::dict d = study_counts(r.records, r.written, r.resumed);
         d["items"] = r.items;
+        d["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         return d;
     }, pyb::arg("model"), pyb::arg("tokenizer"), pyb::arg("out"), pyb::arg("variant"), pyb::arg("per_config"),
        pyb::arg("seeds"), pyb::arg("circuit"), pyb::arg("reader"), pyb::arg("blocks"), pyb::arg("group_size"),

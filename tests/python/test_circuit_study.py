@@ -91,12 +91,13 @@ def test_circuit_study_refuses_bad_arguments(organism, tmp_path):
     # the library's checks, as ValueErrors naming the option
     for kwargs, message in ((dict(unit="group"), "unit must be 'mixer' or 'layer'"),
                             (dict(critical=1.5), r"critical must be in \[0, 1\]"),
-                            (dict(top=0), "top must be at least 1"),
+                            (dict(top=0), r"top must be in \[1, 100000\]"),
                             (dict(variant="chat9"), "chat9"),
                             (dict(corpus=str(tok)), "corpus and filler_tokens are read by the 'long' variant alone"),
                             (dict(filler_tokens=24), "corpus and filler_tokens are read by the 'long' variant alone"),
                             (dict(variant="long", corpus=""), "corpus is an empty path"),
                             (dict(seeds=[]), "need at least one seed"),
+                            (dict(per_config=10**6), r"per_config must be in \[1, 100000\]"),
                             (dict(shard="3/3"), "need 0 <= I < N")):
         with pytest.raises(ValueError, match=message):
             hylens.circuit_study(model, tok, tmp_path / "x", **{"per_config": 1, **kwargs})
@@ -149,7 +150,8 @@ def test_transplant_study_result_and_arguments(organism, tmp_path):
     model = hylens.load(str(organism))
     tok = organism / "tokenizer.json"
     t = hylens.transplant_study(model, tok, tmp_path / "a", reader=(3, 1), kinds=["mixer"], positions="final",
-                                per_config=1, frames=False)
+                                watch=(3, 0), per_config=1, frames=False)
+    assert t.run["study"]["watch"] == ["L3H0"]  # one (layer, head) pair is one head
     reader = t.run["study"]["reader"]
     assert reader == {"layer": 3, "head": 1}
     assert t.stats["records"] == t.stats["written"] == len(t.records) > 0
@@ -157,12 +159,12 @@ def test_transplant_study_result_and_arguments(organism, tmp_path):
     assert {rec["condition"] for rec in t.records} >= {"A", "B", "mixer:G0@final"}
     # the reader as a string is the same study; the default blocks are every layer group (G0)
     same = hylens.transplant_study(model, tok, tmp_path / "b", reader="3:1", blocks="G0", kinds="mixer",
-                                   positions=["final"], per_config=1, frames=False)
+                                   positions=["final"], watch="3:0", per_config=1, frames=False)
     assert (tmp_path / "a" / "items.jsonl").read_bytes() == (tmp_path / "b" / "items.jsonl").read_bytes()
     assert same.summary == t.summary
     # resume writes nothing twice
     again = hylens.transplant_study(model, tok, tmp_path / "a", reader=(3, 1), kinds=["mixer"], positions="final",
-                                    per_config=1, resume=True, frames=False)
+                                    watch=[(3, 0)], per_config=1, resume=True, frames=False)
     assert again.stats["written"] == 0 and again.stats["resumed"] == len(t.records)
 
     def call(**kwargs):
@@ -175,7 +177,9 @@ def test_transplant_study_result_and_arguments(organism, tmp_path):
                          (dict(kinds=[1]), "list of strings"),
                          (dict(watch=[3]), "must be 'LAYER:HEAD'"),
                          (dict(circuit=3), "circuit must be a circuit.json path"),
-                         (dict(group_size=True), "whole number")):
+                         (dict(group_size=True), "whole number"),
+                         (dict(kinds={"mixer"}), "list of strings"),  # a set: its order is the hash's
+                         (dict(watch=3), "list of heads")):
         with pytest.raises(TypeError, match=message):
             call(**bad)
     for bad, message in ((dict(reader="3-1"), "is not LAYER:HEAD"),
@@ -185,7 +189,14 @@ def test_transplant_study_result_and_arguments(organism, tmp_path):
                          (dict(upstream="G0", reader="3:1"), "are read by the upstream kind alone"),
                          (dict(blocks="G7", reader="3:1"), "G7"),
                          (dict(variant="perm8", reader="3:1"), "has no donor/host pairs"),
-                         (dict(circuit=tmp_path / "missing.json"), "cannot read the circuit file")):
+                         (dict(circuit=tmp_path / "missing.json"), "cannot read the circuit file"),
+                         (dict(circuit=tmp_path), "is a folder"),
+                         (dict(circuit=""), "circuit is an empty path"),
+                         (dict(reader=""), "reader is empty"),
+                         (dict(kinds="", reader="3:1"), "kinds is empty"),
+                         (dict(positions=[], reader="3:1"), "positions is empty"),
+                         (dict(per_config=10**6, reader="3:1"), r"per_config must be in \[1, 100000\]"),
+                         (dict(group_size=5000, reader="3:1"), r"group_size must be in \[0, 1000\]")):
         with pytest.raises(ValueError, match=message):
             call(**bad)
     assert not (tmp_path / "x").exists()

@@ -218,6 +218,8 @@ inline CircuitRoles circuit_from_json(const nlohmann::json& j) {
 
 /// The roles of a circuit file on disk (circuit.json of `hylens experiment circuit`).
 inline CircuitRoles read_circuit_file(const std::filesystem::path& path) {
+    check<FormatError>(!std::filesystem::is_directory(path), "[circuit file] ", path.string(),
+                       " is a folder (a circuit study's result? its circuit file is circuit.json in it)");
     std::ifstream in(path);
     check<FormatError>(in.good(), "[circuit file] cannot read the circuit file ", path.string());
     nlohmann::json j;
