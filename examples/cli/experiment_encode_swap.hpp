@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,11 +69,9 @@ inline int run_experiment_encode_swap(int argc, char** argv) {
     return run_study_ranks(
         "encode-swap", opt.shard, !a.shard.empty(), a.out,
         [&](const StudyPlace& place) {
-            const CircuitRoles roles = circuit_from_json(ex::detail::read_json_file(circuit));
             ex::EncodeSwapOptions o = opt;
-            o.encode = roles.encode;
-            o.other = other_opt->count() ? other : roles.address != roles.encode ? roles.address : std::vector<LayerIndex>{};
-            o.circuit_info = {{"encode", roles.encode}, {"address", roles.address}};
+            ex::set_encode_swap_roles(o, circuit_from_json(ex::detail::read_json_file(circuit)),
+                                      other_opt->count() ? std::optional(other) : std::nullopt);
             const AnyModel m = load(a.model);
             const std::filesystem::path tok_path = study_tokenizer_path(a.model, a.tokenizer);
             const Tokenizer tok = Tokenizer::from_file(tok_path.string());

@@ -49,9 +49,11 @@ from ._core import (  # noqa: F401
 
 from ._experiment import (  # noqa: E402,F401
     CircuitResult,
+    EncodeSwapResult,
     ExperimentResult,
     TransplantResult,
     circuit_study,
+    encode_swap_study,
     experiment,
     transplant_study,
 )

@@ -1,6 +1,7 @@
-"""hylens.experiment, hylens.circuit_study and hylens.transplant_study: the channel study
-(split-prefill and state swap over task items), the circuit study (the Encode / Address / reader
-battery) and the transplant study (exp22 / exp32) from Python. Each run is the C++ runner of the
+"""hylens.experiment, hylens.circuit_study, hylens.transplant_study and hylens.encode_swap_study:
+the channel study (split-prefill and state swap over task items), the circuit study (the Encode /
+Address / reader battery), the transplant study (exp22 / exp32) and the Encode sufficiency swaps
+(exp29) from Python. Each run is the C++ runner of the
 matching `hylens experiment` command (crash-safe items.jsonl, resume, shards); the records and
 summaries are read back from the files it writes, so what a notebook sees is exactly what is on
 disk."""
@@ -14,23 +15,31 @@ from pathlib import Path
 DEFAULT_CONDITIONS = "FULL,KV_ONLY,REC_ONLY,NONE,KV_A+REC_B,KV_B+REC_A,KV_A+REC_A,KV_B+REC_B"
 
 
-class ExperimentResult:
-    """records (one per task, seed, item, condition), summary and diffs (per task and
-    condition, recomputable from the records), run (run.json), stats (this call's counts)."""
+class _StudyResult:
+    """The files every study writes, read back: records (items.jsonl), summary (summary.csv), run
+    (run.json), and stats (this call's counts)."""
 
     def __init__(self, out, stats, frames):
         self.out = Path(out)
         self.stats = stats
         self.records = _load_records(self.out / "items.jsonl", frames)
         self.summary = _load_csv(self.out / "summary.csv", frames)
-        self.diffs = _load_csv(self.out / "diffs.csv", frames)
         self.run = _load_json(self.out / "run.json")
 
     def __repr__(self):
-        return f"<hylens.ExperimentResult {self.stats.get('records')} records in {self.out}>"
+        return f"<hylens.{type(self).__name__} {self.stats.get('records')} records in {self.out}>"
 
 
-class CircuitResult:
+class ExperimentResult(_StudyResult):
+    """records (one per task, seed, item, condition), summary and diffs (per task and
+    condition, recomputable from the records), run (run.json), stats (this call's counts)."""
+
+    def __init__(self, out, stats, frames):
+        super().__init__(out, stats, frames)
+        self.diffs = _load_csv(self.out / "diffs.csv", frames)
+
+
+class CircuitResult(_StudyResult):
     """records (one per seed, item, condition: items.jsonl), summary (summary.csv: a row per
     score condition, pooled over the seeds, with bootstrap CIs and the sd over seeds), circuit
     (circuit.json: the roles and the scans behind them, each seed's roles and how many seeds
@@ -38,12 +47,8 @@ class CircuitResult:
     items has no summary: summary is empty and circuit {}."""
 
     def __init__(self, out, stats, frames):
-        self.out = Path(out)
-        self.stats = stats
-        self.records = _load_records(self.out / "items.jsonl", frames)
-        self.summary = _load_csv(self.out / "summary.csv", frames)
+        super().__init__(out, stats, frames)
         self.circuit = _load_json(self.out / "circuit.json")
-        self.run = _load_json(self.out / "run.json")
 
     def __repr__(self):
         c = self.circuit
@@ -209,20 +214,10 @@ def circuit_study(model, tokenizer, out, variant="chat8", per_config=20, seeds=(
     return CircuitResult(out, stats, frames)
 
 
-class TransplantResult:
+class TransplantResult(_StudyResult):
     """records (one per seed, item, condition: items.jsonl), summary (summary.csv: per condition,
     ansA, ansB, dAB, attA, attB pooled over the seeds with bootstrap CIs and the sd over seeds),
     run (run.json), stats (this call's counts)."""
-
-    def __init__(self, out, stats, frames):
-        self.out = Path(out)
-        self.stats = stats
-        self.records = _load_records(self.out / "items.jsonl", frames)
-        self.summary = _load_csv(self.out / "summary.csv", frames)
-        self.run = _load_json(self.out / "run.json")
-
-    def __repr__(self):
-        return f"<hylens.TransplantResult {self.stats.get('records')} records in {self.out}>"
 
 
 def _names(x, what, who, required=False):
@@ -260,6 +255,19 @@ def _heads(x, what, who):
     return [_head(h, "a head of " + what, who) for h in x]
 
 
+def _circuit_path(circuit, who):
+    """The circuit file's path from a path or a CircuitResult."""
+    if isinstance(circuit, CircuitResult):
+        if not circuit.circuit:
+            raise ValueError(f"{who}: the circuit study in {circuit.out} has no circuit.json (a shard without items?)")
+        circuit = circuit.out / "circuit.json"
+    if not isinstance(circuit, (str, os.PathLike)):
+        raise TypeError(f"{who}: circuit must be a circuit.json path or a CircuitResult, got {type(circuit).__name__}")
+    if not os.fspath(circuit):
+        raise ValueError(f"{who}: circuit is an empty path")
+    return os.fspath(circuit)
+
+
 def transplant_study(model, tokenizer, out, circuit=None, reader=None, blocks="", group_size=None,
                      positions=("final", "question", "dictionary", "all"), kinds=("mixer", "layer", "state", "state+conv"),
                      upstream="", watch=(), variant="chat8", per_config=20, seeds=(1,), shard="", resume=False,
@@ -280,23 +288,45 @@ def transplant_study(model, tokenizer, out, circuit=None, reader=None, blocks=""
     tokenizer = _tokenizer_of(tokenizer, who)
     if circuit is not None and reader is not None:
         raise ValueError(f"{who}: pass circuit or reader, not both")
-    if isinstance(circuit, CircuitResult):
-        if not circuit.circuit:
-            raise ValueError(f"{who}: the circuit study in {circuit.out} has no circuit.json (a shard without items?)")
-        circuit = circuit.out / "circuit.json"
-    if circuit is not None and not isinstance(circuit, (str, os.PathLike)):
-        raise TypeError(f"{who}: circuit must be a circuit.json path or a CircuitResult, got {type(circuit).__name__}")
-    if circuit is not None and not os.fspath(circuit):
-        raise ValueError(f"{who}: circuit is an empty path (None: no circuit file)")
+    circuit = None if circuit is None else _circuit_path(circuit, who)
     if reader == "":
         raise ValueError(f"{who}: reader is empty (None: no reader head)")
     if group_size is not None:
         group_size = _count(group_size, "group_size", who, 0, 1000)
     stats = _core._transplant_study(
         model, tokenizer, out, variant, _count(per_config, "per_config", who, 1, 100000), seeds,
-        "" if circuit is None else os.fspath(circuit), "" if reader is None else _head(reader, "reader", who),
+        "" if circuit is None else circuit, "" if reader is None else _head(reader, "reader", who),
         ",".join(_names(blocks, "blocks", who)), group_size, _names(positions, "positions", who, required=True),
         _names(kinds, "kinds", who, required=True), ",".join(_names(upstream, "upstream", who)),
         _heads(watch, "watch", who),
         shard, bool(resume), bool(progress))
     return TransplantResult(out, stats, frames)
+
+
+class EncodeSwapResult(_StudyResult):
+    """records (one per item and condition: items.jsonl), summary (summary.csv: per condition, the
+    swap's scores with bootstrap CIs), run (run.json), stats (this call's counts)."""
+
+
+def encode_swap_study(model, tokenizer, out, circuit, other_layers=None, variant="chat8", per_config=20, seed=1,
+                      shard="", resume=False, progress=False, frames=None):
+    """Runs the Encode sufficiency swaps (exp29: the Encode block's writes, the token embeddings,
+    another block's writes or the mean write swapped in at the value / key tokens) on `model` into
+    the folder `out`, as `hylens experiment encode-swap` does, and returns an EncodeSwapResult.
+    circuit: the circuit file (a path or a CircuitResult of hylens.circuit_study) whose Encode
+    block is swapped; other_layers: the control block's layers (None: the circuit's Address block
+    when it is not the Encode block). frames: as for hylens.experiment."""
+    from . import _core
+
+    who = "encode_swap_study"
+    out = _out_path(out, who)
+    tokenizer = _tokenizer_of(tokenizer, who)
+    circuit = _circuit_path(circuit, who)
+    if other_layers is not None:
+        if isinstance(other_layers, (str, bytes)) or not isinstance(other_layers, (list, tuple)):
+            raise TypeError(f"{who}: other_layers must be a list of layer numbers, got {other_layers!r}")
+        other_layers = [_count(layer, "a layer of other_layers", who, 0, 100000) for layer in other_layers]
+    stats = _core._encode_swap_study(model, tokenizer, out, circuit, other_layers, variant,
+                                     _count(per_config, "per_config", who, 1, 100000),
+                                     _whole_or_raise(seed, "seed", who), shard, bool(resume), bool(progress))
+    return EncodeSwapResult(out, stats, frames)

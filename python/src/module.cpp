@@ -5,6 +5,7 @@
 
 #include "bind_cache.hpp"
 #include "bind_circuit.hpp"
+#include "bind_encode_swap.hpp"
 #include "bind_experiment.hpp"
 #include "bind_interp.hpp"
 #include "bind_model.hpp"
@@ -21,5 +22,6 @@ PYBIND11_MODULE(_core, m) {
     hylens::python::bind_model(m);
     hylens::python::bind_experiment(m);
     hylens::python::bind_circuit(m);
+    hylens::python::bind_encode_swap(m);
     hylens::python::bind_transplant(m);
 }

@@ -211,3 +211,35 @@ def test_study_names_the_folder_loaded(organism, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     r = hylens.circuit_study(model, organism / "tokenizer.json", tmp_path / "run", per_config=1, top=3, frames=False)
     assert r.run["model"] == str(organism)
+
+
+def test_encode_swap_study(organism, tmp_path, cli):
+    """hylens.encode_swap_study with the Encode block of a CircuitResult: the tool's items.jsonl and
+    summaries with the same options (--circuit the same circuit.json), byte for byte; bad
+    arguments refused before anything runs."""
+    model = hylens.load(str(organism))
+    tok = organism / "tokenizer.json"
+    c = hylens.circuit_study(model, tok, tmp_path / "circuit", per_config=2, top=3, frames=False)
+    e = hylens.encode_swap_study(model, tok, tmp_path / "py", c, other_layers=[1], per_config=2, seed=5,
+                                 frames=False)
+    run_cli(cli, "experiment", "encode-swap", "--model", organism, "--circuit", tmp_path / "circuit" / "circuit.json",
+            "--other-layers", "1", "--per-config", 2, "--seed", 5, "--no-progress", "--out", tmp_path / "cli")
+    for f in ("items.jsonl", "summary.csv", "summary.json"):
+        assert (tmp_path / "py" / f).read_bytes() == (tmp_path / "cli" / f).read_bytes(), f
+    assert e.run["study"] == json.loads((tmp_path / "cli" / "run.json").read_text())["study"]
+    assert e.stats["records"] == e.stats["written"] == len(e.records) > 0
+    assert e.run["study"]["encode"] == c.circuit["encode"]["layers"]
+    # bad arguments
+    for bad, message in ((dict(circuit=3), "circuit must be a circuit.json path"),
+                         (dict(other_layers="1"), "list of layer numbers"),
+                         (dict(other_layers=[1.5]), "whole number"),
+                         (dict(seed=True), "whole number")):
+        with pytest.raises(TypeError, match=message):
+            hylens.encode_swap_study(model, tok, tmp_path / "x", **{"circuit": c, **bad})
+    for bad, message in ((dict(circuit=""), "circuit is an empty path"),
+                         (dict(circuit=tmp_path), "is a folder"),
+                         (dict(circuit=c, other_layers=[99]), "control layer 99"),
+                         (dict(circuit=c, per_config=0), r"per_config must be in \[1, 100000\]")):
+        with pytest.raises(ValueError, match=message):
+            hylens.encode_swap_study(model, tok, tmp_path / "x", **bad)
+    assert not (tmp_path / "x").exists()

@@ -57,6 +57,16 @@ struct EncodeSwapOptions : StudyRunOptions {
     BootstrapOptions bootstrap{};
 };
 
+/// Sets the Encode block and the control block from a circuit file's roles: `other` when given,
+/// else the Address block when it is not the Encode block (else no control), and what they came
+/// from (circuit_info).
+inline void set_encode_swap_roles(EncodeSwapOptions& o, const CircuitRoles& roles,
+                                  const std::optional<std::vector<LayerIndex>>& other = std::nullopt) {
+    o.encode = roles.encode;
+    o.other = other ? *other : roles.address != roles.encode ? roles.address : std::vector<LayerIndex>{};
+    o.circuit_info = {{"encode", roles.encode}, {"address", roles.address}};
+}
+
 /// The sources of a study with these options, in study order.
 inline std::vector<std::string> encode_swap_sources(const EncodeSwapOptions& o) {
     std::vector<std::string> s{"none", "bind", "embedding"};
