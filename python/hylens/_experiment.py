@@ -133,7 +133,7 @@ def _seed_list(seeds, who):
     listed twice is an error naming `who`."""
     if isinstance(seeds, (str, bytes)) or _whole(seeds) is not None:
         raise TypeError(f"{who}: seeds must be a list of whole numbers, got {seeds!r}")
-    seeds = [_whole_or_raise(s, "a seed", who) for s in seeds]
+    seeds = [_count(s, "a seed", who, 0, 2**64 - 1) for s in seeds]
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"{who}: a seed is listed twice in {seeds} (its records would count twice)")
     return seeds
@@ -264,7 +264,7 @@ def _circuit_path(circuit, who):
     if not isinstance(circuit, (str, os.PathLike)):
         raise TypeError(f"{who}: circuit must be a circuit.json path or a CircuitResult, got {type(circuit).__name__}")
     if not os.fspath(circuit):
-        raise ValueError(f"{who}: circuit is an empty path")
+        raise ValueError(f"{who}: circuit is an empty path (None: none)")
     return os.fspath(circuit)
 
 
@@ -326,7 +326,9 @@ def encode_swap_study(model, tokenizer, out, circuit, other_layers=None, variant
         if isinstance(other_layers, (str, bytes)) or not isinstance(other_layers, (list, tuple)):
             raise TypeError(f"{who}: other_layers must be a list of layer numbers, got {other_layers!r}")
         other_layers = [_count(layer, "a layer of other_layers", who, 0, 100000) for layer in other_layers]
+        if not other_layers:
+            raise ValueError(f"{who}: other_layers is empty (None: the circuit's Address block)")
     stats = _core._encode_swap_study(model, tokenizer, out, circuit, other_layers, variant,
                                      _count(per_config, "per_config", who, 1, 100000),
-                                     _whole_or_raise(seed, "seed", who), shard, bool(resume), bool(progress))
+                                     _count(seed, "seed", who, 0, 2**64 - 1), shard, bool(resume), bool(progress))
     return EncodeSwapResult(out, stats, frames)

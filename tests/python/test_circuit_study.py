@@ -239,7 +239,10 @@ def test_encode_swap_study(organism, tmp_path, cli):
     for bad, message in ((dict(circuit=""), "circuit is an empty path"),
                          (dict(circuit=tmp_path), "is a folder"),
                          (dict(circuit=c, other_layers=[99]), "control layer 99"),
-                         (dict(circuit=c, per_config=0), r"per_config must be in \[1, 100000\]")):
+                         (dict(circuit=c, per_config=0), r"per_config must be in \[1, 100000\]"),
+                         (dict(circuit=c, other_layers=[1, 1]), "control layer 1 \\(--other-layers\\) is listed twice"),
+                         (dict(circuit=c, other_layers=[]), "other_layers is empty"),
+                         (dict(circuit=c, seed=-1), r"seed must be in \[0, ")):
         with pytest.raises(ValueError, match=message):
             hylens.encode_swap_study(model, tok, tmp_path / "x", **bad)
     assert not (tmp_path / "x").exists()

@@ -181,7 +181,11 @@ EncodeSwapResult run_encode_swap_study(const Model& model, const Tokenizer& tok,
     for (LayerIndex l : opt.encode)
         check(is_linear(l), "[encode-swap] layer ", l,
               " of the circuit's Encode block is not a linear layer of this model (a circuit file of another model?)");
-    for (LayerIndex l : opt.other) {
+    for (std::size_t i = 0; i < opt.other.size(); ++i) {
+        const LayerIndex l = opt.other[i];
+        check(std::find(opt.other.begin(), opt.other.begin() + static_cast<std::ptrdiff_t>(i), l) ==
+                  opt.other.begin() + static_cast<std::ptrdiff_t>(i),
+              "[encode-swap] control layer ", l, " (--other-layers) is listed twice");
         if (is_linear(l)) continue;
         std::string names;
         for (LayerIndex k : linear) names += (names.empty() ? "" : ",") + std::to_string(k);
