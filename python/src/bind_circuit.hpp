@@ -44,11 +44,7 @@ inline void bind_circuit(pyb::module_& m) {
         } else {
             check<ShapeError>(!filler_given, "[circuit] corpus and filler_tokens are read by the 'long' variant alone");
         }
-        if (!shard.empty()) opt.shard = ex::parse_shard(shard);
-        opt.resume = resume;
-        opt.progress = progress;
-        opt.out = out;
-        opt.run_info = python_run_info(model, tok);
+        set_python_run(opt, model, tok, out, shard, resume, progress);
         const ex::CircuitStudyResult r =
             run_study_released(model, [&](const auto& x, ChatFamily family) { return ex::run_circuit_study(x, tok, family, opt); });
         pyb::dict d = study_counts(r.records, r.written, r.resumed);

@@ -34,11 +34,7 @@ inline void bind_encode_swap(pyb::module_& m) {
         opt.variant = variant;
         opt.per_config = per_config;
         opt.seed = seed;
-        if (!shard.empty()) opt.shard = ex::parse_shard(shard);
-        opt.resume = resume;
-        opt.progress = progress;
-        opt.out = out;
-        opt.run_info = python_run_info(model, tok);
+        set_python_run(opt, model, tok, out, shard, resume, progress);
         opt.run_info["circuit"] = std::filesystem::absolute(circuit).string();
         const ex::EncodeSwapResult r = run_study_released(
             model, [&](const auto& x, ChatFamily family) { return ex::run_encode_swap_study(x, tok, family, opt); });

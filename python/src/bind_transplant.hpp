@@ -47,11 +47,7 @@ inline void bind_transplant(pyb::module_& m) {
         }
         if (!reader.empty()) opt.reader = ex::parse_reader_head(reader, "reader");
         for (const std::string& w : watch) opt.watch.push_back(ex::parse_reader_head(w, "watch"));
-        if (!shard.empty()) opt.shard = ex::parse_shard(shard);
-        opt.resume = resume;
-        opt.progress = progress;
-        opt.out = out;
-        opt.run_info = python_run_info(model, tok);
+        set_python_run(opt, model, tok, out, shard, resume, progress);
         opt.run_info["circuit"] =
             circuit.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(circuit).string());
         const std::size_t gs = group_size ? static_cast<std::size_t>(*group_size) : default_group_size(model.model_type());

@@ -2,12 +2,14 @@
 // What every study binding does around its runner: run.json's description of a run from Python,
 // the run on the typed model with the GIL released, and this call's counts as a dict.
 
-#include <hylens/experiments/prompt.hpp>  // chat_family
+#include <hylens/experiments/prompt.hpp>        // chat_family
+#include <hylens/experiments/study_folder.hpp>  // StudyRunOptions, parse_shard
 
 #include <pybind11/pybind11.h>
 
 #include <cstddef>
 #include <filesystem>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +25,17 @@ inline nlohmann::json python_run_info(const PyModel& model, const Tokenizer& tok
                            {"via", "python"}};
     if (!tok.source().empty()) info["tokenizer"] = tok.source();
     return info;
+}
+
+/// The result-folder part of a lookup study's options from Python: out, shard ("I/N" or empty),
+/// resume, progress, and run.json's description (python_run_info).
+inline void set_python_run(experiments::StudyRunOptions& o, const PyModel& model, const Tokenizer& tok,
+                           const std::string& out, const std::string& shard, bool resume, bool progress) {
+    if (!shard.empty()) o.shard = experiments::parse_shard(shard);
+    o.resume = resume;
+    o.progress = progress;
+    o.out = out;
+    o.run_info = python_run_info(model, tok);
 }
 
 /// run(typed model, its chat family) with the GIL released (the study threads its own work).
