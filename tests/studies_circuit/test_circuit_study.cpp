@@ -449,18 +449,59 @@ TEST_CASE("circuit study over several seeds: each seed's records and roles are i
     }
 
     // An unfinished folder merged: a seed without some condition's records has an error in place
-    // of its roles and is left out of the agreement; the pooled roles are still computed.
+    // of its roles and is left out of the agreement; the pooled roles are those of the items with
+    // every condition (here seed 5's alone).
+    const ex::CircuitStructure st = ex::circuit_structure_from_json(def["structure"]);
+    CHECK(circuit["items_left_out"] == 0);
     {
-        std::vector<nlohmann::json> part;  // every item of seed 7 without its head:L3H1 record
-        for (const auto& rec : recs)
+        std::vector<nlohmann::json> part, seed5;  // every item of seed 7 without its head:L3H1 record
+        for (const auto& rec : recs) {
             if (rec["seed"] != 7 || rec["condition"] != "head:L3H1") part.push_back(rec);
+            if (rec["seed"] == 5) seed5.push_back(rec);
+        }
         REQUIRE(part.size() < recs.size());
-        const nlohmann::json c = ex::circuit_file(part, ex::circuit_structure_from_json(def["structure"]), copt_of(def));
+        const nlohmann::json c = ex::circuit_file(part, st, copt_of(def));
         CHECK(c["per_seed"][0] == circuit["per_seed"][0]);
         CHECK(c["per_seed"][1]["seed"] == 7);
-        CHECK(c["per_seed"][1]["error"].get<std::string>().find("no record of condition 'head:L3H1'") != std::string::npos);
+        CHECK(c["per_seed"][1]["error"] ==
+              "[circuit] no item of seed 7 has a record of every condition (no record of condition 'head:L3H1')");
         CHECK(c["agreement"]["seeds"] == 1);
         CHECK(c["agreement"]["without_roles"] == std::vector<int>{7});
+        const nlohmann::json alone5 = ex::circuit_file(seed5, st, copt_of(def));
+        CHECK(c["items"] == alone5["items"]);
+        CHECK(c["items_left_out"] == circuit["per_seed"][1]["items"]);
+        for (const char* key : {"encode", "address", "reader", "baseline", "layers", "groups", "critical_layers",
+                                "reader_candidates", "selectivity", "attention_split", "value_heads"})
+            CHECK_MESSAGE(c[key] == alone5[key], key);
+    }
+    // A write cut off inside an item (one item of seed 5 without its value-head records): the
+    // roles leave that item out, pooled and per seed, as if it had not been drawn; the summary
+    // rows keep each condition's own records.
+    {
+        const nlohmann::json first = recs.front();
+        std::vector<nlohmann::json> cut, without_item;
+        for (const auto& rec : recs) {
+            const bool same = rec["seed"] == first["seed"] && rec["item"] == first["item"];
+            if (!same || rec["condition"].get<std::string>().rfind("vhead:", 0) != 0) cut.push_back(rec);
+            if (!same) without_item.push_back(rec);
+        }
+        REQUIRE(cut.size() < recs.size());
+        REQUIRE(without_item.size() < cut.size());
+        const nlohmann::json c = ex::circuit_file(cut, st, copt_of(def)), w = ex::circuit_file(without_item, st, copt_of(def));
+        CHECK(c["items_left_out"] == 1);
+        CHECK(w["items_left_out"] == 0);
+        CHECK(c["items"].get<std::size_t>() + 1 == circuit["items"].get<std::size_t>());
+        nlohmann::json cw = c;
+        cw["items_left_out"] = 0;
+        CHECK(cw == w);
+        fs::create_directories(d.path / "cut");
+        ex::write_circuit_summaries(d.path / "cut", cut, def, both.bootstrap);
+        const nlohmann::json cs = json_of(d.path / "cut" / "summary.json");
+        CHECK(cs["items_left_out"] == 1);
+        CHECK(cs["conditions"][0]["condition"] == "baseline");
+        CHECK(cs["conditions"][0]["n"] == r.items);  // the baseline row keeps the cut item
+    }
+    {
         // Folders of builds before 2026-12-06 (a definition without seeds, or without value_heads)
         // get no summaries, in a merge of old folders alone too.
         for (const char* key : {"seeds", "value_heads"}) {

@@ -33,7 +33,9 @@
 #include <filesystem>  // std::filesystem
 #include <map>         // std::map
 #include <optional>    // std::optional
+#include <set>         // std::set
 #include <string>      // std::string
+#include <utility>     // std::pair
 #include <vector>      // std::vector
 
 #include <nlohmann/json.hpp>
@@ -258,6 +260,31 @@ inline std::pair<std::vector<std::uint64_t>, std::vector<std::vector<PairScore>>
     return out;
 }
 
+/// The records of the (seed, item) pairs that hold a record of every condition found in
+/// `records`, in record order, and how many pairs fell short. Every item's records are appended
+/// in one write, so only a write cut off (a full disk, a crash) or an edited folder, merged
+/// unfinished, holds a part of an item; the roles compare conditions' means, which must be over
+/// the same items. Record keys are unique (StudyFolder refuses a record written twice).
+struct CompleteItems {
+    std::vector<nlohmann::json> records;
+    std::size_t left_out = 0;  ///< (seed, item) pairs without a record of some condition
+};
+
+inline CompleteItems complete_items(const std::vector<nlohmann::json>& records) {
+    std::set<std::string> conditions;
+    std::map<std::pair<std::uint64_t, std::uint64_t>, std::size_t> count;
+    for (const nlohmann::json& r : records) {
+        conditions.insert(r.at("condition").get<std::string>());
+        ++count[{r.at("seed").get<std::uint64_t>(), r.at("item").get<std::uint64_t>()}];
+    }
+    CompleteItems out;
+    for (const auto& [key, n] : count) out.left_out += n != conditions.size();
+    for (const nlohmann::json& r : records)
+        if (count.at({r.at("seed").get<std::uint64_t>(), r.at("item").get<std::uint64_t>()}) == conditions.size())
+            out.records.push_back(r);
+    return out;
+}
+
 /// The records of each seed, in seed order (record order within a seed).
 inline std::map<std::uint64_t, std::vector<nlohmann::json>> records_by_seed(const std::vector<nlohmann::json>& records) {
     std::map<std::uint64_t, std::vector<nlohmann::json>> by;
@@ -410,18 +437,37 @@ inline nlohmann::json circuit_roles(const nlohmann::json& c) {
 /// and is left out of the counts.
 inline nlohmann::json circuit_file(const std::vector<nlohmann::json>& records, const CircuitStructure& s,
                                    const CircuitOptions& opt) {
-    nlohmann::json j = detail::pooled_circuit_file(records, s, opt);
+    const detail::CompleteItems complete = detail::complete_items(records);
+    check<FormatError>(!complete.records.empty(), "[circuit] none of the ", complete.left_out,
+                       " items has a record of every condition");
+    nlohmann::json j = detail::pooled_circuit_file(complete.records, s, opt);
+    j["items_left_out"] = complete.left_out;
     const nlohmann::json pooled = detail::circuit_roles(j);
     const bool address_choice = j.at("selectivity").size() > 1;
     std::size_t counted = 0, reader = 0, address = 0, critical = 0, failures = 0;
     std::vector<std::uint64_t> without;
     j["seeds"] = nlohmann::json::array();
     j["per_seed"] = nlohmann::json::array();
-    for (const auto& [seed, recs] : detail::records_by_seed(records)) {
+    const std::map<std::uint64_t, std::vector<nlohmann::json>> by_seed = detail::records_by_seed(complete.records);
+    std::map<std::uint64_t, std::set<std::string>> seed_conditions;  // every seed, with or without a complete item
+    std::set<std::string> conditions;
+    for (const nlohmann::json& r : records) {
+        seed_conditions[r.at("seed").get<std::uint64_t>()].insert(r.at("condition").get<std::string>());
+        conditions.insert(r.at("condition").get<std::string>());
+    }
+    for (const auto& [seed, present] : seed_conditions) {
         j["seeds"].push_back(seed);
         nlohmann::json roles;
         try {
-            roles = detail::circuit_roles(detail::pooled_circuit_file(recs, s, opt));
+            const auto recs = by_seed.find(seed);
+            if (recs == by_seed.end()) {
+                std::string missing;
+                for (const std::string& c : conditions)
+                    if (!present.count(c)) missing += (missing.empty() ? "" : ", ") + ("'" + c + "'");
+                fail<FormatError>("[circuit] no item of seed ", seed, " has a record of every condition",
+                                  missing.empty() ? std::string() : " (no record of condition " + missing + ")");
+            }
+            roles = detail::circuit_roles(detail::pooled_circuit_file(recs->second, s, opt));
         } catch (const Error& e) {
             j["per_seed"].push_back({{"seed", seed}, {"error", e.what()}});
             without.push_back(seed);
@@ -503,6 +549,7 @@ inline void write_circuit_summaries(const std::filesystem::path& out, const std:
                               {"seeds", circuit["seeds"]},
                               {"per_seed", circuit["per_seed"]},
                               {"agreement", circuit["agreement"]},
+                              {"items_left_out", circuit["items_left_out"]},
                               {"value_heads", circuit.value("value_heads", nlohmann::json(nullptr))},
                               {"selectivity", circuit["selectivity"]},
                               {"attention_split", circuit["attention_split"]},
