@@ -453,6 +453,7 @@ TEST_CASE("circuit study over several seeds: each seed's records and roles are i
     // every condition (here seed 5's alone).
     const ex::CircuitStructure st = ex::circuit_structure_from_json(def["structure"]);
     CHECK(circuit["items_left_out"] == 0);
+    CHECK(summary["items_left_out"] == 0);
     {
         std::vector<nlohmann::json> part, seed5;  // every item of seed 7 without its head:L3H1 record
         for (const auto& rec : recs) {
@@ -474,9 +475,9 @@ TEST_CASE("circuit study over several seeds: each seed's records and roles are i
                                 "reader_candidates", "selectivity", "attention_split", "value_heads"})
             CHECK_MESSAGE(c[key] == alone5[key], key);
     }
-    // A write cut off inside an item (one item of seed 5 without its value-head records): the
-    // roles leave that item out, pooled and per seed, as if it had not been drawn; the summary
-    // rows keep each condition's own records.
+    // Part of an item (one item of seed 5 without its value-head records, as a resumed run
+    // stopped again before rewriting them leaves it): the roles and the summary rows leave that
+    // item out, pooled and per seed, as if it had not been drawn.
     {
         const nlohmann::json first = recs.front();
         std::vector<nlohmann::json> cut, without_item;
@@ -489,6 +490,7 @@ TEST_CASE("circuit study over several seeds: each seed's records and roles are i
         REQUIRE(without_item.size() < cut.size());
         const nlohmann::json c = ex::circuit_file(cut, st, copt_of(def)), w = ex::circuit_file(without_item, st, copt_of(def));
         CHECK(c["items_left_out"] == 1);
+        REQUIRE(w.contains("items_left_out"));
         CHECK(w["items_left_out"] == 0);
         CHECK(c["items"].get<std::size_t>() + 1 == circuit["items"].get<std::size_t>());
         nlohmann::json cw = c;
@@ -498,8 +500,23 @@ TEST_CASE("circuit study over several seeds: each seed's records and roles are i
         ex::write_circuit_summaries(d.path / "cut", cut, def, both.bootstrap);
         const nlohmann::json cs = json_of(d.path / "cut" / "summary.json");
         CHECK(cs["items_left_out"] == 1);
-        CHECK(cs["conditions"][0]["condition"] == "baseline");
-        CHECK(cs["conditions"][0]["n"] == r.items);  // the baseline row keeps the cut item
+        fs::create_directories(d.path / "without_item");
+        ex::write_circuit_summaries(d.path / "without_item", without_item, def, both.bootstrap);
+        nlohmann::json ws = json_of(d.path / "without_item" / "summary.json");
+        CHECK(ws["items_left_out"] == 0);
+        ws["items_left_out"] = 1;
+        CHECK(cs == ws);  // every row too
+        CHECK(read_text(d.path / "cut" / "summary.csv") == read_text(d.path / "without_item" / "summary.csv"));
+        CHECK(cs["conditions"][0]["n"].get<std::size_t>() + 1 == r.items);
+        // No item complete: the error names the items; seeds whose items each lack a different
+        // condition hold every condition between them (no condition named).
+        std::vector<nlohmann::json> none;
+        for (const auto& rec : recs)
+            if (rec["condition"] != (rec["item"].get<std::size_t>() % 2 ? "baseline" : "layer:L0")) none.push_back(rec);
+        CHECK_THROWS_WITH_AS(ex::circuit_file(none, st, copt_of(def)),
+                             ("[circuit] none of the " + std::to_string(r.items) + " items has a record of every condition").c_str(),
+                             hylens::FormatError);
+        CHECK_THROWS_WITH_AS(ex::circuit_file({}, st, copt_of(def)), "[circuit] no record", hylens::FormatError);
     }
     {
         // Folders of builds before 2026-12-06 (a definition without seeds, or without value_heads)

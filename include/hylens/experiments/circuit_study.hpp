@@ -23,6 +23,8 @@
 // Seeds (CircuitStudyOptions::seeds): each seed draws its own pairs; the roles and every mean
 // pool the (seed, item) records, the intervals resample items within each seed, and the summaries
 // give each seed's value and roles beside the pooled ones (circuit_file's per_seed, agreement).
+// The roles and the summaries are computed over the items with a record of every condition
+// (detail::CompleteItems): a merge of unfinished folders can hold part of an item.
 
 #include <algorithm>   // std::none_of, std::stable_sort, std::min, std::sort, std::unique
 #include <array>       // std::array
@@ -35,6 +37,7 @@
 #include <optional>    // std::optional
 #include <set>         // std::set
 #include <string>      // std::string
+#include <tuple>       // std::tuple
 #include <utility>     // std::pair
 #include <vector>      // std::vector
 
@@ -260,30 +263,56 @@ inline std::pair<std::vector<std::uint64_t>, std::vector<std::vector<PairScore>>
     return out;
 }
 
-/// The records of the (seed, item) pairs that hold a record of every condition found in
-/// `records`, in record order, and how many pairs fell short. Every item's records are appended
-/// in one write, so only a write cut off (a full disk, a crash) or an edited folder, merged
-/// unfinished, holds a part of an item; the roles compare conditions' means, which must be over
-/// the same items. Record keys are unique (StudyFolder refuses a record written twice).
-struct CompleteItems {
-    std::vector<nlohmann::json> records;
-    std::size_t left_out = 0;  ///< (seed, item) pairs without a record of some condition
-};
-
-inline CompleteItems complete_items(const std::vector<nlohmann::json>& records) {
-    std::set<std::string> conditions;
-    std::map<std::pair<std::uint64_t, std::uint64_t>, std::size_t> count;
-    for (const nlohmann::json& r : records) {
-        conditions.insert(r.at("condition").get<std::string>());
-        ++count[{r.at("seed").get<std::uint64_t>(), r.at("item").get<std::uint64_t>()}];
+/// The records of the items (task, seed, item) that hold a record of every condition found in
+/// the records, which the roles and the summaries are computed over, and how many items fell
+/// short. Every item's records are appended in one write, so part of an item is left only by an
+/// interrupted write (a resume drops the torn line and rewrites the item's missing records; a run
+/// stopped again before it did leaves the part) or an edited folder; a merge can then hold it.
+/// Keeps a pointer to `records`, which must outlive it; copies nothing when no item falls short.
+class CompleteItems {
+public:
+    explicit CompleteItems(const std::vector<nlohmann::json>& records) : all_(&records) {
+        std::map<std::tuple<std::string, std::uint64_t, std::uint64_t>, std::size_t> count;
+        std::vector<std::tuple<std::string, std::uint64_t, std::uint64_t>> keys;
+        keys.reserve(records.size());
+        for (const nlohmann::json& r : records) {
+            const std::string c = r.at("condition").get<std::string>();
+            const std::uint64_t seed = r.at("seed").get<std::uint64_t>();
+            conditions_.insert(c);
+            present_[seed].insert(c);
+            keys.emplace_back(r.at("task").get<std::string>(), seed, r.at("item").get<std::uint64_t>());
+            ++count[keys.back()];  // record keys are unique (StudyFolder refuses a record written twice)
+        }
+        for (const auto& [key, n] : count) left_out_ += n != conditions_.size();
+        if (left_out_ == 0) return;
+        for (std::size_t i = 0; i < records.size(); ++i)
+            if (count.at(keys[i]) == conditions_.size()) kept_.push_back(records[i]);
     }
-    CompleteItems out;
-    for (const auto& [key, n] : count) out.left_out += n != conditions.size();
-    for (const nlohmann::json& r : records)
-        if (count.at({r.at("seed").get<std::uint64_t>(), r.at("item").get<std::uint64_t>()}) == conditions.size())
-            out.records.push_back(r);
-    return out;
-}
+    const std::vector<nlohmann::json>& records() const noexcept { return left_out_ ? kept_ : *all_; }
+    std::size_t left_out() const noexcept { return left_out_; }
+    /// Every seed with a record, ascending (with or without a complete item).
+    std::vector<std::uint64_t> seeds() const {
+        std::vector<std::uint64_t> out;
+        for (const auto& [seed, c] : present_) out.push_back(seed);
+        return out;
+    }
+    /// " (no record of condition 'a')" / " (no record of conditions 'a', 'b')" for the conditions
+    /// found in the records that no record of `seed` has; "" when it has every one.
+    std::string missing_of(std::uint64_t seed) const {
+        std::string names;
+        std::size_t n = 0;
+        for (const std::string& c : conditions_)
+            if (!present_.at(seed).count(c)) names += (n++ ? ", '" : "'") + c + "'";
+        return n == 0 ? std::string() : " (no record of condition" + std::string(n > 1 ? "s " : " ") + names + ")";
+    }
+
+private:
+    const std::vector<nlohmann::json>* all_;
+    std::vector<nlohmann::json> kept_;
+    std::set<std::string> conditions_;
+    std::map<std::uint64_t, std::set<std::string>> present_;
+    std::size_t left_out_ = 0;
+};
 
 /// The records of each seed, in seed order (record order within a seed).
 inline std::map<std::uint64_t, std::vector<nlohmann::json>> records_by_seed(const std::vector<nlohmann::json>& records) {
@@ -425,49 +454,31 @@ inline nlohmann::json circuit_roles(const nlohmann::json& c) {
 
 }  // namespace detail
 
-/// The circuit file of the records: detail::pooled_circuit_file over the records of every seed
-/// (the roles on (seed, item) means), plus `seeds` (ascending), `per_seed` (each seed's roles from
-/// its records alone: detail::circuit_roles and `seed`) and `agreement`: for the reader (layer and
-/// head), the address group, the critical layers and the value heads that are points of failure,
-/// how many seeds give the pooled role, of `seeds`. The address count is null where the pooled
-/// reader's layer has one address candidate (the rule has no choice to agree on); Encode is G0 by
-/// rule and is not counted. A seed whose roles the rules cannot give (records of a condition
-/// missing, from edited or damaged folders merged; its reader on a softmax layer without a group
-/// of linear layers before it) has `error` instead of roles, is listed in `agreement.without_roles`
-/// and is left out of the counts.
-inline nlohmann::json circuit_file(const std::vector<nlohmann::json>& records, const CircuitStructure& s,
-                                   const CircuitOptions& opt) {
-    const detail::CompleteItems complete = detail::complete_items(records);
-    check<FormatError>(!complete.records.empty(), "[circuit] none of the ", complete.left_out,
-                       " items has a record of every condition");
-    nlohmann::json j = detail::pooled_circuit_file(complete.records, s, opt);
-    j["items_left_out"] = complete.left_out;
+namespace detail {
+
+/// circuit_file over the complete items of the records (CompleteItems).
+inline nlohmann::json circuit_file_of(const CompleteItems& complete, const CircuitStructure& s, const CircuitOptions& opt) {
+    check<FormatError>(!complete.records().empty(), "[circuit] ",
+                       complete.left_out() ? "none of the " + std::to_string(complete.left_out()) +
+                                                 " items has a record of every condition"
+                                           : std::string("no record"));
+    nlohmann::json j = pooled_circuit_file(complete.records(), s, opt);
+    j["items_left_out"] = complete.left_out();
     const nlohmann::json pooled = detail::circuit_roles(j);
     const bool address_choice = j.at("selectivity").size() > 1;
     std::size_t counted = 0, reader = 0, address = 0, critical = 0, failures = 0;
     std::vector<std::uint64_t> without;
     j["seeds"] = nlohmann::json::array();
     j["per_seed"] = nlohmann::json::array();
-    const std::map<std::uint64_t, std::vector<nlohmann::json>> by_seed = detail::records_by_seed(complete.records);
-    std::map<std::uint64_t, std::set<std::string>> seed_conditions;  // every seed, with or without a complete item
-    std::set<std::string> conditions;
-    for (const nlohmann::json& r : records) {
-        seed_conditions[r.at("seed").get<std::uint64_t>()].insert(r.at("condition").get<std::string>());
-        conditions.insert(r.at("condition").get<std::string>());
-    }
-    for (const auto& [seed, present] : seed_conditions) {
+    const std::map<std::uint64_t, std::vector<nlohmann::json>> by_seed = records_by_seed(complete.records());
+    for (const std::uint64_t seed : complete.seeds()) {
         j["seeds"].push_back(seed);
         nlohmann::json roles;
         try {
             const auto recs = by_seed.find(seed);
-            if (recs == by_seed.end()) {
-                std::string missing;
-                for (const std::string& c : conditions)
-                    if (!present.count(c)) missing += (missing.empty() ? "" : ", ") + ("'" + c + "'");
-                fail<FormatError>("[circuit] no item of seed ", seed, " has a record of every condition",
-                                  missing.empty() ? std::string() : " (no record of condition " + missing + ")");
-            }
-            roles = detail::circuit_roles(detail::pooled_circuit_file(recs->second, s, opt));
+            if (recs == by_seed.end())
+                fail<FormatError>("[circuit] no item of seed ", seed, " has a record of every condition", complete.missing_of(seed));
+            roles = circuit_roles(pooled_circuit_file(recs->second, s, opt));
         } catch (const Error& e) {
             j["per_seed"].push_back({{"seed", seed}, {"error", e.what()}});
             without.push_back(seed);
@@ -490,6 +501,23 @@ inline nlohmann::json circuit_file(const std::vector<nlohmann::json>& records, c
     return j;
 }
 
+}  // namespace detail
+
+/// The circuit file of the records, over their complete items (detail::CompleteItems; the others
+/// counted in `items_left_out`): detail::pooled_circuit_file over every seed's items (the roles on
+/// (seed, item) means), plus `seeds` (ascending), `per_seed` (each seed's roles from its items
+/// alone: detail::circuit_roles and `seed`) and `agreement`: for the reader (layer and head), the
+/// address group, the critical layers and the value heads that are points of failure, how many
+/// seeds give the pooled role, of `seeds`. The address count is null where the pooled reader's
+/// layer has one address candidate (the rule has no choice to agree on); Encode is G0 by rule and
+/// is not counted. A seed whose roles the rules cannot give (no complete item; its reader on a
+/// softmax layer without a group of linear layers before it) has `error` instead of roles, is
+/// listed in `agreement.without_roles` and is left out of the counts.
+inline nlohmann::json circuit_file(const std::vector<nlohmann::json>& records, const CircuitStructure& s,
+                                   const CircuitOptions& opt) {
+    return detail::circuit_file_of(detail::CompleteItems(records), s, opt);
+}
+
 /// Refuses the definition of a folder an older build wrote: its records lack B5 or are keyed by
 /// one seed, so its roles and rows would not be those of a current run (a resume, or a merge with
 /// a current folder, is refused by the definitions differing; this catches a merge of old folders
@@ -508,14 +536,17 @@ inline void write_circuit_summaries(const std::filesystem::path& out, const std:
     CircuitOptions opt;
     opt.top = definition.at("top").get<std::size_t>();
     opt.critical = definition.at("critical").get<double>();
-    const nlohmann::json circuit = circuit_file(records, s, opt);
+    // Every row and role over the complete items (detail::CompleteItems).
+    const detail::CompleteItems complete(records);
+    const std::vector<nlohmann::json>& recs = complete.records();
+    const nlohmann::json circuit = detail::circuit_file_of(complete, s, opt);
     // Pair conditions in study order with bootstrap intervals.
     std::vector<std::pair<std::string, std::string>> conds{{"baseline", "B1"}};
     for (std::size_t g = 0; g < s.groups.size(); ++g) conds.push_back({circuit_conditions::group(g), "B2"});
     for (LayerIndex l : s.linear_layers) conds.push_back({circuit_conditions::layer(l), "B3"});
     for (const auto& h : circuit["reader_candidates"])
         conds.push_back({circuit_conditions::head(h["layer"].get<LayerIndex>(), h["head"].get<std::size_t>()), "B4"});
-    for (const auto& [l, h] : detail::value_heads(records)) conds.push_back({circuit_conditions::value_head(l, h), "B5"});
+    for (const auto& [l, h] : detail::value_heads(recs)) conds.push_back({circuit_conditions::value_head(l, h), "B5"});
     std::string csv = "condition,block,n,gap,gap_lo,gap_hi,acc,acc_lo,acc_hi,cacc,cacc_lo,cacc_hi,seeds,gap_sd_seeds,"
                       "acc_sd_seeds,cacc_sd_seeds\n";
     const auto sd_cell = [](const std::vector<double>& per_seed) {  // empty below two seeds
@@ -524,7 +555,7 @@ inline void write_circuit_summaries(const std::filesystem::path& out, const std:
     };
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& [c, block] : conds) {
-        const auto [seeds, by_seed] = detail::pair_scores_by_seed(records, c);
+        const auto [seeds, by_seed] = detail::pair_scores_by_seed(recs, c);
         if (seeds.empty()) continue;
         std::size_t n = 0;
         std::vector<double> gap, acc, cacc;  // each seed's means
