@@ -39,7 +39,6 @@ inline experiments::MergeResult merge_query_map_folders(const std::vector<std::f
 inline int run_experiment_query_map(int argc, char** argv) {
     namespace ex = experiments;
     namespace td = transplant_detail;
-    namespace lk = tasks::lookup;
     CLI::App app("query-vector transfer (exp26): ridge maps from a donor's final-position features to the receiver's "
                  "Address-layer mixer outputs, with self, shuffled, mean and embedding controls and learning curves",
                  "hylens experiment query-map");
@@ -71,10 +70,8 @@ inline int run_experiment_query_map(int argc, char** argv) {
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
     ex::QueryMapOptions opt;
-    lk::Variant v;
     try {
-        v = lk::parse_variant(a.variant);
-        check(!v.long_filler && !v.perm, "--variant ", a.variant, " has no donor/host pairs (chat4, chat8, chat16, list8, rev8)");
+        ex::set_donor_host_variant(opt, a.variant, "query-map");
         if (!reader.empty()) opt.reader = parse_reader(reader);
         if (!a.shard.empty()) opt.shard = ex::parse_shard(a.shard);
         for (std::size_t n : curve) check(n >= 10 && n < fit, "--curve: ", n, " is not in [10, --fit)");
@@ -83,8 +80,6 @@ inline int run_experiment_query_map(int argc, char** argv) {
         std::cerr << "hylens experiment query-map: " << e.what() << "\n" << usage_line(app) << "\n";
         return 2;
     }
-    opt.style = v.style;
-    opt.n_pairs = v.n_pairs;
     opt.fit_items = fit;
     opt.per_config = a.per_config;
     opt.curve = curve;
@@ -112,9 +107,7 @@ inline int run_experiment_query_map(int argc, char** argv) {
             ex::QueryMapOptions o = opt;
             o.shard = place.shard;
             o.out = place.out;
-            // One tokenizer reads both prompts: the in-family words; two: the cross-family ones.
-            const bool same_tokenizer = !donor_tok || td::read_file_text(tr) == td::read_file_text(tdp);
-            o.vocabulary = same_tokenizer ? lk::in_family_vocabulary(tok_r) : lk::cross_family_vocabulary({&tok_r, &tok_d});
+            o.vocabulary = ex::query_map_vocabulary(tok_r, donor_tok ? &*donor_tok : nullptr);
             std::optional<CircuitRoles> roles;
             if (!circuit.empty()) roles = read_circuit_file(circuit);
             if (roles && reader.empty()) o.reader = {roles->reader_layer, roles->reader_head};
@@ -124,20 +117,9 @@ inline int run_experiment_query_map(int argc, char** argv) {
             o.run_info["donor_tokenizer"] = std::filesystem::absolute(tdp).string();
             o.run_info["circuit"] = circuit.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(circuit).string());
             const ex::QueryMapResult r = recv.visit([&](const auto& rm) {
-                const auto rg = ex::group_layers(rm.stack(), td::group_size_of(rtype, group_size));
-                if (!address.empty()) o.address = ex::parse_blocks(address, rg, rm.num_layers()).at(0).layers;
-                else if (roles) o.address = roles->address;
-                else {
-                    check(!rg.empty() && !rg.back().empty(), "[query-map] the receiver has no layer group; pass --address");
-                    o.address = rg.back();
-                }
                 return dm.visit([&](const auto& d) {
-                    const auto dg = ex::group_layers(d.stack(), td::group_size_of(dtype, group_size));
-                    std::string spec = sources;
-                    if (spec.empty())
-                        for (std::size_t g = 0; g < dg.size(); ++g)
-                            if (!dg[g].empty()) spec += (spec.empty() ? "G" : ",G") + std::to_string(g);
-                    if (!spec.empty()) o.sources = ex::parse_blocks(spec, dg, d.num_layers());
+                    ex::set_query_map_blocks(o, rm, td::group_size_of(rtype, group_size), d, td::group_size_of(dtype, group_size),
+                                             address, sources, roles);
                     return ex::run_query_map_study(rm, tok_r, chat_format(ex::chat_family(rtype)), d, tok_d,
                                                    chat_format(ex::chat_family(dtype)), o);
                 });

@@ -18,8 +18,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -47,13 +45,6 @@ inline std::vector<std::string> split_list(const std::string& s, const char* wha
         b = e + 1;
     }
     return out;
-}
-
-/// The bytes of a file.
-inline std::string read_file_text(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    check(in.good(), "[experiment] cannot read ", p.string());
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 /// --group-size: `size`, or when size < 0 the model type's default (default_group_size).

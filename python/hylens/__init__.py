@@ -51,10 +51,14 @@ from ._experiment import (  # noqa: E402,F401
     CircuitResult,
     EncodeSwapResult,
     ExperimentResult,
+    QueryMapResult,
+    StitchResult,
     TransplantResult,
     circuit_study,
     encode_swap_study,
     experiment,
+    query_map_study,
+    stitch_study,
     transplant_study,
 )
 

@@ -1,7 +1,8 @@
-"""hylens.experiment, hylens.circuit_study, hylens.transplant_study and hylens.encode_swap_study:
-the channel study (split-prefill and state swap over task items), the circuit study (the Encode /
-Address / reader battery), the transplant study (exp22 / exp32) and the Encode sufficiency swaps
-(exp29) from Python. Each run is the C++ runner of the
+"""hylens.experiment, hylens.circuit_study, hylens.transplant_study, hylens.encode_swap_study,
+hylens.query_map_study and hylens.stitch_study: the channel study (split-prefill and state swap
+over task items), the circuit study (the Encode / Address / reader battery), the transplant study
+(exp22 / exp32), the Encode sufficiency swaps (exp29), the query-vector transfer (exp26) and the
+block stitching (exp27 / exp34) from Python. Each run is the C++ runner of the
 matching `hylens experiment` command (crash-safe items.jsonl, resume, shards); the records and
 summaries are read back from the files it writes, so what a notebook sees is exactly what is on
 disk."""
@@ -332,3 +333,160 @@ def encode_swap_study(model, tokenizer, out, circuit, other_layers=None, variant
                                      _count(per_config, "per_config", who, 1, 100000),
                                      _count(seed, "seed", who, 0, 2**64 - 1), shard, bool(resume), bool(progress))
     return EncodeSwapResult(out, stats, frames)
+
+
+class QueryMapResult(_StudyResult):
+    """records (one per seed, item, condition: items.jsonl), summary (summary.csv: per condition,
+    ansA, ansB, dAB, attA, attB pooled over the seeds with bootstrap CIs and the sd over seeds),
+    fits (run.json's held-out R², λ and dimensions of every fitted map), run (run.json), stats
+    (this call's counts)."""
+
+    def __init__(self, out, stats, frames):
+        super().__init__(out, stats, frames)
+        self.fits = self.run.get("fits", {})
+
+
+def _model_of(model, what, who):
+    from . import _core
+
+    if not isinstance(model, _core.Model):
+        raise TypeError(f"{who}: {what} must be a hylens.Model (hylens.load), got {type(model).__name__}")
+    return model
+
+
+def _folder_tokenizer(model, tokenizer, what, who):
+    """tokenizer, or the tokenizer.json of the model's folder when None (the tool's default)."""
+    if tokenizer is not None:
+        return _tokenizer_of(tokenizer, who)
+    path = Path(model.path) / "tokenizer.json"
+    if not path.is_file():
+        raise ValueError(f"{who}: {what} is None and {model.path} has no tokenizer.json; pass one")
+    return _tokenizer_of(path, who)
+
+
+def query_map_study(model, tokenizer, out, donor=None, donor_tokenizer=None, circuit=None, address="", reader=None,
+                    sources="", embedding=True, group_size=None, fit=2000, curve=(), variant="chat8", per_config=20,
+                    seeds=(1,), shard="", resume=False, progress=False, frames=None):
+    """Runs the query-vector transfer (exp26: ridge maps from a donor's final-position features to
+    the receiver's Address-layer mixer outputs, with the self, shuffled, mean and embedding
+    controls and learning curves) with `model` as the receiver into the folder `out`, as `hylens
+    experiment query-map` does, and returns a QueryMapResult. donor: another hylens.Model (None:
+    the receiver itself, an in-family map); donor_tokenizer: its tokenizer (None: its folder's
+    tokenizer.json). circuit: the receiver's circuit file (a path or a CircuitResult), whose
+    Address layers and reader head are taken unless address / reader are given; address: one
+    block ('G1', '3-5', '3+4'); sources: donor blocks as a list or comma-separated ('' = every
+    donor layer group); embedding: also the donor's key embedding as a source; fit: fit prompts;
+    curve: learning-curve fit sizes, each in [10, fit). frames: as for hylens.experiment."""
+    from . import _core
+
+    who = "query_map_study"
+    out = _out_path(out, who)
+    seeds = _seed_list(seeds, who)
+    tokenizer = _tokenizer_of(tokenizer, who)
+    if donor is None:
+        if donor_tokenizer is not None:
+            raise ValueError(f"{who}: donor_tokenizer without a donor (the receiver reads both prompts)")
+    else:
+        donor = _model_of(donor, "donor", who)
+        donor_tokenizer = _folder_tokenizer(donor, donor_tokenizer, "donor_tokenizer", who)
+    circuit = None if circuit is None else _circuit_path(circuit, who)
+    if reader == "":
+        raise ValueError(f"{who}: reader is empty (None: the circuit's, or no reader head)")
+    if group_size is not None:
+        group_size = _count(group_size, "group_size", who, 0, 1000)
+    if not isinstance(address, str):
+        raise TypeError(f"{who}: address must be one block as a string ('G1', '3-5', '3+4'), got {address!r}")
+    if not isinstance(embedding, bool):
+        raise TypeError(f"{who}: embedding must be True or False, got {embedding!r}")
+    fit = _count(fit, "fit", who, 10, 1000000)
+    if isinstance(curve, (str, bytes)) or not isinstance(curve, (list, tuple)):
+        raise TypeError(f"{who}: curve must be a list of fit sizes, got {curve!r}")
+    curve = [_count(n, "a size of curve", who, 10, fit - 1) for n in curve]
+    stats = _core._query_map_study(
+        model, tokenizer, out, donor, donor_tokenizer, "" if circuit is None else circuit, address,
+        "" if reader is None else _head(reader, "reader", who), ",".join(_names(sources, "sources", who)), embedding,
+        group_size, fit, curve, variant, _count(per_config, "per_config", who, 1, 100000), seeds, shard, bool(resume),
+        bool(progress))
+    return QueryMapResult(out, stats, frames)
+
+
+class StitchResult(_StudyResult):
+    """records (one per task, seed, item, condition: items.jsonl; lookup items and perplexity
+    sequences), summary (summary.csv: per task, condition and metric, pooled over the seeds with
+    bootstrap CIs and the sd over seeds), fits (run.json's R² and λ of every fitted map), adapters
+    (the path of adapters.safetensors), run (run.json), stats (this call's counts)."""
+
+    def __init__(self, out, stats, frames):
+        super().__init__(out, stats, frames)
+        self.fits = self.run.get("fits", {})
+        self.adapters = self.out / "adapters.safetensors"
+
+
+def _ranges(x, what, who):
+    """Layer ranges 'A-B' as the tool's comma-separated string, from that string or a list of
+    'A-B' strings or (A, B) pairs."""
+    if isinstance(x, str):
+        return x
+    if isinstance(x, (list, tuple)):
+        parts = []
+        for r in x:
+            if isinstance(r, str):
+                parts.append(r)
+            elif isinstance(r, (list, tuple)) and len(r) == 2:
+                parts.append(f"{_count(r[0], what + ' start', who, 0, 100000)}-{_count(r[1], what + ' end', who, 0, 100000)}")
+            else:
+                raise TypeError(f"{who}: a range of {what} must be 'A-B' or an (A, B) pair, got {r!r}")
+        return ",".join(parts)
+    raise TypeError(f"{who}: {what} must be ranges 'A-B[,C-D]' or a list of them, got {x!r}")
+
+
+def stitch_study(host, donor, out, host_block, donor_block, host_tokenizer=None, donor_tokenizer=None, corpus=None,
+                 variant="chat8", fit_prompts=500, fit_tokens=30000, test_items=200, ppl_seqs=8, ppl_len=512,
+                 conditions=None, other_blocks=None, reader=None, seeds=(1,), shard="", resume=False, progress=False,
+                 frames=None):
+    """Runs the block-stitching study (exp27 / exp34: the host's block of layers replaced by the
+    donor's through ridge adapters fitted on aligned text, every condition scored on dictionary
+    lookups and held-out perplexity) into the folder `out`, as `hylens experiment stitch` does,
+    and returns a StitchResult. host, donor: hylens.Model; host_block, donor_block: one layer range
+    per slot ('2-3', '0-0,2-3', or a list of 'A-B' strings or (A, B) pairs); host_tokenizer,
+    donor_tokenizer: None = each folder's tokenizer.json; corpus: English text to fit on and
+    measure perplexity on (None: the Debian Policy Manual); conditions: a list or comma-separated
+    string (None: every condition that applies); other_blocks: donor ranges of the donor:A-B
+    conditions; reader: the host's reader head 'LAYER:HEAD' or (layer, head). frames: as for
+    hylens.experiment."""
+    from . import _core
+
+    who = "stitch_study"
+    host = _model_of(host, "host", who)
+    donor = _model_of(donor, "donor", who)
+    out = _out_path(out, who)
+    seeds = _seed_list(seeds, who)
+    if not seeds:
+        raise ValueError(f"{who}: seeds is empty")
+    host_tokenizer = _folder_tokenizer(host, host_tokenizer, "host_tokenizer", who)
+    donor_tokenizer = _folder_tokenizer(donor, donor_tokenizer, "donor_tokenizer", who)
+    host_block = _ranges(host_block, "host_block", who)
+    donor_block = _ranges(donor_block, "donor_block", who)
+    if not host_block or not donor_block:
+        raise ValueError(f"{who}: host_block and donor_block name one range per slot, got {host_block!r} and {donor_block!r}")
+    if other_blocks is not None:
+        other_blocks = _ranges(other_blocks, "other_blocks", who)
+        if not other_blocks:
+            raise ValueError(f"{who}: other_blocks is empty (None: every donor layer outside a one-slot donor block; "
+                             "name the conditions to leave the donor:A-B conditions out)")
+    conditions = [] if conditions is None else _names(conditions, "conditions", who, required=True)
+    if corpus is not None and not isinstance(corpus, (str, os.PathLike)):
+        raise TypeError(f"{who}: corpus must be a file path or None, got {type(corpus).__name__}")
+    if corpus is not None and not os.fspath(corpus):
+        raise ValueError(f"{who}: corpus is an empty path (None takes the default corpus)")
+    if reader == "":
+        raise ValueError(f"{who}: reader is empty (None: no reader head)")
+    stats = _core._stitch_study(
+        host, host_tokenizer, donor, donor_tokenizer, out, host_block, donor_block,
+        "" if corpus is None else os.fspath(corpus), variant, _count(fit_prompts, "fit_prompts", who, 0, 1000000),
+        _count(fit_tokens, "fit_tokens", who, 0, 100000000), _count(test_items, "test_items", who, 1, 1000000),
+        _count(ppl_seqs, "ppl_seqs", who, 0, 100000), _count(ppl_len, "ppl_len", who, 2, 1000000), conditions,
+        "" if other_blocks is None else other_blocks, "" if reader is None else _head(reader, "reader", who), seeds,
+        shard, bool(resume),
+        bool(progress))
+    return StitchResult(out, stats, frames)

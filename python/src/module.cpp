@@ -1,5 +1,7 @@
-// The hylens Python module (hylens._core): the one translation unit of the bindings. The
-// package python/hylens/__init__.py re-exports it and adds the pure-Python helpers.
+// The hylens Python module (hylens._core). The bindings of the studies on two models are in
+// module_two_models.cpp, a translation unit of their own (their nested model visits are the
+// heaviest part to compile). The package python/hylens/__init__.py re-exports the module and
+// adds the pure-Python helpers.
 
 #include <pybind11/pybind11.h>
 
@@ -12,6 +14,7 @@
 #include "bind_text.hpp"
 #include "bind_transplant.hpp"
 #include "errors.hpp"
+#include "two_model_studies.hpp"
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "hylens: interpretability of hybrid language models (C++ core)";
@@ -24,4 +27,5 @@ PYBIND11_MODULE(_core, m) {
     hylens::python::bind_circuit(m);
     hylens::python::bind_encode_swap(m);
     hylens::python::bind_transplant(m);
+    hylens::python::bind_two_model_studies(m);
 }

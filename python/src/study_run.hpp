@@ -48,6 +48,19 @@ auto run_study_released(const PyModel& model, Run&& run) {
     });
 }
 
+/// run(typed first model, its chat family, typed second model, its chat family) with the GIL
+/// released: the studies of two models (query-map: receiver and donor; stitch: host and donor).
+template <class Run>
+auto run_two_models_released(const PyModel& first, const PyModel& second, Run&& run) {
+    const ChatFamily f1 = experiments::chat_family(first.model_type()), f2 = experiments::chat_family(second.model_type());
+    return first.visit([&](const auto& x) {
+        return second.visit([&](const auto& y) {
+            const pybind11::gil_scoped_release nogil;
+            return run(x, f1, y, f2);
+        });
+    });
+}
+
 /// The counts every study result has, as the dict a binding returns.
 inline pybind11::dict study_counts(std::size_t records, std::size_t written, std::size_t resumed) {
     pybind11::dict d;

@@ -27,16 +27,23 @@
 #include <cstddef>     // std::size_t
 #include <cstdint>     // std::int64_t, std::uint64_t
 #include <filesystem>  // std::filesystem
+#include <fstream>     // std::ifstream
+#include <iterator>    // std::istreambuf_iterator
+#include <optional>    // std::optional
 #include <string>      // std::string
+#include <string_view> // std::string_view
 #include <vector>      // std::vector
 
 #include <nlohmann/json.hpp>
 
 #include "../core/error.hpp"
+#include "../interp/circuit.hpp"  // CircuitRoles
 #include "../interp/ridge.hpp"
 #include "../interp/stitch.hpp"
 #include "../interp/transplant.hpp"
 #include "../tasks/lookup/pairs.hpp"
+#include "../tasks/lookup/vocabulary.hpp"
+#include "../text/tokenizer.hpp"
 #include "bootstrap.hpp"
 #include "progress.hpp"
 #include "study_folder.hpp"
@@ -57,6 +64,50 @@ struct QueryMapOptions : StudyRunOptions {  // progress: per seed
     ReaderHead reader;                      ///< the receiver's reader head (layer no_layer: none)
     tasks::lookup::Vocabulary vocabulary;   ///< before the key split (filtered for both tokenizers)
 };
+
+/// The words of the query-map's keys and values: the in-family vocabulary when one tokenizer reads
+/// both prompts (no donor tokenizer, the receiver's own, or a tokenizer file of the same bytes),
+/// else the words both tokenizers keep (cross-family).
+inline tasks::lookup::Vocabulary query_map_vocabulary(const Tokenizer& receiver, const Tokenizer* donor) {
+    const auto text = [](const std::string& path) {
+        std::ifstream in(path, std::ios::binary);
+        check(in.good(), "[query-map] cannot read the tokenizer file ", path);
+        return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    };
+    const bool same = donor == nullptr || donor == &receiver ||
+                      (!receiver.source().empty() && !donor->source().empty() &&
+                       (receiver.source() == donor->source() || text(receiver.source()) == text(donor->source())));
+    return same ? tasks::lookup::in_family_vocabulary(receiver) : tasks::lookup::cross_family_vocabulary({&receiver, donor});
+}
+
+/// o.address and o.sources as `hylens experiment query-map` sets them. address: one block over
+/// the receiver's layer groups of `receiver_group_size` (G<i>, a-b, layers joined by +; empty:
+/// the circuit's Address layers when `roles` is given, else the receiver's last layer group);
+/// sources: donor blocks over the donor's groups of `donor_group_size` (empty: every donor group
+/// that has layers).
+template <class Receiver, class Donor>
+void set_query_map_blocks(QueryMapOptions& o, const Receiver& receiver, std::size_t receiver_group_size, const Donor& donor,
+                          std::size_t donor_group_size, std::string_view address, std::string_view sources,
+                          const std::optional<CircuitRoles>& roles) {
+    const std::vector<std::vector<LayerIndex>> rg = group_layers(receiver.stack(), receiver_group_size);
+    if (!address.empty()) {
+        const std::vector<TransplantBlock> b = parse_blocks(address, rg, receiver.num_layers());
+        check(b.size() == 1, "[query-map] the address '", address, "' names ", b.size(),
+              " blocks; give one (join layers with +)");
+        o.address = b.front().layers;
+    } else if (roles) {
+        o.address = roles->address;
+    } else {
+        check(!rg.empty() && !rg.back().empty(), "[query-map] the receiver has no layer group; name the address (--address)");
+        o.address = rg.back();
+    }
+    const std::vector<std::vector<LayerIndex>> dg = group_layers(donor.stack(), donor_group_size);
+    std::string spec(sources);
+    if (spec.empty())
+        for (std::size_t g = 0; g < dg.size(); ++g)
+            if (!dg[g].empty()) spec += (spec.empty() ? "G" : ",G") + std::to_string(g);
+    o.sources = spec.empty() ? std::vector<TransplantBlock>{} : parse_blocks(spec, dg, donor.num_layers());
+}
 
 struct QueryMapResult {
     std::size_t records = 0, written = 0, resumed = 0, items = 0;

@@ -636,11 +636,12 @@ inline std::string transplant_task(tasks::lookup::Style style, std::size_t n_pai
     return "transplant:" + tasks::lookup::Variant{style, n_pairs}.name();
 }
 
-/// Sets the prompt variant of the donor/host pairs (chat4, chat8, chat16, list8, rev8; the long
-/// and perm variants have none).
-inline void set_donor_host_variant(TransplantStudyOptions& o, std::string_view name) {
+/// Sets the prompt variant (o.style, o.n_pairs) of a study on donor/host pairs: chat4, chat8,
+/// chat16, list8, rev8 (the long and perm variants have none); `study` names it in the error.
+template <class Options>
+void set_donor_host_variant(Options& o, std::string_view name, std::string_view study = "transplant") {
     const tasks::lookup::Variant v = tasks::lookup::parse_variant(name);
-    check(!v.long_filler && !v.perm, "[transplant] variant ", name,
+    check(!v.long_filler && !v.perm, "[", study, "] variant ", name,
           " has no donor/host pairs (chat4, chat8, chat16, list8, rev8)");
     o.style = v.style;
     o.n_pairs = v.n_pairs;
