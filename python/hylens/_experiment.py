@@ -134,7 +134,11 @@ def _seed_list(seeds, who):
     listed twice is an error naming `who`."""
     if isinstance(seeds, (str, bytes)) or _whole(seeds) is not None:
         raise TypeError(f"{who}: seeds must be a list of whole numbers, got {seeds!r}")
+    if isinstance(seeds, (set, frozenset)):
+        raise TypeError(f"{who}: seeds must be a list or tuple (their order is the study's), got a set")
     seeds = [_count(s, "a seed", who, 0, 2**64 - 1) for s in seeds]
+    if not seeds:
+        raise ValueError(f"{who}: seeds is empty (need at least one seed)")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"{who}: a seed is listed twice in {seeds} (its records would count twice)")
     return seeds
@@ -151,6 +155,8 @@ def _tokenizer_of(tokenizer, who):
 
     if tokenizer is None:
         raise TypeError(f"{who}: tokenizer must be a hylens.Tokenizer or a tokenizer.json path, got None")
+    if isinstance(tokenizer, (str, os.PathLike)) and not os.fspath(tokenizer):
+        raise ValueError(f"{who}: the tokenizer path is empty")
     return tokenizer if isinstance(tokenizer, _core.Tokenizer) else _core.Tokenizer(str(tokenizer))
 
 
@@ -380,6 +386,7 @@ def query_map_study(model, tokenizer, out, donor=None, donor_tokenizer=None, cir
     from . import _core
 
     who = "query_map_study"
+    model = _model_of(model, "model", who)
     out = _out_path(out, who)
     seeds = _seed_list(seeds, who)
     tokenizer = _tokenizer_of(tokenizer, who)
@@ -402,6 +409,8 @@ def query_map_study(model, tokenizer, out, donor=None, donor_tokenizer=None, cir
     if isinstance(curve, (str, bytes)) or not isinstance(curve, (list, tuple)):
         raise TypeError(f"{who}: curve must be a list of fit sizes, got {curve!r}")
     curve = [_count(n, "a size of curve", who, 10, fit - 1) for n in curve]
+    if len(set(curve)) != len(curve):
+        raise ValueError(f"{who}: a size is listed twice in curve {curve}")
     stats = _core._query_map_study(
         model, tokenizer, out, donor, donor_tokenizer, "" if circuit is None else circuit, address,
         "" if reader is None else _head(reader, "reader", who), ",".join(_names(sources, "sources", who)), embedding,
@@ -423,10 +432,12 @@ class StitchResult(_StudyResult):
 
 
 def _ranges(x, what, who):
-    """Layer ranges 'A-B' as the tool's comma-separated string, from that string or a list of
-    'A-B' strings or (A, B) pairs."""
+    """Layer ranges 'A-B' as the tool's comma-separated string, from that string, one (A, B) pair
+    of whole numbers, or a list of 'A-B' strings or (A, B) pairs."""
     if isinstance(x, str):
         return x
+    if isinstance(x, tuple) and len(x) == 2 and all(_whole(v) is not None for v in x):
+        x = [x]
     if isinstance(x, (list, tuple)):
         parts = []
         for r in x:
@@ -461,8 +472,6 @@ def stitch_study(host, donor, out, host_block, donor_block, host_tokenizer=None,
     donor = _model_of(donor, "donor", who)
     out = _out_path(out, who)
     seeds = _seed_list(seeds, who)
-    if not seeds:
-        raise ValueError(f"{who}: seeds is empty")
     host_tokenizer = _folder_tokenizer(host, host_tokenizer, "host_tokenizer", who)
     donor_tokenizer = _folder_tokenizer(donor, donor_tokenizer, "donor_tokenizer", who)
     host_block = _ranges(host_block, "host_block", who)

@@ -92,3 +92,4 @@ def cli():
 def run_cli(cli_path, *args):
     r = subprocess.run([cli_path, *map(str, args)], capture_output=True, text=True)
     assert r.returncode == 0, f"hylens {' '.join(map(str, args))} failed ({r.returncode}): {r.stderr}"
+    return r

@@ -240,7 +240,7 @@ def test_encode_swap_study(organism, tmp_path, cli):
                          (dict(circuit=tmp_path), "is a folder"),
                          (dict(circuit=c, other_layers=[99]), "control layer 99"),
                          (dict(circuit=c, per_config=0), r"per_config must be in \[1, 100000\]"),
-                         (dict(circuit=c, other_layers=[1, 1]), "control layer 1 \\(--other-layers\\) is listed twice"),
+                         (dict(circuit=c, other_layers=[1, 1]), "control layer 1 \\(--other-layers; Python: other_layers=\\) is listed twice"),
                          (dict(circuit=c, other_layers=[]), "other_layers is empty"),
                          (dict(circuit=c, seed=-1), r"seed must be in \[0, ")):
         with pytest.raises(ValueError, match=message):

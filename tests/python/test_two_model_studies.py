@@ -49,6 +49,15 @@ def test_query_map_study_equals_the_cli(organisms, tmp_path, cli):
     assert {rec["seed"] for rec in r.records} == {5, 7}
     conditions = {row["condition"] for row in r.summary}
     assert {"A", "B", "in_family", "mean", "map:G0", "self:1", "shuffled:G0", "map:G0@20", "map:embedding"} <= conditions
+    # the tool resumes the Python folder, and Python the tool's, without writing a record
+    out = run_cli(cli, "experiment", "query-map", "--model", qwen, "--address", "G0", "--reader", "3:1", "--sources",
+                  "G0,1", "--fit", 40, "--curve", 20, "--variant", "chat4", "--per-config", 2, "--seeds", "5,7",
+                  "--resume", "--no-progress", "--out", tmp_path / "py")
+    assert f"(0 new, {len(r.records)} resumed)" in out.stderr
+    cross = hylens.query_map_study(model, qwen / "tokenizer.json", tmp_path / "cli", address="G0", reader=(3, 1),
+                                   sources=["G0", "1"], fit=40, curve=[20], variant="chat4", per_config=2,
+                                   seeds=[5, 7], resume=True, frames=False)
+    assert cross.stats["written"] == 0 and cross.stats["resumed"] == len(r.records)
     # resume writes nothing twice
     again = hylens.query_map_study(model, qwen / "tokenizer.json", tmp_path / "py", address="G0", reader="3:1",
                                    sources="G0,1", fit=40, curve=(20,), variant="chat4", per_config=2, seeds=[5, 7],
@@ -91,6 +100,14 @@ def test_query_map_study_refuses_bad_arguments(organisms, tmp_path):
     refused(ValueError, "reader is empty", reader="")
     refused(hylens.Error, "names 2 blocks; give one", address="0,1")
     refused(hylens.Error, "has no donor/host pairs", variant="perm8")
+    refused(ValueError, "a size is listed twice in curve", curve=[20, 20])
+    refused(hylens.Error, "the condition map:G0 comes twice", sources="G0,G0")
+    refused(hylens.Error, "the receiver's address 'G7'", address="G7")
+    refused(ValueError, "seeds is empty", seeds=[])
+    refused(TypeError, "seeds must be a list or tuple", seeds={1, 2})
+    refused(ValueError, "the tokenizer path is empty", donor=hylens.load(str(granite)), donor_tokenizer="")
+    with pytest.raises(TypeError, match="model must be a hylens.Model"):
+        hylens.query_map_study(str(qwen), tok, out, reader=(3, 1))
 
 
 def test_stitch_study_equals_the_cli(organisms, tmp_path, cli):
@@ -131,6 +148,7 @@ def test_stitch_study_refuses_bad_arguments(organisms, tmp_path):
         hylens.stitch_study(host, str(qwen), out, "0-1", "0-2")
     refused(ValueError, "host_block and donor_block name one range per slot", host_block="")
     refused(TypeError, "a range of donor_block must be", donor_block=[0])
+    refused(hylens.Error, "give one of each per slot", donor_block=(0, 1), host_block=[(0, 0), (1, 1)])
     refused(hylens.Error, "give one of each per slot", donor_block="0-1,2-2")
     refused(ValueError, "other_blocks is empty", other_blocks=[])
     refused(ValueError, "conditions is empty", conditions=[])

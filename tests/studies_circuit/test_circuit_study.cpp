@@ -698,7 +698,7 @@ TEST_CASE("hylens experiment circuit and encode-swap: usage errors, a run, shard
     CHECK(sh(swap + "--circuit " + (one / "circuit.json").string() + " --other-layers x --out " + (d.path / "y").string() + quiet) == 2);
     // A control layer that is not a linear layer names the option and this model's linear layers.
     CHECK(sh(swap + "--circuit " + (one / "circuit.json").string() + " --other-layers 99 --out " + (d.path / "y").string() + quiet) == 1);
-    CHECK(read_text(d.path / "err.txt").find("control layer 99 (--other-layers) is not a linear layer of this model") !=
+    CHECK(read_text(d.path / "err.txt").find("control layer 99 (--other-layers; Python: other_layers=) is not a linear layer of this model") !=
           std::string::npos);
     const fs::path w = d.path / "swap", w0 = d.path / "swap0", w1 = d.path / "swap1", wm = d.path / "swap_merged";
     const std::string with_circuit = swap + "--circuit " + (one / "circuit.json").string() + " ";

@@ -765,6 +765,16 @@ TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
                                     " --variant chat4 --fit 30 --curve 15 --per-config 1 --reader 3:77 --no-progress";
         CHECK(sh(qm_head + " --out " + (root / "qh").string() + quiet) == 1);
         CHECK(read_text(root / "log").find("the reader head 77 is not a head of layer 3 (4 query heads)") != std::string::npos);
+        // The address is one block; a source or a curve size twice is refused before the folder is made.
+        CHECK(sh(qm + " --address 0,1 --out " + (root / "qa").string() + quiet) == 1);
+        CHECK(read_text(root / "log").find("the address '0,1' names 2 blocks; give one (join layers with +)") != std::string::npos);
+        CHECK(sh(qm + " --sources G9 --out " + (root / "qa").string() + quiet) == 1);
+        CHECK(read_text(root / "log").find("[query-map] the donor's sources 'G9': ") != std::string::npos);
+        CHECK(sh(kCli + " experiment query-map --model " + kOrganism.string() +
+                 " --variant chat4 --fit 30 --curve 15,15 --per-config 1 --reader 3:1 --no-progress --out " +
+                 (root / "qa").string() + quiet) == 1);
+        CHECK(read_text(root / "log").find("the condition map:G0@15 comes twice") != std::string::npos);
+        CHECK_FALSE(fs::exists(root / "qa"));
         REQUIRE(sh(qm + " --out " + (root / "q").string() + quiet) == 0);
         REQUIRE(sh(qm + " --shard 0/2 --out " + (root / "q0").string() + quiet) == 0);
         REQUIRE(sh(qm + " --shard 1/2 --out " + (root / "q1").string() + quiet) == 0);

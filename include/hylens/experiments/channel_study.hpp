@@ -150,7 +150,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
         detail::check_same_inputs(prev, run_info, run_path, "experiment");
     } else {
         check(!fs::exists(items_path) || fs::file_size(items_path) == 0, "[experiment] ", items_path.string(),
-              " already exists: continue it with --resume or choose another --out");
+              " already exists: continue it with --resume (Python: resume=True) or choose another output folder");
     }
     std::vector<nlohmann::json> existing = read_records(items_path, opt.resume);
     std::set<RecordKey> done;

@@ -185,11 +185,11 @@ EncodeSwapResult run_encode_swap_study(const Model& model, const Tokenizer& tok,
         const LayerIndex l = opt.other[i];
         check(std::find(opt.other.begin(), opt.other.begin() + static_cast<std::ptrdiff_t>(i), l) ==
                   opt.other.begin() + static_cast<std::ptrdiff_t>(i),
-              "[encode-swap] control layer ", l, " (--other-layers) is listed twice");
+              "[encode-swap] control layer ", l, " (--other-layers; Python: other_layers=) is listed twice");
         if (is_linear(l)) continue;
         std::string names;
         for (LayerIndex k : linear) names += (names.empty() ? "" : ",") + std::to_string(k);
-        fail("[encode-swap] control layer ", l, " (--other-layers) is not a linear layer of this model (its linear layers: ",
+        fail("[encode-swap] control layer ", l, " (--other-layers; Python: other_layers=) is not a linear layer of this model (its linear layers: ",
              names, ")");
     }
     const ChatFormat format = chat_format(family);

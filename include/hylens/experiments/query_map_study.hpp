@@ -89,16 +89,25 @@ template <class Receiver, class Donor>
 void set_query_map_blocks(QueryMapOptions& o, const Receiver& receiver, std::size_t receiver_group_size, const Donor& donor,
                           std::size_t donor_group_size, std::string_view address, std::string_view sources,
                           const std::optional<CircuitRoles>& roles) {
+    // parse_blocks's errors name the block, not which of the two lists or models it was in.
+    const auto blocks = [](std::string_view spec, const std::vector<std::vector<LayerIndex>>& groups, std::size_t layers,
+                           const char* what) {
+        try {
+            return parse_blocks(spec, groups, layers);
+        } catch (const Error& e) {
+            fail("[query-map] ", what, " '", spec, "': ", e.what());
+        }
+    };
     const std::vector<std::vector<LayerIndex>> rg = group_layers(receiver.stack(), receiver_group_size);
     if (!address.empty()) {
-        const std::vector<TransplantBlock> b = parse_blocks(address, rg, receiver.num_layers());
+        const std::vector<TransplantBlock> b = blocks(address, rg, receiver.num_layers(), "the receiver's address");
         check(b.size() == 1, "[query-map] the address '", address, "' names ", b.size(),
               " blocks; give one (join layers with +)");
         o.address = b.front().layers;
     } else if (roles) {
         o.address = roles->address;
     } else {
-        check(!rg.empty() && !rg.back().empty(), "[query-map] the receiver has no layer group; name the address (--address)");
+        check(!rg.empty() && !rg.back().empty(), "[query-map] the receiver has no layer group; name the address (--address; Python: address=)");
         o.address = rg.back();
     }
     const std::vector<std::vector<LayerIndex>> dg = group_layers(donor.stack(), donor_group_size);
@@ -106,7 +115,7 @@ void set_query_map_blocks(QueryMapOptions& o, const Receiver& receiver, std::siz
     if (spec.empty())
         for (std::size_t g = 0; g < dg.size(); ++g)
             if (!dg[g].empty()) spec += (spec.empty() ? "G" : ",G") + std::to_string(g);
-    o.sources = spec.empty() ? std::vector<TransplantBlock>{} : parse_blocks(spec, dg, donor.num_layers());
+    o.sources = spec.empty() ? std::vector<TransplantBlock>{} : blocks(spec, dg, donor.num_layers(), "the donor's sources");
 }
 
 struct QueryMapResult {
@@ -218,6 +227,10 @@ QueryMapResult run_query_map_study(const RecvModel& recv, const Tokenizer& tok_r
     }
     if (opt.embedding_source) source_names.push_back("embedding");
     const std::vector<QueryMapCondition> conds = query_map_conditions(source_names, opt.curve);
+    for (std::size_t i = 0; i < conds.size(); ++i)  // before the folder is made
+        for (std::size_t j = 0; j < i; ++j)
+            check(conds[i].name != conds[j].name, "[query-map] the condition ", conds[i].name,
+                  " comes twice: a source or a learning-curve size is listed twice");
     const std::string task = "query-map:" + lk::Variant{opt.style, opt.n_pairs}.name();
     nlohmann::json def = {{"task", task},          {"fit_items", opt.fit_items}, {"per_config", opt.per_config},
                           {"seeds", opt.seeds},    {"address", opt.address},     {"curve", opt.curve},

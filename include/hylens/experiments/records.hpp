@@ -64,7 +64,7 @@ inline std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path,
     const std::size_t whole = end == std::string::npos ? 0 : end + 1;
     if (whole < all.size()) {
         check<FormatError>(drop_torn_tail, "[jsonl] ", path.string(),
-                           " ends in a torn line (a killed run?): continue it with --resume");
+                           " ends in a torn line (a killed run?): continue it with --resume (Python: resume=True)");
         std::filesystem::resize_file(path, whole);
         all.resize(whole);
     }

@@ -117,7 +117,7 @@ inline void check_same_inputs(const nlohmann::json& prev, const nlohmann::json& 
                               const std::string& kind) {
     const std::string d = differing_input(prev, now);
     check(d.empty(), "[", kind, "] --resume: ", run_path.string(), " and this run differ in ", d,
-          "; resume with the same inputs or choose another --out");
+          "; resume with the same inputs or choose another output folder");
 }
 
 }  // namespace detail
@@ -233,7 +233,7 @@ public:
             detail::check_same_inputs(prev, o_.run_info, run_path, o_.kind);
         } else {
             check(!fs::exists(items) || fs::file_size(items) == 0, "[", o_.kind, "] ", items.string(),
-                  " already exists: continue it with --resume or choose another --out");
+                  " already exists: continue it with --resume (Python: resume=True) or choose another output folder");
         }
         records_ = read_records(items, o_.resume);
         for (std::size_t i = 0; i < records_.size(); ++i) {

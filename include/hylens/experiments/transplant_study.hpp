@@ -667,7 +667,7 @@ void set_transplant_blocks(TransplantStudyOptions& o, const Model& m, std::size_
     if (spec.empty())
         for (std::size_t g = 0; g < groups.size(); ++g)
             if (!groups[g].empty()) spec += (spec.empty() ? "G" : ",G") + std::to_string(g);
-    check(!spec.empty(), "[transplant] the model has no layer group; name the blocks (--blocks)");
+    check(!spec.empty(), "[transplant] the model has no layer group; name the blocks (--blocks; Python: blocks=)");
     o.blocks = parse_blocks(spec, groups, m.num_layers());
     o.upstream = upstream.empty() ? std::vector<TransplantBlock>{} : parse_blocks(upstream, groups, m.num_layers());
 }
