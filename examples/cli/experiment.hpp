@@ -12,7 +12,7 @@
 
 #include <hylens/core/thread_pool.hpp>
 #include <hylens/experiments/channel_study.hpp>
-#include <hylens/experiments/merge.hpp>
+#include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/models/load.hpp>
 #include <hylens/tasks/judge.hpp>
 #include <hylens/tasks/registry.hpp>
@@ -156,14 +156,6 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
 
 /// The kind of study a result folder holds: run.json's "kind" ("channels" when absent, as in
 /// folders written before other studies existed).
-inline std::string result_kind(const std::filesystem::path& dir) {
-    const std::filesystem::path run = dir / "run.json";
-    if (!std::filesystem::exists(run)) return "channels";
-    std::ifstream in(run);
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    return j.is_object() && j.contains("kind") && j["kind"].is_string() ? j["kind"].get<std::string>() : "channels";
-}
-
 inline int run_experiment(int argc, char** argv) {
     // Studies with a header of their own (examples/cli/experiment_<study>.hpp) take over the
     // command line from their name on: run_experiment_<study>(argc - 1, argv + 1), argv[1] is the
@@ -228,19 +220,8 @@ inline int run_experiment(int argc, char** argv) {
         return detail::run_channels(a, all, usage_line(*ch));
     }
     std::vector<std::filesystem::path> dirs(merge_dirs.begin(), merge_dirs.end());
-    // Result folders of other studies merge through their study's own merge (one line each).
-    const std::string kind = result_kind(dirs.front());
-    if (kind == "circuit") return report_merge(merge_circuit_folders(dirs, merge_out), merge_out);
-    if (kind == "encode-swap") return report_merge(merge_encode_swap_folders(dirs, merge_out), merge_out);
-    if (kind == "transplant") return report_merge(merge_transplant_folders(dirs, merge_out), merge_out);
-    if (kind == "query-map") return report_merge(merge_query_map_folders(dirs, merge_out), merge_out);
-    if (kind == "stitch") return report_merge(merge_stitch_result_folders(dirs, merge_out), merge_out);
-    if (kind != "channels") {
-        std::cerr << "hylens experiment merge: " << dirs.front().string() << "/run.json is a '" << kind
-                  << "' study, which has no merge\n";
-        return 2;
-    }
-    return report_merge(experiments::merge_results(dirs, merge_out), merge_out);
+    // The study's own merge, by the first folder's run.json kind (experiments/merge_by_kind.hpp).
+    return report_merge(experiments::merge_result_folders(dirs, merge_out), merge_out);
 }
 
 }  // namespace hylens::cli

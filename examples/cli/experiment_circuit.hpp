@@ -9,6 +9,7 @@
 //       [--unit mixer|layer] [--critical X] [--shard I/N] [--resume] [--no-progress] --out DIR
 
 #include <hylens/experiments/circuit_study.hpp>
+#include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/models/load.hpp>
 #include <hylens/tasks/lookup/fit_corpus.hpp>
@@ -26,16 +27,6 @@
 #endif
 
 namespace hylens::cli {
-
-/// Merges circuit result folders (hylens experiment merge dispatches here on run.json's kind).
-inline experiments::MergeResult merge_circuit_folders(const std::vector<std::filesystem::path>& dirs,
-                                                      const std::filesystem::path& out) {
-    const nlohmann::json definition = first_definition(dirs);
-    experiments::check_circuit_definition(definition);  // before the merged folder is made
-    return experiments::merge_study_folders(dirs, out, "circuit", [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
-        if (!r.empty()) experiments::write_circuit_summaries(o, r, definition, {});
-    });
-}
 
 /// argv[1] is "circuit".
 inline int run_experiment_circuit(int argc, char** argv) {
@@ -114,7 +105,7 @@ inline int run_experiment_circuit(int argc, char** argv) {
             std::cerr << "hylens experiment circuit: " << r.items << " pairs, " << r.records << " records (" << r.written
                       << " new, " << r.resumed << " resumed) in " << r.seconds << " s -> " << o.out.string() << "\n";
         },
-        merge_circuit_folders);
+        experiments::merge_circuit_folders);
 }
 
 }  // namespace hylens::cli

@@ -7,6 +7,7 @@
 //       --out DIR
 
 #include <hylens/experiments/encode_swap_study.hpp>
+#include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/models/load.hpp>
 
@@ -24,15 +25,6 @@
 #endif
 
 namespace hylens::cli {
-
-/// Merges encode-swap result folders (hylens experiment merge dispatches here on run.json's kind).
-inline experiments::MergeResult merge_encode_swap_folders(const std::vector<std::filesystem::path>& dirs,
-                                                          const std::filesystem::path& out) {
-    const nlohmann::json definition = first_definition(dirs);
-    return experiments::merge_study_folders(dirs, out, "encode-swap", [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
-        if (!r.empty()) experiments::write_encode_swap_summaries(o, r, definition, {});
-    });
-}
 
 /// argv[1] is "encode-swap".
 inline int run_experiment_encode_swap(int argc, char** argv) {
@@ -86,7 +78,7 @@ inline int run_experiment_encode_swap(int argc, char** argv) {
                       << r.records << " records (" << r.written << " new, " << r.resumed << " resumed) in " << r.seconds
                       << " s -> " << o.out.string() << "\n";
         },
-        merge_encode_swap_folders);
+        experiments::merge_encode_swap_folders);
 }
 
 }  // namespace hylens::cli

@@ -8,6 +8,7 @@
 //       [--fit N] [--per-config N] [--curve LIST] [--variant V] [--seed S | --seeds LIST] [--shard I/N]
 //       [--resume] [--no-progress] --out DIR
 
+#include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/experiments/query_map_study.hpp>
 #include <hylens/experiments/study_folder.hpp>
@@ -26,14 +27,6 @@
 #include "study_mpi.hpp"
 
 namespace hylens::cli {
-
-/// Merges query-map result folders (hylens experiment merge dispatches here on run.json's kind).
-inline experiments::MergeResult merge_query_map_folders(const std::vector<std::filesystem::path>& dirs,
-                                                        const std::filesystem::path& out) {
-    return experiments::merge_study_folders(dirs, out, "query-map", [](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
-        experiments::write_transplant_summaries(o, r);
-    });
-}
 
 /// argv[1] is "query-map".
 inline int run_experiment_query_map(int argc, char** argv) {
@@ -127,7 +120,7 @@ inline int run_experiment_query_map(int argc, char** argv) {
             std::cerr << "hylens experiment query-map: " << r.items << " test pairs, " << r.records << " records (" << r.written
                       << " new, " << r.resumed << " resumed) -> " << o.out.string() << "\n";
         },
-        merge_query_map_folders);
+        experiments::merge_query_map_folders);
 }
 
 }  // namespace hylens::cli

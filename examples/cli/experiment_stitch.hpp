@@ -9,6 +9,7 @@
 //       [--conditions LIST] [--other-blocks LIST] [--reader L:H] [--seed S | --seeds LIST] [--shard I/N] [--resume]
 //       [--no-progress] --out DIR
 
+#include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/experiments/stitch_study.hpp>
 #include <hylens/models/load.hpp>
@@ -28,12 +29,6 @@
 #endif
 
 namespace hylens::cli {
-
-/// Merges stitch result folders (hylens experiment merge dispatches here on run.json's kind).
-inline experiments::MergeResult merge_stitch_result_folders(const std::vector<std::filesystem::path>& dirs,
-                                                            const std::filesystem::path& out) {
-    return experiments::merge_stitch_folders(dirs, out);
-}
 
 /// argv[1] is "stitch".
 inline int run_experiment_stitch(int argc, char** argv) {
@@ -148,7 +143,7 @@ inline int run_experiment_stitch(int argc, char** argv) {
             std::cerr << "hylens experiment stitch: " << r.records << " records (" << r.written << " new, " << r.resumed
                       << " resumed) in " << r.seconds << " s -> " << o.out.string() << "\n";
         },
-        merge_stitch_result_folders);
+        experiments::merge_stitch_folders);
 }
 
 }  // namespace hylens::cli

@@ -9,6 +9,7 @@
 // Under mpirun, rank r runs shard r/N into OUT/ranks/rank-r-of-N and rank 0 merges them
 // (study_mpi.hpp).
 
+#include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/experiments/study_folder.hpp>
 #include <hylens/experiments/transplant_study.hpp>
@@ -53,14 +54,6 @@ inline std::size_t group_size_of(const std::string& model_type, long size) {
 }
 
 }  // namespace transplant_detail
-
-/// Merges transplant result folders (hylens experiment merge dispatches here on run.json's kind).
-inline experiments::MergeResult merge_transplant_folders(const std::vector<std::filesystem::path>& dirs,
-                                                         const std::filesystem::path& out) {
-    return experiments::merge_study_folders(dirs, out, "transplant", [](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
-        experiments::write_transplant_summaries(o, r);
-    });
-}
 
 /// argv[1] is "transplant".
 inline int run_experiment_transplant(int argc, char** argv) {
@@ -141,7 +134,7 @@ inline int run_experiment_transplant(int argc, char** argv) {
             std::cerr << "hylens experiment transplant: " << r.items << " pairs, " << r.records << " records (" << r.written
                       << " new, " << r.resumed << " resumed) -> " << o.out.string() << "\n";
         },
-        merge_transplant_folders);
+        experiments::merge_transplant_folders);
 }
 
 }  // namespace hylens::cli

@@ -195,15 +195,6 @@ inline nlohmann::json study_run_info(const std::string& model, const std::string
             {"mpi_ranks", ranks}};
 }
 
-/// The study definition (run.json "study") of the first result folder, which a study's merge
-/// writes its summaries from (merge_study_folders checks that every folder has the same).
-inline nlohmann::json first_definition(const std::vector<std::filesystem::path>& dirs) {
-    check(!dirs.empty(), "[merge] no result folder given");
-    check(std::filesystem::exists(dirs.front() / "run.json"), "[merge] ", dirs.front().string(),
-          " holds no run.json (not a study result folder)");
-    return experiments::detail::read_json_file(dirs.front() / "run.json").value("study", nlohmann::json());
-}
-
 /// The report line of `hylens experiment merge` for a study's merge.
 inline int report_merge(const experiments::MergeResult& m, const std::string& out) {
     std::cerr << "hylens experiment merge: " << m.folders << " folders, " << m.records << " records"

@@ -57,6 +57,7 @@ from ._experiment import (  # noqa: E402,F401
     circuit_study,
     encode_swap_study,
     experiment,
+    merge,
     query_map_study,
     stitch_study,
     transplant_study,

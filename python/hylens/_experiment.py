@@ -1,8 +1,9 @@
 """hylens.experiment, hylens.circuit_study, hylens.transplant_study, hylens.encode_swap_study,
-hylens.query_map_study and hylens.stitch_study: the channel study (split-prefill and state swap
+hylens.query_map_study, hylens.stitch_study and hylens.merge: the channel study (split-prefill and state swap
 over task items), the circuit study (the Encode / Address / reader battery), the transplant study
 (exp22 / exp32), the Encode sufficiency swaps (exp29), the query-vector transfer (exp26) and the
-block stitching (exp27 / exp34) from Python. Each run is the C++ runner of the
+block stitching (exp27 / exp34) from Python, and the merge of any study's shard folders. Each run
+is the C++ runner of the
 matching `hylens experiment` command (crash-safe items.jsonl, resume, shards); the records and
 summaries are read back from the files it writes, so what a notebook sees is exactly what is on
 disk."""
@@ -499,3 +500,29 @@ def stitch_study(host, donor, out, host_block, donor_block, host_tokenizer=None,
         shard, bool(resume),
         bool(progress))
     return StitchResult(out, stats, frames)
+
+
+_RESULTS = {"channels": ExperimentResult, "circuit": CircuitResult, "encode-swap": EncodeSwapResult,
+            "transplant": TransplantResult, "query-map": QueryMapResult, "stitch": StitchResult}
+
+
+def merge(folders, out, frames=None):
+    """Merges the shard folders of one study into the folder `out`, as `hylens experiment merge`
+    does: the records of every folder (each at most once), the summaries recomputed from them, so
+    the merge of all of a study's shards is the unsharded run's folder. The study is the first
+    folder's (run.json "kind": the channel study, circuit, encode-swap, transplant, query-map or
+    stitch); every folder must hold the same study run on the same inputs. Returns the study's
+    result class over `out` (ExperimentResult, CircuitResult, ...); stats: kind, folders,
+    records, incomplete (folders whose run had not finished), missing_shards (a merge of some
+    shards is a partial result: run.json status "incomplete"). frames: as for hylens.experiment."""
+    from . import _core
+
+    who = "merge"
+    if isinstance(folders, (str, bytes, os.PathLike)) or not isinstance(folders, (list, tuple)):
+        raise TypeError(f"{who}: folders must be a list of result folders, got {folders!r}")
+    folders = [_out_path(f, who) for f in folders]
+    if not folders:
+        raise ValueError(f"{who}: no result folder given")
+    out = _out_path(out, who)
+    stats = _core._merge(folders, out)
+    return _RESULTS[stats["kind"]](out, stats, frames)

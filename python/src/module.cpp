@@ -10,6 +10,7 @@
 #include "bind_encode_swap.hpp"
 #include "bind_experiment.hpp"
 #include "bind_interp.hpp"
+#include "bind_merge.hpp"
 #include "bind_model.hpp"
 #include "bind_text.hpp"
 #include "bind_transplant.hpp"
@@ -27,5 +28,6 @@ PYBIND11_MODULE(_core, m) {
     hylens::python::bind_circuit(m);
     hylens::python::bind_encode_swap(m);
     hylens::python::bind_transplant(m);
+    hylens::python::bind_merge(m);
     hylens::python::bind_two_model_studies(m);
 }

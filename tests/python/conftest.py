@@ -93,3 +93,52 @@ def run_cli(cli_path, *args):
     r = subprocess.run([cli_path, *map(str, args)], capture_output=True, text=True)
     assert r.returncode == 0, f"hylens {' '.join(map(str, args))} failed ({r.returncode}): {r.stderr}"
     return r
+
+
+def byte_char(b):
+    printable = 33 <= b <= 126 or 161 <= b <= 172 or 174 <= b <= 255
+    if printable:
+        return chr(b)
+    return chr(256 + sum(1 for x in range(b) if not (33 <= x <= 126 or 161 <= x <= 172 or 174 <= x <= 255)))
+
+
+@pytest.fixture(scope="session")
+def byte_tokenizer(tmp_path_factory):
+    """A byte-level tokenizer small enough for the golden models' 320-token vocabulary (256 byte
+    tokens and the chat specials, as in tests/experiments/fixtures.hpp)."""
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    j = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": 256 + i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True} for i, s in enumerate(specials)],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": {byte_char(b): b for b in range(256)}, "merges": []},
+    }
+    path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
+    path.write_text(json.dumps(j))
+    import hylens
+
+    return hylens.Tokenizer(str(path))
+
+
+@pytest.fixture(scope="session")
+def organisms(tmp_path_factory):
+    """Copies of the shipped organisms models/qwen35-tiny and models/granite-h-tiny (a retraining
+    of an organism in the middle of the suite cannot change their weights)."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("organisms")
+    for name in ("qwen35-tiny", "granite-h-tiny"):
+        shutil.copytree(SOURCE_DIR / "models" / name, root / name)
+    return root / "qwen35-tiny", root / "granite-h-tiny"
+
+
+def same_files(a, b, files):
+    """The files of folder a and folder b are equal byte for byte."""
+    for f in files:
+        assert (Path(a) / f).read_bytes() == (Path(b) / f).read_bytes(), f

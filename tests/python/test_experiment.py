@@ -13,34 +13,8 @@ import hylens
 from conftest import GOLDEN
 
 
-def byte_char(b):
-    printable = 33 <= b <= 126 or 161 <= b <= 172 or 174 <= b <= 255
-    if printable:
-        return chr(b)
-    return chr(256 + sum(1 for x in range(b) if not (33 <= x <= 126 or 161 <= x <= 172 or 174 <= x <= 255)))
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    j = {
-        "version": "1.0", "truncation": None, "padding": None,
-        "added_tokens": [{"id": 256 + i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
-                          "normalized": False, "special": True} for i, s in enumerate(specials)],
-        "normalizer": None,
-        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
-        "post_processor": None,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                  "vocab": {byte_char(b): b for b in range(256)}, "merges": []},
-    }
-    path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
-    path.write_text(json.dumps(j))
-    return hylens.Tokenizer(str(path))
-
-
-def test_channel_study_records_and_summaries(tokenizer, tmp_path):
+def test_channel_study_records_and_summaries(byte_tokenizer, tmp_path):
+    tokenizer = byte_tokenizer
     model = hylens.load(str(GOLDEN / "models" / "qwen3_5_dense"))
     task = "drm"  # no B source: every item runs (swap tasks skip items whose A and B differ in length)
     assert task in hylens.experiment_tasks()

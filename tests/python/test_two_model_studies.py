@@ -4,26 +4,11 @@ experiment query-map` / `hylens experiment stitch` write with the same options, 
 the result objects read them back; bad arguments are refused before anything runs."""
 
 import json
-import shutil
 
 import pytest
 
 import hylens
-from conftest import SOURCE_DIR, run_cli
-
-
-@pytest.fixture(scope="module")
-def organisms(tmp_path_factory):
-    # copies: a retraining of an organism in the middle of the test cannot change its weights
-    root = tmp_path_factory.mktemp("organisms")
-    for name in ("qwen35-tiny", "granite-h-tiny"):
-        shutil.copytree(SOURCE_DIR / "models" / name, root / name)
-    return root / "qwen35-tiny", root / "granite-h-tiny"
-
-
-def _same_files(a, b, files):
-    for f in files:
-        assert (a / f).read_bytes() == (b / f).read_bytes(), f
+from conftest import run_cli, same_files
 
 
 def _run(path):
@@ -39,7 +24,7 @@ def test_query_map_study_equals_the_cli(organisms, tmp_path, cli):
     run_cli(cli, "experiment", "query-map", "--model", qwen, "--address", "G0", "--reader", "3:1", "--sources", "G0,1",
             "--fit", 40, "--curve", 20, "--variant", "chat4", "--per-config", 2, "--seeds", "5,7", "--no-progress",
             "--out", tmp_path / "cli")
-    _same_files(tmp_path / "py", tmp_path / "cli", ("items.jsonl", "summary.csv", "summary.json"))
+    same_files(tmp_path / "py", tmp_path / "cli", ("items.jsonl", "summary.csv", "summary.json"))
     cli_run = _run(tmp_path / "cli")
     assert r.run["study"] == cli_run["study"] and r.run["fits"] == cli_run["fits"] and r.run["via"] == "python"
     assert r.run["donor"] is None and r.run["donor_model_type"] == "qwen3_5"
@@ -71,7 +56,7 @@ def test_query_map_study_across_families(organisms, tmp_path, cli):
                                donor=hylens.load(str(granite)), reader=(3, 1), fit=30, per_config=1, frames=False)
     run_cli(cli, "experiment", "query-map", "--model", qwen, "--donor", granite, "--reader", "3:1", "--fit", 30,
             "--per-config", 1, "--no-progress", "--out", tmp_path / "cli")
-    _same_files(tmp_path / "py", tmp_path / "cli", ("items.jsonl", "summary.csv", "summary.json"))
+    same_files(tmp_path / "py", tmp_path / "cli", ("items.jsonl", "summary.csv", "summary.json"))
     cli_run = _run(tmp_path / "cli")
     assert r.run["study"] == cli_run["study"] and r.run["fits"] == cli_run["fits"]
     # the donor's tokenizer defaulted to its folder's, as the tool's does
@@ -118,7 +103,7 @@ def test_stitch_study_equals_the_cli(organisms, tmp_path, cli):
     run_cli(cli, "experiment", "stitch", "--host", granite, "--donor", qwen, "--host-block", "0-1", "--donor-block",
             "0-2", "--conditions", "intact,removed,stitched", "--fit-prompts", 12, "--fit-tokens", 400,
             "--test-items", 5, "--ppl-seqs", 2, "--ppl-len", 24, "--seed", 7, "--no-progress", "--out", tmp_path / "cli")
-    _same_files(tmp_path / "py", tmp_path / "cli", ("items.jsonl", "summary.csv", "summary.json", "adapters.safetensors"))
+    same_files(tmp_path / "py", tmp_path / "cli", ("items.jsonl", "summary.csv", "summary.json", "adapters.safetensors"))
     cli_run = _run(tmp_path / "cli")
     assert r.run["study"] == cli_run["study"] and r.run["fits"] == cli_run["fits"] and r.run["via"] == "python"
     for key in ("host", "host_tokenizer", "donor", "donor_tokenizer", "host_type", "donor_type"):

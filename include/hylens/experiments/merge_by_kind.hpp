@@ -1,0 +1,87 @@
+#pragma once
+// Merging the shard folders of any study by its kind (run.json "kind"): the channel study
+// (merge.hpp), circuit, encode-swap, transplant, query-map and stitch. Each merge takes the
+// records of every folder (each key at most once), checks that the folders describe one study
+// run on the same inputs, and writes the summaries from the merged records, so the merge of a
+// study's shards is the unsharded run's folder. What `hylens experiment merge` and
+// hylens.merge (Python) call.
+
+#include <filesystem>  // std::filesystem
+#include <fstream>     // std::ifstream
+#include <string>      // std::string
+#include <vector>      // std::vector
+
+#include <nlohmann/json.hpp>
+
+#include "../core/error.hpp"
+#include "circuit_study.hpp"
+#include "encode_swap_study.hpp"
+#include "merge.hpp"  // merge_results: the channel study
+#include "query_map_study.hpp"
+#include "stitch_study.hpp"
+#include "study_folder.hpp"
+#include "transplant_study.hpp"
+
+namespace hylens::experiments {
+
+/// run.json's "kind" of a result folder; "channels" where run.json has none (the channel study's
+/// folders) or is not there (merge_results then names the folder).
+inline std::string result_kind(const std::filesystem::path& dir) {
+    const std::filesystem::path run = dir / "run.json";
+    if (!std::filesystem::exists(run)) return "channels";
+    std::ifstream in(run);
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    return j.is_object() && j.contains("kind") && j["kind"].is_string() ? j["kind"].get<std::string>() : "channels";
+}
+
+/// The study definition (run.json "study") of the first result folder, which a study's merge
+/// writes its summaries from (merge_study_folders checks that every folder has the same).
+inline nlohmann::json first_study_definition(const std::vector<std::filesystem::path>& dirs) {
+    check(!dirs.empty(), "[merge] no result folder given");
+    check(std::filesystem::exists(dirs.front() / "run.json"), "[merge] ", dirs.front().string(),
+          " holds no run.json (not a study result folder)");
+    return detail::read_json_file(dirs.front() / "run.json").value("study", nlohmann::json());
+}
+
+inline MergeResult merge_circuit_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out) {
+    const nlohmann::json definition = first_study_definition(dirs);
+    check_circuit_definition(definition);  // before the merged folder is made
+    return merge_study_folders(dirs, out, "circuit", [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
+        if (!r.empty()) write_circuit_summaries(o, r, definition, {});
+    });
+}
+
+inline MergeResult merge_encode_swap_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out) {
+    const nlohmann::json definition = first_study_definition(dirs);
+    return merge_study_folders(dirs, out, "encode-swap", [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
+        if (!r.empty()) write_encode_swap_summaries(o, r, definition, {});
+    });
+}
+
+inline MergeResult merge_transplant_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out) {
+    return merge_study_folders(dirs, out, "transplant", [](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
+        write_transplant_summaries(o, r);
+    });
+}
+
+inline MergeResult merge_query_map_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out) {
+    return merge_study_folders(dirs, out, "query-map", [](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
+        write_transplant_summaries(o, r);
+    });
+}
+
+/// The merge of the study the first folder holds (result_kind): the channel study, circuit,
+/// encode-swap, transplant, query-map or stitch; another kind is an error.
+inline MergeResult merge_result_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out) {
+    check(!dirs.empty(), "[merge] no result folder given");
+    const std::string kind = result_kind(dirs.front());
+    if (kind == "channels") return merge_results(dirs, out);
+    if (kind == "circuit") return merge_circuit_folders(dirs, out);
+    if (kind == "encode-swap") return merge_encode_swap_folders(dirs, out);
+    if (kind == "transplant") return merge_transplant_folders(dirs, out);
+    if (kind == "query-map") return merge_query_map_folders(dirs, out);
+    if (kind == "stitch") return merge_stitch_folders(dirs, out);
+    fail("[merge] ", (dirs.front() / "run.json").string(), " holds a '", kind, "' study, which has no merge");
+}
+
+}  // namespace hylens::experiments

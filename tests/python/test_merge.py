@@ -1,0 +1,65 @@
+"""hylens.merge: the shard folders of a study run from Python, merged from Python, are the
+unsharded run's folder byte for byte (the channel study on a golden model, the circuit study and
+the stitch study on the shipped organisms), returned as the study's result class; bad arguments
+and folders that cannot be merged are refused."""
+
+import json
+
+import pytest
+
+import hylens
+from conftest import GOLDEN, same_files
+
+
+def test_merge_channel_study(byte_tokenizer, tmp_path):
+    tokenizer = byte_tokenizer
+    model = hylens.load(str(GOLDEN / "models" / "qwen3_5_dense"))
+    args = dict(conditions="FULL,NONE", items=3, seeds=[1], max_new=2, frames=False)
+    whole = hylens.experiment(model, tokenizer, ["drm"], tmp_path / "whole", **args)
+    for i in range(2):
+        hylens.experiment(model, tokenizer, ["drm"], tmp_path / f"s{i}", shard=f"{i}/2", **args)
+    m = hylens.merge([tmp_path / "s1", str(tmp_path / "s0")], tmp_path / "merged", frames=False)
+    assert isinstance(m, hylens.ExperimentResult)
+    assert m.stats["kind"] == "channels" and m.stats["folders"] == 2 and m.stats["missing_shards"] == 0
+    assert m.stats["records"] == len(whole.records)
+    same_files(tmp_path / "merged", tmp_path / "whole", ("items.jsonl", "summary.csv", "diffs.csv"))
+    assert m.records == whole.records
+
+
+def test_merge_circuit_and_stitch(organisms, tmp_path):
+    qwen, granite = organisms
+    model = hylens.load(str(qwen))
+    args = dict(per_config=1, seeds=[5], top=2, frames=False)
+    hylens.circuit_study(model, qwen / "tokenizer.json", tmp_path / "c", **args)
+    for i in range(2):
+        hylens.circuit_study(model, qwen / "tokenizer.json", tmp_path / f"c{i}", shard=f"{i}/2", **args)
+    m = hylens.merge([tmp_path / "c0", tmp_path / "c1"], tmp_path / "cm", frames=False)
+    assert isinstance(m, hylens.CircuitResult) and m.stats["kind"] == "circuit"
+    same_files(tmp_path / "cm", tmp_path / "c", ("items.jsonl", "summary.csv", "summary.json", "circuit.json"))
+    assert m.circuit == json.loads((tmp_path / "c" / "circuit.json").read_text())
+    # one shard alone: a partial result, said so
+    part = hylens.merge([tmp_path / "c0"], tmp_path / "cp", frames=False)
+    assert part.stats["missing_shards"] == 1 and part.run["status"] == "incomplete"
+
+    host, donor = hylens.load(str(granite)), model
+    sargs = dict(fit_prompts=12, fit_tokens=400, test_items=4, ppl_seqs=2, ppl_len=24, conditions="intact,stitched",
+                 frames=False)
+    hylens.stitch_study(host, donor, tmp_path / "st", "0-1", "0-2", **sargs)
+    for i in range(2):
+        hylens.stitch_study(host, donor, tmp_path / f"st{i}", "0-1", "0-2", shard=f"{i}/2", **sargs)
+    s = hylens.merge((tmp_path / "st0", tmp_path / "st1"), tmp_path / "stm", frames=False)
+    assert isinstance(s, hylens.StitchResult) and s.stats["kind"] == "stitch"
+    same_files(tmp_path / "stm", tmp_path / "st", ("items.jsonl", "summary.csv", "summary.json"))
+
+
+def test_merge_refuses(tmp_path):
+    with pytest.raises(TypeError, match="folders must be a list of result folders"):
+        hylens.merge(str(tmp_path), tmp_path / "m")
+    with pytest.raises(ValueError, match="no result folder given"):
+        hylens.merge([], tmp_path / "m")
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / "run.json").write_text(json.dumps({"kind": "bogus", "study": {}}))
+    with pytest.raises(hylens.Error, match="holds a 'bogus' study, which has no merge"):
+        hylens.merge([odd], tmp_path / "m")
+    assert not (tmp_path / "m").exists()
