@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -154,8 +153,6 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
 
 }  // namespace detail
 
-/// The kind of study a result folder holds: run.json's "kind" ("channels" when absent, as in
-/// folders written before other studies existed).
 inline int run_experiment(int argc, char** argv) {
     // Studies with a header of their own (examples/cli/experiment_<study>.hpp) take over the
     // command line from their name on: run_experiment_<study>(argc - 1, argv + 1), argv[1] is the

@@ -145,9 +145,11 @@ def _seed_list(seeds, who):
     return seeds
 
 
-def _out_path(out, who):
+def _out_path(out, who, what="out"):
     if not isinstance(out, (str, os.PathLike)):
-        raise TypeError(f"{who}: out must be a folder path, got {type(out).__name__}")
+        raise TypeError(f"{who}: {what} must be a folder path, got {type(out).__name__}")
+    if not os.fspath(out):
+        raise ValueError(f"{who}: {what} is an empty path")
     return os.fspath(out)
 
 
@@ -518,11 +520,11 @@ def merge(folders, out, frames=None):
     from . import _core
 
     who = "merge"
-    if isinstance(folders, (str, bytes, os.PathLike)) or not isinstance(folders, (list, tuple)):
+    if isinstance(folders, (str, bytes, os.PathLike, set, frozenset, dict)) or not hasattr(folders, "__iter__"):
         raise TypeError(f"{who}: folders must be a list of result folders, got {folders!r}")
-    folders = [_out_path(f, who) for f in folders]
+    folders = [_out_path(f, who, "a folder to merge") for f in folders]
     if not folders:
         raise ValueError(f"{who}: no result folder given")
     out = _out_path(out, who)
     stats = _core._merge(folders, out)
-    return _RESULTS[stats["kind"]](out, stats, frames)
+    return _RESULTS.get(stats["kind"], _StudyResult)(out, stats, frames)

@@ -103,6 +103,12 @@ TEST_CASE("cli: hylens experiment rejects bad arguments with a usage error") {
     CHECK(sh(kCli + " experiment merge --out x" + quiet) == 2);                          // no folder
     CHECK(sh(kCli + " experiment merge " + dir.path.string() + quiet) == 2);             // no --out
     CHECK(sh(kCli + " experiment merge " + model.string() + " --out " + (dir.path / "m").string() + quiet) == 1);  // not results
+    {  // a study kind without a merge: an error of the run (exit 1), before the merged folder is made
+        fs::create_directories(dir.path / "odd");
+        std::ofstream(dir.path / "odd" / "run.json") << R"({"kind": "bogus", "study": {}})";
+        CHECK(sh(kCli + " experiment merge " + (dir.path / "odd").string() + " --out " + (dir.path / "m").string() + quiet) == 1);
+        CHECK_FALSE(fs::exists(dir.path / "m"));
+    }
     CHECK_FALSE(fs::exists(dir.path / "o" / "items.jsonl"));
     // A layer beyond the model is an error of the run (exit 1), before any record.
     CHECK(sh(base + " --task dictionary --items 1 --conditions KV_ONLY@8" + quiet) == 1);

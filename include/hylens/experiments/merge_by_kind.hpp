@@ -1,6 +1,7 @@
 #pragma once
 // Merging the shard folders of any study by its kind (run.json "kind"): the channel study
-// (merge.hpp), circuit, encode-swap, transplant, query-map and stitch. Each merge takes the
+// (merge.hpp), circuit, encode-swap, transplant, query-map (the transplant study's summaries)
+// and stitch. Each merge takes the
 // records of every folder (each key at most once), checks that the folders describe one study
 // run on the same inputs, and writes the summaries from the merged records, so the merge of a
 // study's shards is the unsharded run's folder. What `hylens experiment merge` and
@@ -17,7 +18,6 @@
 #include "circuit_study.hpp"
 #include "encode_swap_study.hpp"
 #include "merge.hpp"  // merge_results: the channel study
-#include "query_map_study.hpp"
 #include "stitch_study.hpp"
 #include "study_folder.hpp"
 #include "transplant_study.hpp"
@@ -53,6 +53,9 @@ inline MergeResult merge_circuit_folders(const std::vector<std::filesystem::path
 
 inline MergeResult merge_encode_swap_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out) {
     const nlohmann::json definition = first_study_definition(dirs);
+    check<FormatError>(definition.is_object() && definition.contains("sources") && definition["sources"].is_array(),
+                       "[merge] ", (dirs.front() / "run.json").string(),
+                       " has no encode-swap study definition (its 'sources')");  // before the merged folder is made
     return merge_study_folders(dirs, out, "encode-swap", [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
         if (!r.empty()) write_encode_swap_summaries(o, r, definition, {});
     });

@@ -332,10 +332,15 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
                                        const std::function<void(const std::filesystem::path&, const nlohmann::json&)>& accept) {
     namespace fs = std::filesystem;
     check(!dirs.empty(), "[merge] no result folder given");
-    for (const fs::path& d : dirs) {
+    check(!out.empty(), "[merge] the output folder is an empty path");
+    check(!fs::exists(out) || fs::is_directory(out), "[merge] the output folder ", out.string(), " is a file");
+    for (std::size_t i = 0; i < dirs.size(); ++i) {
         std::error_code ec;  // a folder that does not exist is reported below, with its run.json
-        check(!fs::equivalent(out, d, ec), "[merge] the output folder ", out.string(), " is one of the folders to merge (",
-              d.string(), "): give another --out");
+        check(!fs::equivalent(out, dirs[i], ec), "[merge] the output folder ", out.string(), " is one of the folders to merge (",
+              dirs[i].string(), "): choose another output folder");
+        for (std::size_t j = 0; j < i; ++j)
+            check(!fs::equivalent(dirs[i], dirs[j], ec), "[merge] ", dirs[i].string(), " is given twice (as ",
+                  dirs[j].string(), ")");
     }
     ShardFolders f;
     std::set<RecordKey> keys;
@@ -405,7 +410,8 @@ inline nlohmann::json merged_run(const ShardFolders& f, std::size_t records) {
 
 /// Merges the shard folders of one study of kind `kind`: same kind and definition (shard
 /// aside), no key in two folders, every shard at most once. Writes out/items.jsonl (RecordKey
-/// order) and out/run.json (the first folder's, "shard": "0/1", "merged_from", status
+/// order; the summaries of an earlier merge into `out` removed) and out/run.json (the first
+/// folder's, "shard": "0/1", "merged_from", status
 /// "complete" or "incomplete" when a folder was not complete or a shard is missing,
 /// "missing_shards", "records"), then calls
 /// write_summaries(out, records) for the study's own summary files.
@@ -418,6 +424,8 @@ inline MergeResult merge_study_folders(
     });
     detail::sort_by_key(f.records);
     std::filesystem::create_directories(out);
+    // An earlier merge into `out` left summaries this one may not write (no records: no summaries).
+    for (const char* stale : {"summary.csv", "summary.json", "circuit.json"}) std::filesystem::remove(out / stale);
     write_file_atomic(out / "items.jsonl", detail::jsonl_text(f.records));
     if (write_summaries) write_summaries(out, f.records);
     write_file_atomic(out / "run.json", detail::pretty_json(detail::merged_run(f, f.records.size())));
