@@ -153,6 +153,17 @@ def _out_path(out, who, what="out"):
     return os.fspath(out)
 
 
+def _corpus_path(corpus, who):
+    """The corpus file's path, or "" for None (the default corpus)."""
+    if corpus is None:
+        return ""
+    if not isinstance(corpus, (str, os.PathLike)):
+        raise TypeError(f"{who}: corpus must be a file path or None, got {type(corpus).__name__}")
+    if not os.fspath(corpus):
+        raise ValueError(f"{who}: corpus is an empty path (None takes the default corpus)")
+    return os.fspath(corpus)
+
+
 def _tokenizer_of(tokenizer, who):
     from . import _core
 
@@ -211,15 +222,12 @@ def circuit_study(model, tokenizer, out, variant="chat8", per_config=20, seeds=(
         group_size = _count(group_size, "group_size", who, 0, 1000)
     if isinstance(critical, bool) or not isinstance(critical, numbers.Real):
         raise TypeError(f"{who}: critical must be a number in [0, 1], got {critical!r}")
-    if corpus is not None and not isinstance(corpus, (str, os.PathLike)):
-        raise TypeError(f"{who}: corpus must be a file path or None, got {type(corpus).__name__}")
-    if corpus is not None and not os.fspath(corpus):
-        raise ValueError(f"{who}: corpus is an empty path (None takes the default corpus)")
     long_filler = corpus is not None or filler_tokens is not None
+    corpus = _corpus_path(corpus, who)
     filler_tokens = 512 if filler_tokens is None else _count(filler_tokens, "filler_tokens", who, 1, 100000)
     stats = _core._circuit_study(model, tokenizer, out, variant, _count(per_config, "per_config", who, 1, 100000), seeds,
                                  group_size, _count(top, "top", who, 1, 100000), unit, float(critical),
-                                 "" if corpus is None else os.fspath(corpus), filler_tokens, long_filler, shard,
+                                 corpus, filler_tokens, long_filler, shard,
                                  bool(resume), bool(progress))
     return CircuitResult(out, stats, frames)
 
@@ -344,15 +352,17 @@ def encode_swap_study(model, tokenizer, out, circuit, other_layers=None, variant
     return EncodeSwapResult(out, stats, frames)
 
 
-class QueryMapResult(_StudyResult):
-    """records (one per seed, item, condition: items.jsonl), summary (summary.csv: per condition,
-    ansA, ansB, dAB, attA, attB pooled over the seeds with bootstrap CIs and the sd over seeds),
-    fits (run.json's held-out R², λ and dimensions of every fitted map), run (run.json), stats
-    (this call's counts)."""
+class _FittedResult(_StudyResult):
+    """A study that fits maps: fits is run.json's record of every fitted map."""
 
     def __init__(self, out, stats, frames):
         super().__init__(out, stats, frames)
         self.fits = self.run.get("fits", {})
+
+
+class QueryMapResult(_FittedResult, TransplantResult):
+    """As TransplantResult (the same records and summary columns), plus fits: run.json's held-out
+    R², λ and dimensions of every fitted map."""
 
 
 def _model_of(model, what, who):
@@ -422,7 +432,7 @@ def query_map_study(model, tokenizer, out, donor=None, donor_tokenizer=None, cir
     return QueryMapResult(out, stats, frames)
 
 
-class StitchResult(_StudyResult):
+class StitchResult(_FittedResult):
     """records (one per task, seed, item, condition: items.jsonl; lookup items and perplexity
     sequences), summary (summary.csv: per task, condition and metric, pooled over the seeds with
     bootstrap CIs and the sd over seeds), fits (run.json's R² and λ of every fitted map), adapters
@@ -430,7 +440,6 @@ class StitchResult(_StudyResult):
 
     def __init__(self, out, stats, frames):
         super().__init__(out, stats, frames)
-        self.fits = self.run.get("fits", {})
         self.adapters = self.out / "adapters.safetensors"
 
 
@@ -487,15 +496,12 @@ def stitch_study(host, donor, out, host_block, donor_block, host_tokenizer=None,
             raise ValueError(f"{who}: other_blocks is empty (None: every donor layer outside a one-slot donor block; "
                              "name the conditions to leave the donor:A-B conditions out)")
     conditions = [] if conditions is None else _names(conditions, "conditions", who, required=True)
-    if corpus is not None and not isinstance(corpus, (str, os.PathLike)):
-        raise TypeError(f"{who}: corpus must be a file path or None, got {type(corpus).__name__}")
-    if corpus is not None and not os.fspath(corpus):
-        raise ValueError(f"{who}: corpus is an empty path (None takes the default corpus)")
+    corpus = _corpus_path(corpus, who)
     if reader == "":
         raise ValueError(f"{who}: reader is empty (None: no reader head)")
     stats = _core._stitch_study(
         host, host_tokenizer, donor, donor_tokenizer, out, host_block, donor_block,
-        "" if corpus is None else os.fspath(corpus), variant, _count(fit_prompts, "fit_prompts", who, 0, 1000000),
+        corpus, variant, _count(fit_prompts, "fit_prompts", who, 0, 1000000),
         _count(fit_tokens, "fit_tokens", who, 0, 100000000), _count(test_items, "test_items", who, 1, 1000000),
         _count(ppl_seqs, "ppl_seqs", who, 0, 100000), _count(ppl_len, "ppl_len", who, 2, 1000000), conditions,
         "" if other_blocks is None else other_blocks, "" if reader is None else _head(reader, "reader", who), seeds,

@@ -31,7 +31,7 @@ inline void bind_circuit(pyb::module_& m) {
         opt.variant = variant;
         opt.per_config = per_config;
         opt.seeds = seeds;
-        opt.circuit.group_size = group_size ? static_cast<std::size_t>(*group_size) : default_group_size(model.model_type());
+        opt.circuit.group_size = group_size_or_default(group_size, model);
         check<ShapeError>(top >= 1, "[circuit] top must be at least 1");
         opt.circuit.top = top;
         check<ShapeError>(unit == "mixer" || unit == "layer", "[circuit] unit must be 'mixer' or 'layer', got '", unit, "'");

@@ -51,14 +51,11 @@ inline void bind_query_map(pyb::module_& m) {
         const Tokenizer& dt = donor_tok ? *donor_tok : tok;
         opt.run_info["donor"] = donor ? nlohmann::json(std::filesystem::absolute(donor->path()).string()) : nlohmann::json(nullptr);
         opt.run_info["donor_model_type"] = dm.model_type();
-        opt.run_info["donor_tokenizer"] = dt.source().empty() ? nlohmann::json(nullptr) : nlohmann::json(dt.source());
+        opt.run_info["donor_tokenizer"] = tokenizer_file_json(dt);
         opt.run_info["circuit"] =
             circuit.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(circuit).string());
         opt.vocabulary = ex::query_map_vocabulary(tok, donor_tok);
-        const auto size_of = [&](const PyModel& x) {
-            return group_size ? static_cast<std::size_t>(*group_size) : default_group_size(x.model_type());
-        };
-        const std::size_t gs_r = size_of(model), gs_d = size_of(dm);
+        const std::size_t gs_r = group_size_or_default(group_size, model), gs_d = group_size_or_default(group_size, dm);
         const auto t0 = std::chrono::steady_clock::now();
         const ex::QueryMapResult r =
             run_two_models_released(model, dm, [&](const auto& x, ChatFamily xf, const auto& d, ChatFamily df) {

@@ -45,15 +45,12 @@ inline void bind_stitch(pyb::module_& m) {
         opt.seeds = seeds;
         set_python_run(opt, host, host_tok, out, shard, resume, progress);
         // run.json names the two models as the tool's does, with "via": "python" for the command line.
-        const auto tokenizer_path = [](const Tokenizer& t) {
-            return t.source().empty() ? nlohmann::json(nullptr) : nlohmann::json(t.source());
-        };
         opt.run_info = {{"host", std::filesystem::absolute(host.path()).string()},
                         {"host_type", host.model_type()},
-                        {"host_tokenizer", tokenizer_path(host_tok)},
+                        {"host_tokenizer", tokenizer_file_json(host_tok)},
                         {"donor", std::filesystem::absolute(donor.path()).string()},
                         {"donor_type", donor.model_type()},
-                        {"donor_tokenizer", tokenizer_path(donor_tok)},
+                        {"donor_tokenizer", tokenizer_file_json(donor_tok)},
                         {"via", "python"}};
         const tasks::lookup::FitCorpus text =
             corpus.empty() ? tasks::lookup::read_fit_corpus() : tasks::lookup::read_fit_corpus(corpus);

@@ -50,7 +50,7 @@ inline void bind_transplant(pyb::module_& m) {
         set_python_run(opt, model, tok, out, shard, resume, progress);
         opt.run_info["circuit"] =
             circuit.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(circuit).string());
-        const std::size_t gs = group_size ? static_cast<std::size_t>(*group_size) : default_group_size(model.model_type());
+        const std::size_t gs = group_size_or_default(group_size, model);
         const auto t0 = std::chrono::steady_clock::now();
         const ex::TransplantStudyResult r = run_study_released(model, [&](const auto& x, ChatFamily family) {
             ex::set_transplant_blocks(opt, x, gs, blocks, upstream);

@@ -4,15 +4,18 @@
 
 #include <hylens/experiments/prompt.hpp>        // chat_family
 #include <hylens/experiments/study_folder.hpp>  // StudyRunOptions, parse_shard
+#include <hylens/interp/reader_search.hpp>       // default_group_size
 
 #include <pybind11/pybind11.h>
 
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "arrays.hpp"  // Count
 #include "bind_model.hpp"
 
 namespace hylens::python {
@@ -25,6 +28,16 @@ inline nlohmann::json python_run_info(const PyModel& model, const Tokenizer& tok
                            {"via", "python"}};
     if (!tok.source().empty()) info["tokenizer"] = tok.source();
     return info;
+}
+
+/// A tokenizer's file for run.json (absolute, as read), or null for one not read from a file.
+inline nlohmann::json tokenizer_file_json(const Tokenizer& tok) {
+    return tok.source().empty() ? nlohmann::json(nullptr) : nlohmann::json(tok.source());
+}
+
+/// group_size from Python, or the model type's default when None (default_group_size).
+inline std::size_t group_size_or_default(const std::optional<Count>& group_size, const PyModel& model) {
+    return group_size ? static_cast<std::size_t>(*group_size) : default_group_size(model.model_type());
 }
 
 /// The result-folder part of a lookup study's options from Python: out, shard ("I/N" or empty),

@@ -4,22 +4,16 @@ same options, byte for byte; the result objects read them back; several seeds gi
 roles; bad arguments are refused before anything runs."""
 
 import json
-import shutil
 
 import pytest
 
 import hylens
-from conftest import SOURCE_DIR, run_cli
-
-ORGANISM = SOURCE_DIR / "models" / "qwen35-tiny"
+from conftest import run_cli, same_files
 
 
-@pytest.fixture(scope="module")
-def organism(tmp_path_factory):
-    # a copy: a retraining of the organism in the middle of the test cannot change its weights
-    d = tmp_path_factory.mktemp("organism") / "qwen35-tiny"
-    shutil.copytree(ORGANISM, d)
-    return d
+@pytest.fixture
+def organism(organisms):
+    return organisms[0]  # a copy of models/qwen35-tiny (conftest)
 
 
 def test_circuit_study_equals_the_cli(organism, tmp_path, cli):
@@ -28,8 +22,7 @@ def test_circuit_study_equals_the_cli(organism, tmp_path, cli):
                              frames=False)
     run_cli(cli, "experiment", "circuit", "--model", organism, "--per-config", 2, "--seeds", "5,7", "--top", 3,
             "--no-progress", "--out", tmp_path / "cli")
-    for f in ("items.jsonl", "summary.csv", "summary.json", "circuit.json"):
-        assert (tmp_path / "py" / f).read_bytes() == (tmp_path / "cli" / f).read_bytes(), f
+    same_files(tmp_path / "py", tmp_path / "cli", ("items.jsonl", "summary.csv", "summary.json", "circuit.json"))
     # the run.json definitions agree (the default group size, 3 for Qwen3.5, included)
     assert r.run["study"] == json.loads((tmp_path / "cli" / "run.json").read_text())["study"]
     assert r.run["study"]["group_size"] == 3 and r.run["via"] == "python"
@@ -140,8 +133,7 @@ def test_transplant_study_equals_the_cli(organism, tmp_path, cli):
     run_cli(cli, "experiment", "transplant", "--model", organism, "--circuit", tmp_path / "circuit" / "circuit.json",
             "--blocks", "G0,1", "--kind", "mixer,state", "--positions", "final,question", "--watch", "3:0",
             "--per-config", 1, "--seeds", "1,2", "--no-progress", "--out", tmp_path / "cli")
-    for f in ("items.jsonl", "summary.csv", "summary.json"):
-        assert (tmp_path / "py" / f).read_bytes() == (tmp_path / "cli" / f).read_bytes(), f
+    same_files(tmp_path / "py", tmp_path / "cli", ("items.jsonl", "summary.csv", "summary.json"))
     assert t.run["study"] == json.loads((tmp_path / "cli" / "run.json").read_text())["study"]
     assert t.run["circuit"] == str((tmp_path / "circuit" / "circuit.json").resolve())
 
@@ -224,8 +216,7 @@ def test_encode_swap_study(organism, tmp_path, cli):
                                  frames=False)
     run_cli(cli, "experiment", "encode-swap", "--model", organism, "--circuit", tmp_path / "circuit" / "circuit.json",
             "--other-layers", "1", "--per-config", 2, "--seed", 5, "--no-progress", "--out", tmp_path / "cli")
-    for f in ("items.jsonl", "summary.csv", "summary.json"):
-        assert (tmp_path / "py" / f).read_bytes() == (tmp_path / "cli" / f).read_bytes(), f
+    same_files(tmp_path / "py", tmp_path / "cli", ("items.jsonl", "summary.csv", "summary.json"))
     assert e.run["study"] == json.loads((tmp_path / "cli" / "run.json").read_text())["study"]
     assert e.stats["records"] == e.stats["written"] == len(e.records) > 0
     assert e.run["study"]["encode"] == c.circuit["encode"]["layers"]

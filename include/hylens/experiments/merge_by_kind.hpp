@@ -34,15 +34,6 @@ inline std::string result_kind(const std::filesystem::path& dir) {
     return j.is_object() && j.contains("kind") && j["kind"].is_string() ? j["kind"].get<std::string>() : "channels";
 }
 
-/// The study definition (run.json "study") of the first result folder, which a study's merge
-/// writes its summaries from (merge_study_folders checks that every folder has the same).
-inline nlohmann::json first_study_definition(const std::vector<std::filesystem::path>& dirs) {
-    check(!dirs.empty(), "[merge] no result folder given");
-    check(std::filesystem::exists(dirs.front() / "run.json"), "[merge] ", dirs.front().string(),
-          " holds no run.json (not a study result folder)");
-    return detail::read_json_file(dirs.front() / "run.json").value("study", nlohmann::json());
-}
-
 inline MergeResult merge_circuit_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out) {
     const nlohmann::json definition = first_study_definition(dirs);
     check_circuit_definition(definition);  // before the merged folder is made
@@ -61,16 +52,22 @@ inline MergeResult merge_encode_swap_folders(const std::vector<std::filesystem::
     });
 }
 
-inline MergeResult merge_transplant_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out) {
-    return merge_study_folders(dirs, out, "transplant", [](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
+namespace detail {
+/// The merge of a study with the transplant study's summaries (transplant, query-map).
+inline MergeResult merge_transplant_kind(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out,
+                                         const char* kind) {
+    return merge_study_folders(dirs, out, kind, [](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
         write_transplant_summaries(o, r);
     });
 }
+}  // namespace detail
+
+inline MergeResult merge_transplant_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out) {
+    return detail::merge_transplant_kind(dirs, out, "transplant");
+}
 
 inline MergeResult merge_query_map_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out) {
-    return merge_study_folders(dirs, out, "query-map", [](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
-        write_transplant_summaries(o, r);
-    });
+    return detail::merge_transplant_kind(dirs, out, "query-map");
 }
 
 /// The merge of the study the first folder holds (result_kind): the channel study, circuit,

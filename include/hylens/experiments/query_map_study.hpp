@@ -111,10 +111,7 @@ void set_query_map_blocks(QueryMapOptions& o, const Receiver& receiver, std::siz
         o.address = rg.back();
     }
     const std::vector<std::vector<LayerIndex>> dg = group_layers(donor.stack(), donor_group_size);
-    std::string spec(sources);
-    if (spec.empty())
-        for (std::size_t g = 0; g < dg.size(); ++g)
-            if (!dg[g].empty()) spec += (spec.empty() ? "G" : ",G") + std::to_string(g);
+    const std::string spec = sources.empty() ? every_group_block(dg) : std::string(sources);
     o.sources = spec.empty() ? std::vector<TransplantBlock>{} : blocks(spec, dg, donor.num_layers(), "the donor's sources");
 }
 

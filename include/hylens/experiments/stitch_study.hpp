@@ -701,8 +701,7 @@ inline MergeResult merge_stitch_folders(const std::vector<std::filesystem::path>
     std::vector<std::string> order;
     BootstrapOptions opt;
     {
-        const nlohmann::json run = detail::read_json_file(dirs.front() / "run.json");
-        const nlohmann::json study = run.value("study", nlohmann::json::object());
+        const nlohmann::json study = first_study_definition(dirs);
         try {
             if (study.contains("conditions")) order = study["conditions"].get<std::vector<std::string>>();
             if (study.contains("bootstrap")) {
@@ -718,9 +717,13 @@ inline MergeResult merge_stitch_folders(const std::vector<std::filesystem::path>
                                               [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
                                                   write_stitch_summaries(o, r, order, opt);
                                               });
+    // (read_shard_folders refused an output folder among the inputs.) A run whose conditions fit
+    // no map has no adapters: an earlier merge's in `out` would be another study's.
     const std::filesystem::path a = dirs.front() / "adapters.safetensors";
-    if (std::filesystem::exists(a) && std::filesystem::absolute(dirs.front()) != std::filesystem::absolute(out))
+    if (std::filesystem::exists(a))
         std::filesystem::copy_file(a, out / "adapters.safetensors", std::filesystem::copy_options::overwrite_existing);
+    else
+        std::filesystem::remove(out / "adapters.safetensors");
     return m;
 }
 

@@ -408,9 +408,19 @@ inline nlohmann::json merged_run(const ShardFolders& f, std::size_t records) {
 
 }  // namespace detail
 
+/// The study definition (run.json "study") of the first result folder, which a study's merge
+/// writes its summaries from (merge_study_folders checks that every folder has the same).
+inline nlohmann::json first_study_definition(const std::vector<std::filesystem::path>& dirs) {
+    check(!dirs.empty(), "[merge] no result folder given");
+    check(std::filesystem::exists(dirs.front() / "run.json"), "[merge] ", dirs.front().string(),
+          " holds no run.json (not a study result folder)");
+    return detail::read_json_file(dirs.front() / "run.json").value("study", nlohmann::json());
+}
+
 /// Merges the shard folders of one study of kind `kind`: same kind and definition (shard
 /// aside), no key in two folders, every shard at most once. Writes out/items.jsonl (RecordKey
-/// order; the summaries of an earlier merge into `out` removed) and out/run.json (the first
+/// order; the summaries of an earlier merge into `out` removed: summary.csv, summary.json,
+/// circuit.json; merge_stitch_folders handles adapters.safetensors) and out/run.json (the first
 /// folder's, "shard": "0/1", "merged_from", status
 /// "complete" or "incomplete" when a folder was not complete or a shard is missing,
 /// "missing_shards", "records"), then calls

@@ -636,6 +636,14 @@ inline std::string transplant_task(tasks::lookup::Style style, std::size_t n_pai
     return "transplant:" + tasks::lookup::Variant{style, n_pairs}.name();
 }
 
+/// "G0,G1,..." over the groups that have layers: every layer group as a block list (parse_blocks).
+inline std::string every_group_block(const std::vector<std::vector<LayerIndex>>& groups) {
+    std::string spec;
+    for (std::size_t g = 0; g < groups.size(); ++g)
+        if (!groups[g].empty()) spec += (spec.empty() ? "G" : ",G") + std::to_string(g);
+    return spec;
+}
+
 /// Sets the prompt variant (o.style, o.n_pairs) of a study on donor/host pairs: chat4, chat8,
 /// chat16, list8, rev8 (the long and perm variants have none); `study` names it in the error.
 template <class Options>
@@ -663,10 +671,7 @@ template <class Model>
 void set_transplant_blocks(TransplantStudyOptions& o, const Model& m, std::size_t group_size, std::string_view blocks,
                            std::string_view upstream) {
     const std::vector<std::vector<LayerIndex>> groups = group_layers(m.stack(), group_size);
-    std::string spec(blocks);
-    if (spec.empty())
-        for (std::size_t g = 0; g < groups.size(); ++g)
-            if (!groups[g].empty()) spec += (spec.empty() ? "G" : ",G") + std::to_string(g);
+    const std::string spec = blocks.empty() ? every_group_block(groups) : std::string(blocks);
     check(!spec.empty(), "[transplant] the model has no layer group; name the blocks (--blocks; Python: blocks=)");
     o.blocks = parse_blocks(spec, groups, m.num_layers());
     o.upstream = upstream.empty() ? std::vector<TransplantBlock>{} : parse_blocks(upstream, groups, m.num_layers());
