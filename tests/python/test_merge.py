@@ -49,6 +49,11 @@ def test_merge_circuit_and_stitch(organisms, tmp_path):
     s = hylens.merge((tmp_path / "st0", tmp_path / "st1"), tmp_path / "stm", frames=False)
     assert isinstance(s, hylens.StitchResult) and s.stats["kind"] == "stitch"
     same_files(tmp_path / "stm", tmp_path / "st", ("items.jsonl", "summary.csv", "summary.json", "adapters.safetensors"))
+    # merged into the same folder, a run that fits no map leaves no adapters of the earlier merge
+    hylens.stitch_study(host, donor, tmp_path / "plain", "0-1", "0-2", **{**sargs, "conditions": "intact,removed"})
+    assert not (tmp_path / "plain" / "adapters.safetensors").exists()
+    hylens.merge([tmp_path / "plain"], tmp_path / "stm", frames=False)
+    assert not (tmp_path / "stm" / "adapters.safetensors").exists()
 
 
 def test_merge_refuses(tmp_path):
