@@ -27,8 +27,6 @@
 #include <cstddef>     // std::size_t
 #include <cstdint>     // std::int64_t, std::uint64_t
 #include <filesystem>  // std::filesystem
-#include <fstream>     // std::ifstream
-#include <iterator>    // std::istreambuf_iterator
 #include <optional>    // std::optional
 #include <string>      // std::string
 #include <string_view> // std::string_view
@@ -45,6 +43,7 @@
 #include "../tasks/lookup/vocabulary.hpp"
 #include "../text/tokenizer.hpp"
 #include "bootstrap.hpp"
+#include "input_fingerprint.hpp"
 #include "progress.hpp"
 #include "study_folder.hpp"
 #include "transplant_study.hpp"
@@ -66,17 +65,17 @@ struct QueryMapOptions : StudyRunOptions {  // progress: per seed
 };
 
 /// The words of the query-map's keys and values: the in-family vocabulary when one tokenizer reads
-/// both prompts (no donor tokenizer, the receiver's own, or a tokenizer file of the same bytes),
-/// else the words both tokenizers keep (cross-family).
+/// both prompts (no donor tokenizer, the receiver's own, or a tokenizer file of the same contents:
+/// input_fingerprint, as resumes compare inputs), else the words both tokenizers keep (cross-family).
 inline tasks::lookup::Vocabulary query_map_vocabulary(const Tokenizer& receiver, const Tokenizer* donor) {
-    const auto text = [](const std::string& path) {
-        std::ifstream in(path, std::ios::binary);
-        check(in.good(), "[query-map] cannot read the tokenizer file ", path);
-        return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    const auto contents = [](const std::string& path) {
+        const std::string f = input_fingerprint(path);
+        check(!f.empty(), "[query-map] cannot read the tokenizer file ", path);
+        return f;
     };
     const bool same = donor == nullptr || donor == &receiver ||
                       (!receiver.source().empty() && !donor->source().empty() &&
-                       (receiver.source() == donor->source() || text(receiver.source()) == text(donor->source())));
+                       (receiver.source() == donor->source() || contents(receiver.source()) == contents(donor->source())));
     return same ? tasks::lookup::in_family_vocabulary(receiver) : tasks::lookup::cross_family_vocabulary({&receiver, donor});
 }
 
