@@ -145,6 +145,14 @@ def _seed_list(seeds, who):
     return seeds
 
 
+def _text(x, what, who):
+    """x when it is a string (a variant, shard 'I/N', unit or layer sweep), else a TypeError
+    naming the argument."""
+    if not isinstance(x, str):
+        raise TypeError(f"{who}: {what} must be a string, got {x!r}")
+    return x
+
+
 def _out_path(out, who, what="out"):
     if not isinstance(out, (str, os.PathLike)):
         raise TypeError(f"{who}: {what} must be a folder path, got {type(out).__name__}")
@@ -178,7 +186,8 @@ def experiment(model, tokenizer, tasks, out, conditions=DEFAULT_CONDITIONS, item
                max_new=0, layers="", shard="", resume=False, batch=16, progress=False, frames=None):
     """Runs the channel study of `tasks` on `model` into the folder `out` and returns an
     ExperimentResult. tokenizer: a hylens.Tokenizer or a tokenizer.json path. conditions: a
-    comma list as for `hylens experiment channels` (e.g. "FULL,KV_ONLY@0-3"); layers: a layer
+    comma list as for `hylens experiment channels` (e.g. "FULL,KV_ONLY@0-3") or a list of
+    condition names; layers: a layer
     sweep spec; shard: "I/N". frames: None = pandas DataFrames when pandas is importable,
     True = require pandas, False = plain lists of dicts."""
     from . import _core
@@ -195,8 +204,10 @@ def experiment(model, tokenizer, tasks, out, conditions=DEFAULT_CONDITIONS, item
     out = _out_path(out, "experiment")
     seeds = _seed_list(seeds, "experiment")
     tokenizer = _tokenizer_of(tokenizer, "experiment")
+    conditions = ",".join(_names(conditions, "conditions", "experiment", required=True))
     stats = _core._channel_study(model, tokenizer, tasks, conditions, out, _whole_or_raise(items, "items"),
-                                 seeds, _whole_or_raise(max_new, "max_new"), layers, shard, bool(resume),
+                                 seeds, _whole_or_raise(max_new, "max_new"), _text(layers, "layers", "experiment"),
+                                 _text(shard, "shard", "experiment"), bool(resume),
                                  _whole_or_raise(batch, "batch"), bool(progress))
     return ExperimentResult(out, stats, frames)
 
@@ -225,9 +236,10 @@ def circuit_study(model, tokenizer, out, variant="chat8", per_config=20, seeds=(
     long_filler = corpus is not None or filler_tokens is not None
     corpus = _corpus_path(corpus, who)
     filler_tokens = 512 if filler_tokens is None else _count(filler_tokens, "filler_tokens", who, 1, 100000)
-    stats = _core._circuit_study(model, tokenizer, out, variant, _count(per_config, "per_config", who, 1, 100000), seeds,
-                                 group_size, _count(top, "top", who, 1, 100000), unit, float(critical),
-                                 corpus, filler_tokens, long_filler, shard,
+    stats = _core._circuit_study(model, tokenizer, out, _text(variant, "variant", who),
+                                 _count(per_config, "per_config", who, 1, 100000), seeds,
+                                 group_size, _count(top, "top", who, 1, 100000), _text(unit, "unit", who),
+                                 float(critical), corpus, filler_tokens, long_filler, _text(shard, "shard", who),
                                  bool(resume), bool(progress))
     return CircuitResult(out, stats, frames)
 
@@ -312,12 +324,12 @@ def transplant_study(model, tokenizer, out, circuit=None, reader=None, blocks=""
     if group_size is not None:
         group_size = _count(group_size, "group_size", who, 0, 1000)
     stats = _core._transplant_study(
-        model, tokenizer, out, variant, _count(per_config, "per_config", who, 1, 100000), seeds,
+        model, tokenizer, out, _text(variant, "variant", who), _count(per_config, "per_config", who, 1, 100000), seeds,
         "" if circuit is None else circuit, "" if reader is None else _head(reader, "reader", who),
         ",".join(_names(blocks, "blocks", who)), group_size, _names(positions, "positions", who, required=True),
         _names(kinds, "kinds", who, required=True), ",".join(_names(upstream, "upstream", who)),
         _heads(watch, "watch", who),
-        shard, bool(resume), bool(progress))
+        _text(shard, "shard", who), bool(resume), bool(progress))
     return TransplantResult(out, stats, frames)
 
 
@@ -346,9 +358,10 @@ def encode_swap_study(model, tokenizer, out, circuit, other_layers=None, variant
         other_layers = [_count(layer, "a layer of other_layers", who, 0, 100000) for layer in other_layers]
         if not other_layers:
             raise ValueError(f"{who}: other_layers is empty (None: the circuit's Address block)")
-    stats = _core._encode_swap_study(model, tokenizer, out, circuit, other_layers, variant,
+    stats = _core._encode_swap_study(model, tokenizer, out, circuit, other_layers, _text(variant, "variant", who),
                                      _count(per_config, "per_config", who, 1, 100000),
-                                     _count(seed, "seed", who, 0, 2**64 - 1), shard, bool(resume), bool(progress))
+                                     _count(seed, "seed", who, 0, 2**64 - 1), _text(shard, "shard", who), bool(resume),
+                                     bool(progress))
     return EncodeSwapResult(out, stats, frames)
 
 
@@ -427,8 +440,8 @@ def query_map_study(model, tokenizer, out, donor=None, donor_tokenizer=None, cir
     stats = _core._query_map_study(
         model, tokenizer, out, donor, donor_tokenizer, "" if circuit is None else circuit, address,
         "" if reader is None else _head(reader, "reader", who), ",".join(_names(sources, "sources", who)), embedding,
-        group_size, fit, curve, variant, _count(per_config, "per_config", who, 1, 100000), seeds, shard, bool(resume),
-        bool(progress))
+        group_size, fit, curve, _text(variant, "variant", who), _count(per_config, "per_config", who, 1, 100000), seeds,
+        _text(shard, "shard", who), bool(resume), bool(progress))
     return QueryMapResult(out, stats, frames)
 
 
@@ -501,12 +514,11 @@ def stitch_study(host, donor, out, host_block, donor_block, host_tokenizer=None,
         raise ValueError(f"{who}: reader is empty (None: no reader head)")
     stats = _core._stitch_study(
         host, host_tokenizer, donor, donor_tokenizer, out, host_block, donor_block,
-        corpus, variant, _count(fit_prompts, "fit_prompts", who, 0, 1000000),
+        corpus, _text(variant, "variant", who), _count(fit_prompts, "fit_prompts", who, 0, 1000000),
         _count(fit_tokens, "fit_tokens", who, 0, 100000000), _count(test_items, "test_items", who, 1, 1000000),
         _count(ppl_seqs, "ppl_seqs", who, 0, 100000), _count(ppl_len, "ppl_len", who, 2, 1000000), conditions,
         "" if other_blocks is None else other_blocks, "" if reader is None else _head(reader, "reader", who), seeds,
-        shard, bool(resume),
-        bool(progress))
+        _text(shard, "shard", who), bool(resume), bool(progress))
     return StitchResult(out, stats, frames)
 
 

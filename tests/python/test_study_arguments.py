@@ -1,0 +1,58 @@
+"""Arguments every study wrapper hands to the library as strings (variant, shard, unit, layers)
+are checked in Python: a number or a list there is a TypeError naming the argument, raised
+before the result folder is made (pybind's own error listed the whole signature instead)."""
+
+import re
+
+import pytest
+
+import hylens
+
+
+def _studies(qwen, granite, tok):
+    model = hylens.load(str(qwen))
+    donor = hylens.load(str(granite))
+    return {
+        "experiment": lambda out, **kw: hylens.experiment(model, tok, ["dictionary"], out, items=1, seeds=[1], **kw),
+        "circuit_study": lambda out, **kw: hylens.circuit_study(model, tok, out, per_config=1, **kw),
+        "transplant_study": lambda out, **kw: hylens.transplant_study(model, tok, out, reader=(3, 1), per_config=1,
+                                                                      **kw),
+        "encode_swap_study": lambda out, **kw: hylens.encode_swap_study(model, tok, out, qwen / "circuit.json",
+                                                                        per_config=1, **kw),
+        "query_map_study": lambda out, **kw: hylens.query_map_study(model, tok, out, reader=(3, 1), fit=30,
+                                                                    per_config=1, **kw),
+        "stitch_study": lambda out, **kw: hylens.stitch_study(donor, model, out, "0-1", "0-1", test_items=1, **kw),
+    }
+
+
+def test_string_arguments_refuse_other_types(organisms, tmp_path):
+    qwen, granite = organisms
+    studies = _studies(qwen, granite, qwen / "tokenizer.json")
+    out = tmp_path / "never"
+    for who, run in studies.items():
+        bad = [("shard", 1), ("shard", ["0/2"])]
+        if who != "experiment":
+            bad.append(("variant", 8))
+        if who == "experiment":
+            bad.append(("layers", 3))
+        if who == "circuit_study":
+            bad.append(("unit", None))
+        for name, value in bad:
+            with pytest.raises(TypeError, match=re.escape(f"{who}: {name} must be a string, got {value!r}")):
+                run(out, **{name: value})
+    assert not out.exists()
+
+
+def test_channel_study_conditions_as_a_list(byte_tokenizer, tmp_path):
+    from conftest import GOLDEN
+
+    model = hylens.load(str(GOLDEN / "models" / "qwen3_5_dense"))
+    run = lambda out, conds: hylens.experiment(model, byte_tokenizer, ["drm"], tmp_path / out, conditions=conds,
+                                               items=1, seeds=[1], max_new=1, frames=False)
+    listed = run("list", ["FULL", "KV_ONLY@0"])
+    assert listed.records == run("string", "FULL,KV_ONLY@0").records
+    assert {r["condition"] for r in listed.records} == {"FULL", "KV_ONLY@0"}
+    for bad, exc in (([], ValueError), (["FULL", 3], TypeError), (5, TypeError)):
+        with pytest.raises(exc, match="conditions"):
+            run("bad", bad)
+    assert not (tmp_path / "bad").exists()
