@@ -77,8 +77,42 @@ inline void check_number_options(CLI::App& app) {
 
 /// Parses argv[1..] (argv[1] is the subcommand name). Returns -1 to go on, else the exit code:
 /// 0 after --help, 2 after a usage error (message and usage line on stderr).
+/// The first comma-separated value on the command line with an empty entry ("5,,6", "1,",
+/// ",2", "") given to an option of `app` or of its subcommands that splits on commas, as
+/// "--ids '5,,6'"; "" when there is none. CLI11 drops empty entries, so --ids 5,,6 ran as 5,6.
+inline std::string empty_list_entry(CLI::App& app, int argc, char** argv) {
+    std::vector<CLI::Option*> lists;
+    std::vector<CLI::App*> apps{&app};
+    for (std::size_t k = 0; k < apps.size(); ++k) {
+        for (CLI::Option* o : apps[k]->get_options())
+            if (o->get_delimiter() == ',') lists.push_back(o);
+        for (CLI::App* sub : apps[k]->get_subcommands([](CLI::App*) { return true; })) apps.push_back(sub);
+    }
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a.size() < 2 || a[0] != '-') continue;
+        const bool is_long = a.rfind("--", 0) == 0;
+        const std::size_t eq = is_long ? a.find('=') : std::string::npos;
+        const std::string name = a.substr(is_long ? 2 : 1, eq == std::string::npos ? std::string::npos : eq - (is_long ? 2 : 1));
+        std::string value;
+        if (eq != std::string::npos) value = a.substr(eq + 1);
+        else if (i + 1 < argc) value = argv[i + 1];
+        else continue;
+        for (const CLI::Option* o : lists)
+            if (is_long ? o->check_lname(name) : o->check_sname(name)) {
+                if (value.empty() || value.front() == ',' || value.back() == ',' || value.find(",,") != std::string::npos)
+                    return (is_long ? "--" : "-") + name + " '" + value + "' has an empty entry";
+            }
+    }
+    return "";
+}
+
 inline int parse(CLI::App& app, int argc, char** argv, std::ostream& out = std::cout, std::ostream& err = std::cerr) {
     check_number_options(app);
+    if (const std::string empty = empty_list_entry(app, argc, argv); !empty.empty()) {
+        err << app.get_name() << ": " << empty << "\n" << usage_line(app) << "\n(" << app.get_name() << " --help for details)\n";
+        return 2;
+    }
     try {
         app.parse(argc - 1, argv + 1);
     } catch (const CLI::CallForHelp&) {

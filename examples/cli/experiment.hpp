@@ -75,7 +75,7 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
         check(a.shard.empty(), "--shard cannot be combined with mpirun: the ranks are the shards");
         opt.shard = {static_cast<std::size_t>(mpi.rank), static_cast<std::size_t>(mpi.size)};
         // The ranks of a node share its cores.
-        const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+        const std::size_t cores = ThreadPool::available_cores();
         ThreadPool::set_num_threads(std::max<std::size_t>(1, cores / static_cast<std::size_t>(mpi.local_size)));
     }
     const std::filesystem::path out(a.out);

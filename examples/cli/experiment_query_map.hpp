@@ -103,6 +103,7 @@ inline int run_experiment_query_map(int argc, char** argv) {
             o.vocabulary = ex::query_map_vocabulary(tok_r, donor_tok ? &*donor_tok : nullptr);
             std::optional<CircuitRoles> roles;
             if (!circuit.empty()) roles = read_circuit_file(circuit);
+            o.circuit = roles;
             if (roles && reader.empty()) o.reader = {roles->reader_layer, roles->reader_head};
             o.run_info = study_run_info(a.model, rtype, tr, all, place.ranks, HYLENS_VERSION);
             o.run_info["donor"] = donor_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(donor_dir).string());

@@ -124,6 +124,7 @@ inline int run_experiment_transplant(int argc, char** argv) {
             if (!circuit.empty()) {
                 const CircuitRoles roles = read_circuit_file(circuit);
                 o.reader = {roles.reader_layer, roles.reader_head};
+                o.circuit = roles;
             }
             o.run_info = study_run_info(a.model, type, tok_path, all, place.ranks, HYLENS_VERSION);
             o.run_info["circuit"] = circuit.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(circuit).string());

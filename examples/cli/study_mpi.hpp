@@ -100,7 +100,7 @@ inline int run_study_ranks(const std::string& name, const experiments::Shard& sh
             place.shard = {static_cast<std::size_t>(mpi.rank), static_cast<std::size_t>(mpi.size)};
             place.out = rank_dir(mpi.rank);
             // The ranks of a node share its cores.
-            const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+            const std::size_t cores = ThreadPool::available_cores();
             ThreadPool::set_num_threads(std::max<std::size_t>(1, cores / static_cast<std::size_t>(mpi.local_size)));
         }
         study(place);

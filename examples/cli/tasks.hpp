@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <iostream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,11 @@ inline int run_tasks(int argc, char** argv) {
     }
     if (names.empty()) {
         std::cerr << "hylens tasks: --task is required (or --list)\n" << usage_line(app) << "\n";
+        return 2;
+    }
+    if (start > std::numeric_limits<std::size_t>::max() - items) {  // start + items wrapped: no item, exit 0
+        std::cerr << "hylens tasks: --start " << start << " + --items " << items << " is past the last item index\n"
+                  << usage_line(app) << "\n";
         return 2;
     }
     std::vector<const tasks::TaskSpec*> specs;

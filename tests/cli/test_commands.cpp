@@ -114,6 +114,20 @@ TEST_SUITE("cli") {
         }
         CHECK(run_cli("generate --model " + kQwen + " --ids 1,x").err.find("'x' is not a whole number") != std::string::npos);
         CHECK(run_cli("tasks --task dictionary --items -1").rc == 2);
+        // start + items wrapped to a small number: no item and exit 0
+        const Run wrapped = run_cli("tasks --task dictionary --start 18446744073709551614 --items 5");
+        CHECK(wrapped.rc == 2);
+        CHECK(wrapped.err.find("is past the last item index") != std::string::npos);
+        // An empty entry of a comma-separated list is a usage error (CLI11 dropped it: 5,,6 ran as 5,6).
+        for (const std::string& bad : std::vector<std::string>{"generate --model " + kQwen + " --ids 5,,6", "generate --model " + kQwen + " --ids=5,",
+                                      "tasks --task dictionary, --items 1", "tasks --task dictionary --seeds 1,,2 --items 1",
+                                      "bench --model " + kQwen + " -t 1,,2 -p 1 -n 1"}) {
+            INFO(bad);
+            const Run r = run_cli(bad);
+            CHECK(r.rc == 2);
+            CHECK(r.err.find("has an empty entry") != std::string::npos);
+        }
+        CHECK(run_cli("tasks --task dictionary --seeds 1,2 --items 1").rc == 0);
         const Run chat_ids = run_cli("generate --model " + kQwen + " --ids 1,2 --chat");  // --chat was ignored
         CHECK(chat_ids.rc == 1);
         CHECK(chat_ids.err.find("--chat wraps text input") != std::string::npos);

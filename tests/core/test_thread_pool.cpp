@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -229,4 +231,41 @@ TEST_CASE("thread pool: the automatic polling rule and its reading of /proc/load
     pool.parallel_for(64, [](std::size_t, std::size_t) {});
     CHECK((pool.spin_micros() == 0 || pool.spin_micros() == ThreadPool::kAutoSpinMicros));
     if (!auto_before) pool.set_spin_micros(spin_before);
+}
+
+TEST_CASE("thread pool: the default size is the cores of the affinity mask, HYLENS_THREADS overrides it") {
+    const std::size_t all = ThreadPool::available_cores();
+    CHECK(all >= 1);
+#if defined(__linux__)
+    // A thread bound to one CPU sees one core (hardware_concurrency() ignores the binding:
+    // under taskset the pool had a thread per machine core).
+    std::size_t seen = 0;
+    std::thread t([&] {
+        cpu_set_t mine;
+        CPU_ZERO(&mine);
+        REQUIRE(::sched_getaffinity(0, sizeof mine, &mine) == 0);
+        int first = 0;
+        while (!CPU_ISSET(first, &mine)) ++first;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(first, &one);
+        REQUIRE(::sched_setaffinity(0, sizeof one, &one) == 0);
+        seen = ThreadPool::available_cores();
+    });
+    t.join();
+    CHECK(seen == 1);
+#endif
+    const char* before = std::getenv("HYLENS_THREADS");
+    const std::string saved = before ? before : "";
+    ::unsetenv("HYLENS_THREADS");
+    CHECK(ThreadPool::threads_from_env() == 0);
+    ::setenv("HYLENS_THREADS", "3", 1);
+    CHECK(ThreadPool::threads_from_env() == 3);
+    for (const char* bad : {"0", "-2", "two", "3x", "5000"}) {
+        ::setenv("HYLENS_THREADS", bad, 1);
+        CHECK_THROWS_WITH_AS(ThreadPool::threads_from_env(),
+                             doctest::Contains("HYLENS_THREADS must be a whole number from 1 to 4096"), Error);
+    }
+    if (before) ::setenv("HYLENS_THREADS", saved.c_str(), 1);
+    else ::unsetenv("HYLENS_THREADS");
 }

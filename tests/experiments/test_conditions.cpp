@@ -64,9 +64,23 @@ TEST_CASE("conditions: --layers expands per edited channel (single, cumulative, 
     CHECK(single == std::vector<std::string>{"KV_ONLY", "REC_ONLY", "KV_ONLY@0", "KV_ONLY@1", "KV_ONLY@2", "KV_ONLY@4",
                                              "KV_ONLY@5", "KV_ONLY@6", "REC_ONLY@3", "REC_ONLY@7"});
     const auto cum = names(expand_conditions(parse_conditions("REC_ONLY,KV_B+REC_A"), parse_layer_spec("cumulative,cumulative-top,1+3"), qwen));
+    // A sweep's set runs when one of its layers holds the edited channel (KV here: 3 and 7);
+    // the set 1+3 edits layer 3 (condition_cache below), a set of none is left out.
     CHECK(cum == std::vector<std::string>{"REC_ONLY", "KV_B+REC_A", "REC_ONLY@0-3", "REC_ONLY@0-7", "REC_ONLY@3-7",
                                           "REC_ONLY@7", "REC_ONLY@1+3", "KV_B+REC_A@0-3", "KV_B+REC_A@0-7",
                                           "KV_B+REC_A@3-7", "KV_B+REC_A@7", "KV_B+REC_A@1+3"});
+    CHECK(names(expand_conditions(parse_conditions("REC_ONLY"), parse_layer_spec("0-2"), qwen)) ==
+          std::vector<std::string>{"REC_ONLY"});
+    CHECK(edited_layers(parse_condition("KV_ONLY@0-4"), qwen) == std::vector<std::size_t>{0, 1, 2, 4});
+    CHECK(edited_layers(parse_condition("NONE@2-3"), qwen) == std::vector<std::size_t>{2, 3});
+    CHECK(edited_layers(parse_condition("KV_B+REC_A"), qwen) == std::vector<std::size_t>{3, 7});
+    // A condition named with a set in which no layer holds its channel edits nothing: refused
+    // here, before a study starts (the surgery refused it at the condition's first item).
+    CHECK_THROWS_WITH_AS(expand_conditions(parse_conditions("KV_ONLY@3"), {}, qwen),
+                         "[conditions] KV_ONLY@3: no layer of 3 holds a recurrent state, which KV_ONLY edits (layers "
+                         "with KV: 3+7; with a recurrent state: 0-2+4-6)", Error);
+    CHECK_THROWS_AS(expand_conditions(parse_conditions("KV_B+REC_A@0-2"), {}, qwen), Error);
+    CHECK(names(expand_conditions(parse_conditions("NONE@2-3"), {}, qwen)) == std::vector<std::string>{"NONE@2-3"});
     // FULL and the same-source controls edit nothing: no sweep.
     CHECK(expand_conditions(parse_conditions("FULL,KV_B+REC_B"), parse_layer_spec("single"), qwen).size() == 2);
     // Falcon-H1: both channels in every layer, swept independently.
@@ -108,6 +122,14 @@ TEST_CASE("conditions: the cache of each condition is the surgery op it is defin
         CHECK(cc("KV_A+REC_B@1").cache == state_swap(a, b, LayerSet::all(), LayerSet{1}));
         CHECK(cc("KV_B+REC_A@3+7").cache == state_swap(b, a));
         CHECK(cc("KV_B+REC_A@3").cache != state_swap(b, a));
+        // A set that spans layers without the edited channel edits the layers of it that hold it
+        // (cumulative sweeps on Qwen3.5: [0, 4] holds the attention layer 3; the surgery refused it).
+        CHECK(cc("KV_ONLY@0-7").cache == keep_only<channel::kv>(a));
+        CHECK(cc("KV_ONLY@0-4").cache == apply_split_mode(a, SplitMode::KV_ONLY, LayerSet{0, 1, 2, 4}).cache);
+        CHECK(cc("REC_ONLY@0-3").cache == cc("REC_ONLY@3").cache);
+        CHECK(cc("KV_B+REC_A@2-3").cache == cc("KV_B+REC_A@3").cache);
+        CHECK(cc("KV_A+REC_B@3-4").cache == cc("KV_A+REC_B@4").cache);
+        CHECK_THROWS_WITH_AS(cc("KV_ONLY@3"), doctest::Contains("no layer of the set holds a channel"), Error);
         const Cache shorter = m.prefill(TokenBatch(test::random_ids(8, V, 3)));
         CHECK_THROWS_AS(condition_cache(parse_condition("KV_A+REC_B"), a, &shorter), Error);
         CHECK_THROWS_AS(condition_cache(parse_condition("KV_A+REC_B"), a, static_cast<const Cache*>(nullptr)), Error);

@@ -261,6 +261,31 @@ TEST_CASE("run: SkipLayer, Truncate, Zero, Mean and layer_write do what §C.5 sa
         const auto& w = flat(d.at("layer_write.2"));
         for (std::size_t k = 0; k < H; ++k) CHECK(post[(T - 1) * H + k] == pre[(T - 1) * H + k] + w[k]);
     }
+    SUBCASE("Zero, Mean and ChannelMask on layer_write set the write, not the stream") {
+        // They wrote the stream itself: resid_post became 0, mu, or lost the masked channels.
+        const auto on_write = [](Action a, Positions p = Positions::all()) {
+            return Intervention{Site::resid_post, {2}, std::move(p), std::move(a), true};
+        };
+        const auto& pre = flat(c.at("resid_post.1"));  // = resid_pre.2, which the actions at layer 2 leave alone
+        const auto& post = flat(c.at("resid_post.2"));
+        const RunResult z = run(m, kPrompt, {on_write(Zero{})}, {{site::resid_post(2)}});
+        CHECK(max_diff(flat(z.captures.at("resid_post.2")), pre) == 0.0f);  // the layer's write removed
+        CHECK(max_diff(z.logits, run(m, kPrompt, {skip_layers({2})}).logits) == 0.0f);
+        const std::vector<float> mu(H, 0.25f);
+        const RunResult mr = run(m, kPrompt, {on_write(Mean{{mu}}, Positions::last())}, {{site::resid_post(2)}});
+        const auto& got = flat(mr.captures.at("resid_post.2"));
+        for (std::size_t k = 0; k < H; ++k) {
+            CHECK(got[(T - 1) * H + k] == pre[(T - 1) * H + k] + 0.25f);
+            CHECK(got[k] == post[k]);  // other positions as computed
+        }
+        ChannelMask mask;
+        mask.channels = {0, 3};
+        const RunResult cm = run(m, kPrompt, {on_write(mask)}, {{site::resid_post(2)}});
+        const auto& masked = flat(cm.captures.at("resid_post.2"));
+        for (std::size_t t = 0; t < T; ++t)
+            for (std::size_t k = 0; k < H; ++k)
+                CHECK(masked[t * H + k] == (k == 0 || k == 3 ? pre[t * H + k] : post[t * H + k]));
+    }
 }
 
 TEST_CASE("run: Surrogate reports its coverage, ChannelMask touches only its channels") {

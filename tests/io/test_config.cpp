@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <hylens/io/config_json.hpp>
+#include <hylens/text/tokenizer.hpp>
 
 #include <string>
 #include <vector>
@@ -153,4 +154,30 @@ TEST_CASE("config: Python's non-finite literals (Infinity, -Infinity, NaN) outsi
     CHECK(c.get_string("s") == "Infinity and NaN stay text");
     CHECK(c.get_string("e") == "a\"Infinity");
     CHECK_THROWS_AS(hylens::io::Config::parse(R"({"a": Infinit})", "bad.json"), hylens::FormatError);
+}
+
+TEST_CASE("JSON nested deeper than kMaxJsonDepth is a FormatError in every file the library reads, not a crash") {
+    // ~40,000 levels overflowed the stack in nlohmann's recursive copy (exit 139).
+    const auto nested = [](std::size_t depth) {
+        return std::string(depth, '[') + "1" + std::string(depth, ']');
+    };
+    const std::string deep = "{\"model_type\": \"qwen3_5\", \"eos_token_id\": " + nested(40000) + "}";
+    CHECK_THROWS_WITH_AS(hylens::io::Config::parse(deep, "deep.json"),
+                         doctest::Contains("[config] deep.json: JSON nested deeper than 512 levels (at byte"),
+                         hylens::FormatError);
+    // 512 levels pass; brackets inside strings (escaped quotes too) do not count
+    CHECK_NOTHROW((void)hylens::io::Config::parse("{\"a\": " + nested(511) + "}", "ok.json"));
+    CHECK_NOTHROW(hylens::io::check_json_depth("{\"s\": \"" + std::string(1000, '[') + "\\\"" + std::string(1000, '{') + "\"}", "x"));
+    CHECK_THROWS_AS(hylens::io::check_json_depth(nested(513), "x"), hylens::FormatError);
+    CHECK_THROWS_WITH_AS(hylens::Tokenizer::from_string("{\"normalizer\": " + nested(40000) + "}"),
+                         doctest::Contains("JSON nested deeper than 512 levels"), hylens::FormatError);
+}
+
+TEST_CASE("config: a scale factor must be positive and finite (logits_scaling -2 flipped the logits, 0 zeroed them)") {
+    const auto c = hylens::io::Config::parse(R"({"zero": 0, "neg": -2, "nan": NaN, "huge": 1e40, "ok": 0.25})", "m.json");
+    CHECK(c.get_multiplier("ok") == 0.25f);
+    CHECK(c.get_multiplier("absent") == 1.0f);
+    for (const char* k : {"zero", "neg", "nan", "huge"})
+        CHECK_THROWS_WITH_AS(c.get_multiplier(k), doctest::Contains((std::string("[config] m.json: ") + k + " must be a positive finite number").c_str()),
+                             hylens::ConfigError);
 }

@@ -1,7 +1,10 @@
 // Sampling in generate (fixed portable PRNG, temperature / top-k / top-p against exact
 // probabilities; greedy stays the default) and the forward's non-finite check (first layer and
-// site of a NaN, from damaged weights or from a hook).
+// site of a NaN, from damaged weights or from a hook), and the mark a forward that failed inside
+// the layers leaves on its cache.
 
+#include <hylens/cache/cache_io.hpp>
+#include <hylens/cache/surgery.hpp>
 #include <hylens/models/load.hpp>
 #include <hylens/stack/generate.hpp>
 #include <hylens/stack/sampling.hpp>
@@ -11,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -112,6 +116,34 @@ TEST_SUITE("stack/sampling") {
                              doctest::Contains("position -7"), ShapeError);
     }
 
+    TEST_CASE("generate in a batch: each sequence's length ends at its own first stop id, the batch when all have one") {
+        // The batch stopped only when every sequence produced a stop id at the same step, so
+        // sequences that stopped at different steps ran on to max_new with nothing to say where.
+        const auto m = load_as<Qwen35Model>(std::string(HYLENS_GOLDEN_DIR) + "/models/qwen3_5_dense");
+        const TokenBatch prompts(std::vector<std::vector<std::int64_t>>{{1, 2, 3}, {7, 8, 9}});
+        auto c0 = m.new_cache(2);
+        const GenerateResult free_run = generate(m, c0, prompts, {.max_new = 12});
+        const auto& r0 = free_run.ids[0];
+        const auto& r1 = free_run.ids[1];
+        CHECK(free_run.lengths == std::vector<std::size_t>{12, 12});
+        const std::vector<std::int64_t> stops = {r0[1], r1[4]};
+        const auto first_stop = [&](const std::vector<std::int64_t>& r) {
+            for (std::size_t i = 0; i < r.size(); ++i)
+                if (r[i] == stops[0] || r[i] == stops[1]) return i + 1;
+            return r.size();
+        };
+        const std::vector<std::size_t> want = {first_stop(r0), first_stop(r1)};
+        const std::size_t steps = std::max(want[0], want[1]);
+        REQUIRE(steps <= 5);  // both stop well before max_new
+        auto c1 = m.new_cache(2);
+        const GenerateResult g = generate(m, c1, prompts, {.max_new = 12, .stop_ids = stops});
+        CHECK(g.lengths == want);
+        for (std::size_t b = 0; b < 2; ++b) {
+            REQUIRE(g.ids[b].size() == steps);
+            CHECK(std::equal(g.ids[b].begin(), g.ids[b].end(), free_run.ids[b].begin()));
+        }
+    }
+
     TEST_CASE("generate: greedy by default, a seed reproduces a sampled continuation") {
         const auto m = load_as<Qwen35Model>(std::string(HYLENS_GOLDEN_DIR) + "/models/qwen3_5_dense");
         const TokenBatch prompt({3, 14, 15, 92, 65});
@@ -163,6 +195,17 @@ TEST_SUITE("stack/finite_check") {
         g.check_finite = false;
         auto c3b = m.new_cache(1);
         CHECK_THROWS_WITH_AS(generate(m, c3b, ids, g), doctest::Contains("cannot take the argmax of non-finite logits"), Error);
+
+        // A CheckFiniteScope turns the check on for every forward of this thread while it lives.
+        {
+            const CheckFiniteScope scope;
+            const CheckFiniteScope nested;
+            auto cs = m.new_cache(1);
+            CHECK_THROWS_WITH_AS(m.forward(ids, cs), doctest::Contains("at layer 2, site mlp_out"), NonFiniteError);
+        }
+        CHECK_FALSE(in_check_finite_scope());
+        auto after = m.new_cache(1);
+        CHECK(std::isnan(m.forward(ids, after)(0, 2, 0)));  // off again once the scopes are gone
         fs::remove_all(dir);
 
         // A small parameter is scanned at load (a NaN A_log is named there, not found later or
@@ -188,5 +231,62 @@ TEST_SUITE("stack/finite_check") {
         const Tensor3 ok = good.forward(ids, c5, {.check_finite = true});
         auto c6 = good.new_cache(1);
         CHECK(max_abs_diff(ok, good.forward(ids, c6)) == 0.0f);  // the check reads, never writes
+    }
+
+    TEST_CASE("a forward that fails inside the layers marks its cache torn, and every later use refuses it until reset") {
+        namespace fs = std::filesystem;
+        const auto m = load_as<Qwen35Model>(std::string(HYLENS_GOLDEN_DIR) + "/models/qwen3_5_dense");
+        const TokenBatch ids({1, 2, 3});
+        Hook inf;  // an infinity written at layer 1: layers 0 and 1 have taken the tokens, the rest not
+        inf.wants = [](Site s, LayerIndex l) { return s == Site::mixer_out && l == 1; };
+        inf.fn = [](Site, LayerIndex, const ActivationView& v, const std::int64_t*) { v.row(0, 1)[4] = INFINITY; };
+        const auto before = m.prefill(TokenBatch({5, 6}));
+        auto c = before;
+        CHECK_THROWS_AS(m.forward(ids, c, {.hook = &inf, .check_finite = true}), NonFiniteError);
+        CHECK(c.torn().find("(inf) at layer 1, site mixer_out") != std::string::npos);
+        CHECK_FALSE(c == before);  // part-updated: the mark is needed
+        CHECK(c.tokens_seen() == before.tokens_seen());
+
+        const auto refused = [](const char* op) {
+            return doctest::Contains(("[" + std::string(op) + "] the cache was left part-updated by a forward that failed (").c_str());
+        };
+        CHECK_THROWS_WITH_AS(m.forward(ids, c), refused("HybridStack"), Error);
+        auto copy = c;  // copies and single-cache surgery keep the mark
+        CHECK(copy.torn() == c.torn());
+        CHECK_THROWS_WITH_AS(m.forward(ids, copy), refused("HybridStack"), Error);
+        auto kv = keep_only<channel::kv>(c);
+        CHECK_THROWS_WITH_AS(generate(m, kv, ids, {.max_new = 1}), refused("HybridStack"), Error);
+        CHECK_THROWS_WITH_AS(state_swap(before, c), refused("state_swap"), Error);
+        CHECK_THROWS_WITH_AS(state_swap(c, before), refused("state_swap"), Error);
+        const fs::path file = fs::temp_directory_path() / ("hylens_torn_" + std::to_string(::getpid()) + ".safetensors");
+        CHECK_THROWS_WITH_AS(save_cache(c, file), refused("save_cache"), Error);
+        CHECK_FALSE(fs::exists(file));
+        save_cache(before, file);
+        CHECK_THROWS_WITH_AS(load_cache(io::SafetensorsFile::open(file), c), refused("load_cache"), Error);
+        fs::remove(file);
+
+        c.reset();  // a fresh cache again
+        CHECK(c.torn().empty());
+        auto fresh = m.new_cache(1);
+        CHECK(max_abs_diff(m.forward(ids, c), m.forward(ids, fresh)) == 0.0f);
+
+        // A hook that throws at the embedding, before any layer has taken a token, leaves the
+        // cache as it was and usable; so does a non-finite value found in the logits, after
+        // every layer has taken the tokens (the cache is whole).
+        Hook stop;
+        stop.wants = [](Site s, LayerIndex) { return s == Site::embed; };
+        stop.fn = [](Site, LayerIndex, const ActivationView&, const std::int64_t*) { throw Error("stop at the embedding"); };
+        auto d = before;
+        CHECK_THROWS_WITH_AS(m.forward(ids, d, {.hook = &stop}), "stop at the embedding", Error);
+        CHECK(d.torn().empty());
+        CHECK(d == before);
+        Hook late;
+        late.wants = [](Site s, LayerIndex) { return s == Site::final_norm; };
+        late.fn = [](Site, LayerIndex, const ActivationView& v, const std::int64_t*) { v.row(0, 2)[0] = NAN; };
+        auto e = before, whole = before;
+        CHECK_THROWS_AS(m.forward(ids, e, {.hook = &late, .check_finite = true}), NonFiniteError);
+        CHECK(e.torn().empty());
+        m.forward(ids, whole);
+        CHECK(e == whole);
     }
 }

@@ -25,6 +25,7 @@
 #include <sys/wait.h>  // WEXITSTATUS
 
 #include "fixtures.hpp"
+#include "support/damaged_model.hpp"
 #include "support/figure_scripts.hpp"
 
 namespace {
@@ -202,6 +203,21 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
     CHECK(circuit["reader"]["layer"] == refj["reader"]["layer"]);
     CHECK(circuit["reader"]["head"] == refj["reader"]["head"]);
     CHECK(circuit["reader"]["gap_removed"] == refj["reader"]["gap_removed"]);
+    // Every head's gap_removed is the mean gap of its head: records, below the top 3 too (the
+    // fourth was a made-up 0.0, which read as "removing this head destroys the lookup").
+    REQUIRE(circuit["reader_candidates"].size() == 4);
+    for (const auto& h : circuit["reader_candidates"]) {
+        const std::string cond = "head:L" + std::to_string(h["layer"].get<int>()) + "H" + std::to_string(h["head"].get<int>());
+        double sum = 0.0;
+        std::size_t n = 0;
+        for (const auto& rec : recs)
+            if (rec["condition"] == cond) {
+                sum += rec["gap"].get<double>();
+                ++n;
+            }
+        REQUIRE(n == r.items);
+        CHECK(h["gap_removed"].get<double>() == doctest::Approx(sum / static_cast<double>(n)).epsilon(1e-12));
+    }
     CHECK(circuit["reader"]["target_mass"].get<double>() ==
           doctest::Approx(refj["reader"]["target_mass"].get<double>()).epsilon(1e-12));
     for (int q = 0; q < 2; ++q)
@@ -728,3 +744,15 @@ TEST_CASE("hylens experiment circuit and encode-swap: usage errors, a run, shard
     }
 }
 #endif
+
+TEST_CASE("circuit study: a model that produces a NaN stops the study at the layer and site (no null scores)") {
+    // It ran to the end with status complete, null gaps and no critical layer.
+    const TempDir d("circuit_nan");
+    const fs::path src = organism_copy("qwen35-tiny", d.path);
+    const fs::path dir = hylens::test::damaged_model(src, d.path / "damaged", "model.layers.1.mlp.down_proj.weight");
+    fs::copy_file(src / "tokenizer.json", dir / "tokenizer.json");
+    const Organism m(dir);
+    CHECK_THROWS_WITH_AS(run_study(m, small_options(d.path / "out", 0)),
+                         doctest::Contains("first non-finite value (nan) at layer 1, site mlp_out"), hylens::NonFiniteError);
+    CHECK_FALSE(fs::exists(d.path / "out" / "circuit.json"));
+}

@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fixtures.hpp"
@@ -144,4 +145,40 @@ TEST_CASE("encode-swap on qwen35-tiny: records, identities with independent runs
     ex::EncodeSwapOptions bad = swap_options(d.path / "bad");
     bad.encode = {3};
     CHECK_THROWS_WITH_AS(run(bad), doctest::Contains("not a linear layer"), hylens::Error);
+}
+
+TEST_CASE("encode-swap refuses a circuit file found on another model (check_circuit_model, which transplant and query-map run too)") {
+    // A Granite-layout circuit (linear layers 0, 1, 3; softmax layer 2) ran on the Qwen3.5-layout
+    // organism (linear 0-2, softmax 3): its Encode layers 0-1 are linear there too, so nothing failed.
+    TempDir d("encode_swap_foreign");
+    const hylens::AnyModel model = hylens::load(fs::path(HYLENS_MODELS_DIR) / "qwen35-tiny");
+    const hylens::Tokenizer tok = hylens::Tokenizer::from_file((fs::path(HYLENS_MODELS_DIR) / "qwen35-tiny" / "tokenizer.json").string());
+    const hylens::ChatFamily family = ex::chat_family(model.config().model_type);
+    const std::size_t heads = model.visit([](const auto& m) { return hylens::attention_heads(m.stack(), 3); });
+    const auto circuit = [&](std::vector<int> linear, int softmax) {
+        nlohmann::json j = {{"encode", {{"layers", {0, 1}}}}, {"address", {{"layers", {0, 1}}}},
+                            {"reader", {{"layer", softmax}, {"head", 0}}}};
+        for (int l : linear) j["layers"].push_back({{"layer", l}});
+        for (std::size_t h = 0; h < heads; ++h) j["reader_candidates"].push_back({{"layer", softmax}, {"head", h}});
+        return hylens::circuit_from_json(j);
+    };
+    const hylens::CircuitRoles foreign = circuit({0, 1, 3}, 2), own = circuit({0, 1, 2}, 3);
+    CHECK(own.found_linear == std::vector<hylens::LayerIndex>{0, 1, 2});
+    CHECK(own.found_heads == std::vector<std::pair<hylens::LayerIndex, std::size_t>>{{3, heads}});
+    model.visit([&](const auto& m) {
+        CHECK_NOTHROW(hylens::check_circuit_model(own, m.stack(), "test"));
+        CHECK_THROWS_WITH_AS(hylens::check_circuit_model(foreign, m.stack(), "test"),
+                             doctest::Contains("[test] the circuit file was found on another model (linear layers 0 1 3, "
+                                               "softmax layers 2"),
+                             hylens::ShapeError);
+        hylens::CircuitRoles old_file = foreign;  // a file without the scans: nothing to compare
+        old_file.found_linear.clear();
+        old_file.found_heads.clear();
+        CHECK_NOTHROW(hylens::check_circuit_model(old_file, m.stack(), "test"));
+    });
+    ex::EncodeSwapOptions o = swap_options(d.path / "run");
+    ex::set_encode_swap_roles(o, foreign);
+    CHECK_THROWS_WITH_AS(model.visit([&](const auto& m) { return ex::run_encode_swap_study(m, tok, family, o); }),
+                         doctest::Contains("[encode-swap] the circuit file was found on another model"), hylens::ShapeError);
+    CHECK_FALSE(fs::exists(d.path / "run"));
 }

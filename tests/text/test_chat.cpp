@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "hylens/text/chat.hpp"
 #include "fixtures.hpp"
@@ -40,5 +41,21 @@ TEST_SUITE("text/chat") {
         std::vector<std::int32_t> user_ids;
         for (const auto i : span_to_positions(enc, p.user)) user_ids.push_back(enc.ids[i]);
         CHECK(tok.decode(user_ids) == "Привет, apple=red");
+    }
+
+    TEST_CASE("encode_chat refuses a tokenizer without the format's special tokens (they were spelled as text)") {
+        const auto p = wrap_chat(ChatFamily::qwen35, "hi");
+        CHECK(p.specials == std::vector<std::string>{"<|im_start|>", "<|im_end|>"});
+        CHECK(wrap_chat(ChatFamily::falcon_h1, "hi").specials ==
+              std::vector<std::string>{"<|begin_of_text|>", "<|im_start|>", "<|im_end|>"});
+        CHECK(wrap_chat(ChatFamily::falcon_h1, "hi", "", {.add_bos = false}).specials ==
+              std::vector<std::string>{"<|im_start|>", "<|im_end|>"});
+        // A tokenizer with no added tokens (the check comes before any encoding).
+        const Tokenizer bare = Tokenizer::from_string(
+            R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false}})");
+        CHECK_THROWS_WITH_AS(encode_chat(bare, p),
+                             "[chat] the tokenizer has no token '<|im_start|>', which the chat format writes (is it the "
+                             "model's tokenizer.json?)",
+                             FormatError);
     }
 }

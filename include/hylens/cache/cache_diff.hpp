@@ -25,7 +25,9 @@ struct CacheDiff {
     double conv = 0.0;   ///< max |a - b| over the conv windows
     double state = 0.0;  ///< max |a - b| over the SSM / delta-rule states
     /// False when the caches cannot be compared element by element: other layer layout,
-    /// batch, dimensions or KV lengths (then max() is infinite).
+    /// batch, dimensions or KV lengths. A part that cannot be compared is infinite (all three
+    /// for another layout or batch; kv for other KV lengths), and so is max(): they read 0,
+    /// "identical", for two caches of different lengths or models.
     bool same_layout = true;
     double max() const noexcept {
         return same_layout ? detail::worse(kv, detail::worse(conv, state)) : std::numeric_limits<double>::infinity();
@@ -48,8 +50,10 @@ inline double max_abs_diff(const float* a, const float* b, std::size_t n) noexce
 template <LayeredCache Cache>
 CacheDiff diff(const Cache& a, const Cache& b, const LayerSet& layers = {}) {
     CacheDiff d;
+    constexpr double inf = std::numeric_limits<double>::infinity();
     if (a.num_layers() != b.num_layers() || !(a.order() == b.order()) || a.batch() != b.batch()) {
         d.same_layout = false;
+        d.kv = d.conv = d.state = inf;
         return d;
     }
     layers.check_against(a.num_layers(), "diff");
@@ -62,21 +66,23 @@ CacheDiff diff(const Cache& a, const Cache& b, const LayerSet& layers = {}) {
                         const KVCache* kb = kv_part(cb);
                         if (ka->length() != kb->length() || ka->kv_heads() != kb->kv_heads() ||
                             ka->head_dim() != kb->head_dim()) {
-                            d.same_layout = false;
-                            return;
+                            d.same_layout = false;  // K/V not comparable; the layer's recurrent part still is
+                            d.kv = inf;
+                        } else {
+                            const std::size_t n = ka->length() * ka->head_dim();  // (L, hd) per head
+                            for (std::size_t s = 0; s < ka->batch(); ++s)
+                                for (std::size_t j = 0; j < ka->kv_heads(); ++j) {
+                                    d.kv = detail::worse(d.kv, detail::max_abs_diff(ka->k(s, j), kb->k(s, j), n));
+                                    d.kv = detail::worse(d.kv, detail::max_abs_diff(ka->v(s, j), kb->v(s, j), n));
+                                }
                         }
-                        const std::size_t n = ka->length() * ka->head_dim();  // (L, hd) per head
-                        for (std::size_t s = 0; s < ka->batch(); ++s)
-                            for (std::size_t j = 0; j < ka->kv_heads(); ++j) {
-                                d.kv = detail::worse(d.kv, detail::max_abs_diff(ka->k(s, j), kb->k(s, j), n));
-                                d.kv = detail::worse(d.kv, detail::max_abs_diff(ka->v(s, j), kb->v(s, j), n));
-                            }
                     }
                     if (const RecurrentCache* ra = recurrent_part(ca)) {
                         const RecurrentCache* rb = recurrent_part(cb);
                         if (ra->conv_channels() != rb->conv_channels() || ra->conv_width() != rb->conv_width() ||
                             ra->state_shape() != rb->state_shape()) {
                             d.same_layout = false;
+                            d.conv = d.state = inf;
                             return;
                         }
                         const std::size_t nc = ra->conv_channels() * ra->conv_width();  // (C, K)

@@ -32,6 +32,7 @@ inline std::vector<std::size_t> with_batch(std::size_t B, std::vector<std::size_
 /// Adds every part of `cache` to a writer (so a cache can share a file with other tensors).
 template <LayeredCache Cache>
 void add_cache(io::SafetensorsWriter& w, const Cache& cache, const std::string& prefix = "cache.") {
+    if constexpr (requires { cache.check_usable("save_cache"); }) cache.check_usable("save_cache");
     const std::size_t B = cache.batch();
     for (std::size_t i = 0; i < cache.num_layers(); ++i)
         cache.visit(i, [&](const auto& c) {
@@ -82,6 +83,7 @@ struct LoadCacheOptions {
 template <LayeredCache Cache>
 std::size_t load_cache(const io::SafetensorsFile& file, Cache& cache, const std::string& prefix = "cache.",
                        const LoadCacheOptions& opt = {}) {
+    if constexpr (requires { cache.check_usable("load_cache"); }) cache.check_usable("load_cache");
     const std::size_t B = cache.batch();
     std::size_t read = 0;
     const auto fetch = [&](const std::string& name, const std::vector<std::size_t>& want,

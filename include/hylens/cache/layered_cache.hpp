@@ -89,6 +89,10 @@ consteval bool require_same_stack() {
 /// Runtime check that two caches of one type were made by the same model layout.
 template <class Cache>
 void check_same_layout(const Cache& a, const Cache& b, const char* op) {
+    if constexpr (requires { a.check_usable(op); }) {
+        a.check_usable(op);
+        b.check_usable(op);
+    }
     check<ShapeError>(a.num_layers() == b.num_layers(), "[", op, "] the caches have ", a.num_layers(), " and ",
                       b.num_layers(), " layers");
     check<ShapeError>(a.order() == b.order(), "[", op,

@@ -1,6 +1,7 @@
 #pragma once
-// One process-wide thread pool. Its size is set once (default: the machine's cores) before
-// first use. parallel_for splits [0, n) into contiguous ranges; the calling thread takes part.
+// One process-wide thread pool. Its size is set once before first use: HYLENS_THREADS=N in the
+// environment, else set_num_threads(n), else the cores this process may run on
+// (available_cores(): its CPU affinity, so taskset, cpusets and Slurm's binding count). parallel_for splits [0, n) into contiguous ranges; the calling thread takes part.
 // A parallel_for called from inside a pool task runs inline (no nested parallelism), so a
 // kernel may use it freely. OpenBLAS is kept at one thread (core/blas.hpp): BLAS calls and
 // our pool never run two sets of threads at the same time (on 2 cores, OpenBLAS's spinning
@@ -46,6 +47,12 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>  // _mm_pause
+#endif
+#if defined(__linux__) && __has_include(<sched.h>)
+#include <sched.h>  // sched_getaffinity, CPU_COUNT
+#define HYLENS_POOL_AFFINITY 1
+#else
+#define HYLENS_POOL_AFFINITY 0
 #endif
 #if __has_include(<unistd.h>)
 #include <fcntl.h>   // ::open (the automatic polling's /proc/loadavg)
@@ -125,15 +132,41 @@ public:
 
     /// The process-wide pool, created on first use.
     static ThreadPool& instance() {
-        static ThreadPool pool(requested_size());
+        static ThreadPool pool(threads_from_env() ? threads_from_env() : requested_size());
         return pool;
     }
 
     /// Sets the pool size; allowed only before the pool is first used (throws otherwise).
+    /// HYLENS_THREADS, when set, wins over it.
     static void set_num_threads(std::size_t n) {
         check(n >= 1, "[ThreadPool] the number of threads must be >= 1");
         check(!started(), "[ThreadPool] set_num_threads must be called before the pool is first used");
         requested_size() = n;
+    }
+
+    /// The cores this process may run on: the CPUs of its affinity mask (taskset, cpusets,
+    /// Slurm's binding), else the machine's (std::thread::hardware_concurrency, which ignores
+    /// the mask); at least 1.
+    static std::size_t available_cores() {
+#if HYLENS_POOL_AFFINITY
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+            return static_cast<std::size_t>(CPU_COUNT(&set));
+#endif
+        return std::max(1u, std::thread::hardware_concurrency());
+    }
+
+    /// HYLENS_THREADS from the environment: 0 when unset, else a whole number in [1, 4096]
+    /// (anything else is an error naming the variable).
+    static std::size_t threads_from_env() {
+        const char* env = std::getenv("HYLENS_THREADS");
+        if (env == nullptr || *env == '\0') return 0;
+        char* end = nullptr;
+        const long n = std::strtol(env, &end, 10);
+        check(end != env && *end == '\0' && n >= 1 && n <= 4096,
+              "[ThreadPool] HYLENS_THREADS must be a whole number from 1 to 4096, got '" + std::string(env) + "'");
+        return static_cast<std::size_t>(n);
     }
 
     std::size_t size() const noexcept { return workers_.size() + 1; }
@@ -244,7 +277,7 @@ private:
     }
 
     static std::size_t& requested_size() {
-        static std::size_t n = std::max(1u, std::thread::hardware_concurrency());
+        static std::size_t n = available_cores();
         return n;
     }
     static bool& started() {
@@ -274,7 +307,7 @@ private:
 #endif
         const std::size_t asleep = static_cast<std::size_t>(std::max(sleepers_.load(std::memory_order_relaxed), 0));
         const std::size_t ours = size() - std::min(asleep, size() - 1);
-        static const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+        static const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());  // /proc/loadavg is the machine's
         auto_poll_.store(auto_rule_.update(runnable, ours, size(), cores), std::memory_order_relaxed);
     }
 

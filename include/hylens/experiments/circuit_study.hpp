@@ -46,6 +46,7 @@
 #include "../core/error.hpp"
 #include "../interp/circuit.hpp"
 #include "../interp/metric_intervals.hpp"
+#include "../stack/finite_check.hpp"
 #include "../tasks/lookup/fit_corpus.hpp"
 #include "../tasks/lookup/pairs.hpp"
 #include "../tasks/lookup/prompt.hpp"  // filler_text
@@ -372,11 +373,11 @@ inline Circuit circuit_from_records(const std::vector<nlohmann::json>& records, 
         for (std::size_t h = 0; h < detail::heads_of(records, l); ++h)
             cand.push_back({l, h, detail::attention_mean(records, "baseline", l, h, "target"),
                             detail::attention_mean(records, "baseline", l, h, "others"),
-                            detail::attention_mean(records, "baseline", l, h, "first"), 0.0});
+                            detail::attention_mean(records, "baseline", l, h, "first")});
     std::stable_sort(cand.begin(), cand.end(),
                      [](const HeadCandidate& a, const HeadCandidate& b) { return a.target_mass > b.target_mass; });
-    for (std::size_t i = 0; i < std::min(opt.top, cand.size()); ++i)
-        cand[i].gap_removed = detail::pair_summary(records, cc::head(cand[i].layer, cand[i].head)).gap.mean;
+    for (HeadCandidate& h : cand)  // every head is scanned (a made-up 0 below the top read as "removal destroys it")
+        h.gap_removed = detail::pair_summary(records, cc::head(h.layer, h.head)).gap.mean;
     c.reader.baseline = c.baseline;
     c.reader.reader = pick_reader(cand, opt.top);
     c.reader.ranked = std::move(cand);
@@ -602,6 +603,7 @@ struct CircuitStudyResult {
 template <class Model>
 CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, ChatFamily family,
                                      const CircuitStudyOptions& opt) {
+    const CheckFiniteScope finite_check;  // a NaN stops the study at its layer and site (stack/finite_check.hpp)
     namespace lk = tasks::lookup;
     namespace cc = circuit_conditions;
     const auto t0 = std::chrono::steady_clock::now();

@@ -2,7 +2,8 @@
 // The cache a condition generates from (experiments/conditions.hpp), built from the prefilled
 // caches of source A (and of source B for the swaps) and left unchanged.
 //
-// Layer-restricted conditions (NAME@S) edit the layers of S and keep FULL-on-A elsewhere:
+// Layer-restricted conditions (NAME@S) edit the layers of S that hold the channel they edit
+// (edited_layers) and keep FULL-on-A elsewhere:
 //   KV_ONLY@S     recurrent part reset in S
 //   REC_ONLY@S    KV dropped in S
 //   NONE@S        both in S
@@ -51,7 +52,9 @@ bool any_kv_left(const Cache& c) {
 /// swap conditions only; A and B must have the same token length.
 template <LayeredCache Cache>
 EditedCache<Cache> condition_cache(const Condition& c, const Cache& a, const Cache* b) {
-    const LayerSet layers = c.layers ? LayerSet(*c.layers) : LayerSet::all();
+    const LayerSet layers = c.layers ? LayerSet(edited_layers(c, channel_layers(a))) : LayerSet::all();
+    check(layers.is_all() || !layers.indices().empty(), "[condition_cache] ", c.name(),
+          ": no layer of the set holds a channel the condition edits");
     if (c.kind == ConditionKind::split) {
         EditedCache<Cache> e = apply_split_mode(a, c.mode, layers);
         if (c.layers && (c.mode == SplitMode::REC_ONLY || c.mode == SplitMode::NONE) && detail::any_kv_left(e.cache))

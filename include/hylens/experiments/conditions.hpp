@@ -214,6 +214,33 @@ inline LayerSpec parse_layer_spec(std::string_view spec) {
     return s;
 }
 
+/// The layers a condition edits: those of its set (all layers without one) that hold a channel
+/// it edits. NAME@S leaves a layer of S without that channel as it is (KV_ONLY@0-4 on Qwen3.5
+/// resets the recurrent layers 0-2 and 4, not the attention layer 3), as NONE@S always has.
+inline std::vector<std::size_t> edited_layers(const Condition& c, const ChannelLayers& model) {
+    std::vector<std::size_t> out;
+    for (std::size_t l = 0; l < model.num_layers; ++l) {
+        if (c.layers && std::find(c.layers->begin(), c.layers->end(), l) == c.layers->end()) continue;
+        const bool kv = std::find(model.kv.begin(), model.kv.end(), l) != model.kv.end();
+        const bool rec = std::find(model.recurrent.begin(), model.recurrent.end(), l) != model.recurrent.end();
+        if ((c.edits_kv() && kv) || (c.edits_recurrent() && rec)) out.push_back(l);
+    }
+    return out;
+}
+
+namespace detail {
+
+inline std::string edited_channels(const Condition& c) {
+    if (c.edits_kv() && c.edits_recurrent()) return "KV or a recurrent state";
+    return c.edits_kv() ? "KV" : "a recurrent state";
+}
+
+inline std::string held_text(const std::vector<std::size_t>& layers) {
+    return layers.empty() ? "none" : format_layer_set(layers);
+}
+
+}  // namespace detail
+
 /// The conditions of a study: `listed` (whole-model or explicit @SET conditions), then, for
 /// every listed whole-model condition that edits something, its layer-restricted forms of
 /// `spec` in spec order. Layer indices are checked against the model.
@@ -226,6 +253,10 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
             check(!c.layers->empty(), "[conditions] ", c.base, ": empty layer set");
             check(c.layers->back() < model.num_layers, "[conditions] ", c.name(), ": layer ", c.layers->back(),
                   " is out of range (the model has ", model.num_layers, " layers)");
+            check(!edited_layers(c, model).empty(), "[conditions] ", c.name(), ": no layer of ",
+                  format_layer_set(*c.layers), " holds ", detail::edited_channels(c), ", which ", c.base,
+                  " edits (layers with KV: ", detail::held_text(model.kv), "; with a recurrent state: ",
+                  detail::held_text(model.recurrent), ")");
         }
         if (std::find(names.begin(), names.end(), c.name()) != names.end()) return;
         names.push_back(c.name());
@@ -235,15 +266,16 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
     if (spec.empty()) return out;
     for (const Condition& c : listed) {
         if (c.layers || (!c.edits_kv() && !c.edits_recurrent())) continue;
-        std::vector<std::size_t> edited;  // layers holding a channel the condition edits
-        for (std::size_t l = 0; l < model.num_layers; ++l) {
-            const bool kv = std::find(model.kv.begin(), model.kv.end(), l) != model.kv.end();
-            const bool rec = std::find(model.recurrent.begin(), model.recurrent.end(), l) != model.recurrent.end();
-            if ((c.edits_kv() && kv) || (c.edits_recurrent() && rec)) edited.push_back(l);
-        }
-        const auto with = [&](std::vector<std::size_t> layers) {
+        const std::vector<std::size_t> edited = edited_layers(c, model);  // every layer holding an edited channel
+        // A sweep's set is run when a layer of it holds an edited channel (the set 0-2 of
+        // REC_ONLY on Qwen3.5, attention at 3, edits nothing and is left out).
+        const auto with = [&](const std::vector<std::size_t>& layers) {
+            for (std::size_t l : layers)
+                check(l < model.num_layers, "[layers] layer set ", format_layer_set(layers), ": layer ", l,
+                      " is out of range (the model has ", model.num_layers, " layers)");
             Condition s = c;
-            s.layers = std::move(layers);
+            s.layers = layers;
+            if (edited_layers(s, model).empty()) return;
             add(std::move(s));
         };
         if (spec.single)
@@ -252,13 +284,13 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
             for (std::size_t l : edited) {
                 std::vector<std::size_t> r;
                 for (std::size_t i = 0; i <= l; ++i) r.push_back(i);
-                with(std::move(r));
+                with(r);
             }
         if (spec.cumulative_top)
             for (std::size_t l : edited) {
                 std::vector<std::size_t> r;
                 for (std::size_t i = l; i < model.num_layers; ++i) r.push_back(i);
-                with(std::move(r));
+                with(r);
             }
         for (const auto& set : spec.sets) with(set);
     }

@@ -37,6 +37,7 @@
 #include "../interp/metric_intervals.hpp"
 #include "../interp/run.hpp"
 #include "../interp/transplant.hpp"  // recurrent_layers
+#include "../stack/finite_check.hpp"
 #include "../tasks/lookup/pairs.hpp"
 #include "../tasks/lookup/vocabulary.hpp"
 #include "../text/chat.hpp"
@@ -48,6 +49,7 @@
 namespace hylens::experiments {
 
 struct EncodeSwapOptions : StudyRunOptions {
+    std::optional<CircuitRoles> circuit{};  ///< the circuit file read, if any: check_circuit_model against the model
     std::string variant = "chat8";
     std::size_t per_config = 20;
     std::uint64_t seed = 1;
@@ -62,6 +64,7 @@ struct EncodeSwapOptions : StudyRunOptions {
 /// from (circuit_info).
 inline void set_encode_swap_roles(EncodeSwapOptions& o, const CircuitRoles& roles,
                                   const std::optional<std::vector<LayerIndex>>& other = std::nullopt) {
+    o.circuit = roles;
     o.encode = roles.encode;
     o.other = other ? *other : roles.address != roles.encode ? roles.address : std::vector<LayerIndex>{};
     o.circuit_info = {{"encode", roles.encode}, {"address", roles.address}};
@@ -171,6 +174,8 @@ struct EncodeSwapResult {
 /// Runs the encode-swap study on a typed model with its tokenizer and chat family.
 template <class Model>
 EncodeSwapResult run_encode_swap_study(const Model& model, const Tokenizer& tok, ChatFamily family, const EncodeSwapOptions& opt) {
+    const CheckFiniteScope finite_check;  // a NaN stops the study at its layer and site (stack/finite_check.hpp)
+    if (opt.circuit) check_circuit_model(*opt.circuit, model.stack(), "encode-swap");
     namespace lk = tasks::lookup;
     const auto t0 = std::chrono::steady_clock::now();
     const lk::Variant variant = lk::parse_variant(opt.variant);

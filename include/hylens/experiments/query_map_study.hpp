@@ -39,6 +39,7 @@
 #include "../interp/ridge.hpp"
 #include "../interp/stitch.hpp"
 #include "../interp/transplant.hpp"
+#include "../stack/finite_check.hpp"
 #include "../tasks/lookup/pairs.hpp"
 #include "../tasks/lookup/vocabulary.hpp"
 #include "../text/tokenizer.hpp"
@@ -51,6 +52,7 @@
 namespace hylens::experiments {
 
 struct QueryMapOptions : StudyRunOptions {  // progress: per seed
+    std::optional<CircuitRoles> circuit{};  ///< the circuit file read, if any: check_circuit_model against the model
     tasks::lookup::Style style = tasks::lookup::Style::chat;
     std::size_t n_pairs = 8;
     std::size_t fit_items = 2000;           ///< fit prompts (K_fit keys)
@@ -197,6 +199,8 @@ template <class RecvModel, class DonorModel>
 QueryMapResult run_query_map_study(const RecvModel& recv, const Tokenizer& tok_r, const ChatFormat& fmt_r,
                                    const DonorModel& donor, const Tokenizer& tok_d, const ChatFormat& fmt_d,
                                    const QueryMapOptions& opt) {
+    const CheckFiniteScope finite_check;  // a NaN stops the study at its layer and site (stack/finite_check.hpp)
+    if (opt.circuit) check_circuit_model(*opt.circuit, recv.stack(), "query-map");
     namespace lk = tasks::lookup;
     check(!opt.address.empty(), "[query-map] no receiver Address layers");
     check(!opt.sources.empty() || opt.embedding_source, "[query-map] no donor source");

@@ -12,6 +12,7 @@
 #include <iterator>     // std::istreambuf_iterator
 #include <set>          // std::set
 #include <string>       // std::string
+#include <string_view>  // std::string_view
 #include <tuple>        // std::tuple
 #include <vector>       // std::vector
 
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/error.hpp"
+#include "../io/json_depth.hpp"
 
 namespace hylens::experiments {
 
@@ -73,6 +75,7 @@ inline std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path,
         const std::size_t e = all.find('\n', b);
         ++line;
         const std::string where = path.string() + " line " + std::to_string(line);
+        io::check_json_depth(std::string_view(all).substr(b, e - b), "[jsonl] " + where);
         try {
             out.push_back(nlohmann::json::parse(all.begin() + static_cast<std::ptrdiff_t>(b),
                                                 all.begin() + static_cast<std::ptrdiff_t>(e)));

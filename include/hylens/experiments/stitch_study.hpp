@@ -67,6 +67,7 @@
 #include "../interp/run.hpp"
 #include "../interp/stitch.hpp"
 #include "../io/safetensors_writer.hpp"
+#include "../stack/finite_check.hpp"
 #include "../stack/tokens.hpp"
 #include "../tasks/lookup/align.hpp"
 #include "../tasks/lookup/fit_corpus.hpp"
@@ -493,6 +494,7 @@ template <class Host, class Donor>
 StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, ChatFamily host_family, const Donor& donor,
                                    const Tokenizer& donor_tok, ChatFamily donor_family,
                                    const tasks::lookup::FitCorpus& corpus, const StitchStudyOptions& o) {
+    const CheckFiniteScope finite_check;  // a NaN stops the study at its layer and site (stack/finite_check.hpp)
     namespace lk = tasks::lookup;
     const auto t0 = std::chrono::steady_clock::now();
     const std::size_t Lh = host.num_layers(), Ld = donor.num_layers();

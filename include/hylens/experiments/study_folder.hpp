@@ -26,6 +26,7 @@
 #include <filesystem>  // std::filesystem
 #include <fstream>     // std::ifstream
 #include <functional>  // std::function
+#include <iterator>    // std::istreambuf_iterator
 #include <memory>      // std::unique_ptr
 #include <set>         // std::set
 #include <string>      // std::string
@@ -37,6 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/error.hpp"
+#include "../io/json_depth.hpp"
 #include "bootstrap.hpp"  // Interval, sample_sd
 #include "input_fingerprint.hpp"
 #include "records.hpp"
@@ -66,10 +68,12 @@ inline Shard parse_shard(std::string_view s) {
 namespace detail {
 
 inline nlohmann::json read_json_file(const std::filesystem::path& p) {
-    std::ifstream in(p);
+    std::ifstream in(p, std::ios::binary);
     check<FormatError>(in.good(), "[experiment] cannot read ", p.string());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    io::check_json_depth(text, "[experiment] " + p.string());
     try {
-        return nlohmann::json::parse(in);
+        return nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
         fail<FormatError>("[experiment] ", p.string(), " is not JSON: ", e.what());
     }

@@ -41,6 +41,7 @@
 #include <iterator>    // std::size
 #include <limits>      // std::numeric_limits
 #include <map>         // std::map
+#include <optional>    // std::optional
 #include <sstream>     // std::ostringstream
 #include <string>      // std::string
 #include <string_view> // std::string_view
@@ -50,10 +51,12 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/error.hpp"
+#include "../interp/circuit.hpp"  // CircuitRoles, check_circuit_model
 #include "../interp/metric_intervals.hpp"
 #include "../interp/metrics.hpp"
 #include "../interp/reader_search.hpp"
 #include "../interp/transplant.hpp"
+#include "../stack/finite_check.hpp"
 #include "../tasks/lookup/pairs.hpp"
 #include "progress.hpp"
 #include "reader_head.hpp"
@@ -612,6 +615,7 @@ inline void write_transplant_summaries(const std::filesystem::path& out, const s
 // ---- the study ---------------------------------------------------------------------------
 
 struct TransplantStudyOptions : StudyRunOptions {
+    std::optional<CircuitRoles> circuit{};  ///< the circuit file read, if any: check_circuit_model against the model
     tasks::lookup::Style style = tasks::lookup::Style::chat;
     std::size_t n_pairs = 8;
     std::size_t per_config = 25;                 ///< items per (ia, ib) configuration
@@ -681,6 +685,8 @@ void set_transplant_blocks(TransplantStudyOptions& o, const Model& m, std::size_
 template <class Model>
 TransplantStudyResult run_transplant_study(const Model& model, const Tokenizer& tok, const ChatFormat& format,
                                            const TransplantStudyOptions& opt) {
+    const CheckFiniteScope finite_check;  // a NaN stops the study at its layer and site (stack/finite_check.hpp)
+    if (opt.circuit) check_circuit_model(*opt.circuit, model.stack(), "transplant");
     check(!opt.blocks.empty() || opt.kinds.empty(), "[transplant] no blocks to transplant");
     check(!opt.seeds.empty() && opt.per_config >= 1, "[transplant] need at least one seed and one item per configuration");
     check_distinct_seeds(opt.seeds, "transplant");

@@ -18,12 +18,15 @@
 #include <cstddef>  // std::size_t
 #include <filesystem>  // std::filesystem::path
 #include <fstream>  // std::ifstream
+#include <iterator>  // std::istreambuf_iterator
 #include <string>   // std::string
+#include <utility>  // std::pair
 #include <vector>   // std::vector
 
 #include <nlohmann/json.hpp>
 
 #include "../core/error.hpp"
+#include "../io/json_depth.hpp"
 #include "../tasks/lookup/pairs.hpp"
 #include "metrics.hpp"
 #include "reader_search.hpp"
@@ -204,6 +207,11 @@ struct CircuitRoles {
     std::vector<LayerIndex> encode, address;
     LayerIndex reader_layer = no_layer;
     std::size_t reader_head = 0;
+    /// The model the circuit was found on, as the file describes it (empty when it does not):
+    /// its linear layers (the B3 scan, "layers") and its softmax layers with their number of
+    /// heads (the B4 scan, "reader_candidates"). check_circuit_model compares them.
+    std::vector<LayerIndex> found_linear;
+    std::vector<std::pair<LayerIndex, std::size_t>> found_heads;
 };
 inline CircuitRoles circuit_from_json(const nlohmann::json& j) {
     check<FormatError>(j.contains("encode") && j.contains("address") && j.contains("reader"),
@@ -213,18 +221,57 @@ inline CircuitRoles circuit_from_json(const nlohmann::json& j) {
     r.address = detail::layers_from_json(j.at("address").at("layers"), "address.layers");
     r.reader_layer = detail::layer_from_json(j.at("reader").at("layer"), "reader.layer");
     r.reader_head = j.at("reader").at("head").get<std::size_t>();
+    if (j.contains("layers") && j["layers"].is_array())
+        for (const auto& e : j["layers"])
+            if (e.is_object() && e.contains("layer")) r.found_linear.push_back(detail::layer_from_json(e["layer"], "layers"));
+    if (j.contains("reader_candidates") && j["reader_candidates"].is_array())
+        for (const auto& e : j["reader_candidates"]) {
+            if (!e.is_object() || !e.contains("layer") || !e.contains("head")) continue;
+            const LayerIndex l = detail::layer_from_json(e["layer"], "reader_candidates");
+            const std::size_t h = e["head"].get<std::size_t>();
+            auto it = std::find_if(r.found_heads.begin(), r.found_heads.end(), [&](const auto& x) { return x.first == l; });
+            if (it == r.found_heads.end()) r.found_heads.push_back({l, h + 1});
+            else it->second = std::max(it->second, h + 1);
+        }
+    std::sort(r.found_linear.begin(), r.found_linear.end());
+    std::sort(r.found_heads.begin(), r.found_heads.end());
     return r;
+}
+
+/// Refuses a circuit found on another model: the layers and heads a circuit names are those of
+/// the model it was found on, so a file whose linear layers or softmax heads differ from
+/// `stack`'s (another family, size or layout) would silently move other layers (a Granite
+/// circuit swapped Qwen3.5 layers). `study` names the caller. Files without the scans pass.
+template <class Stack>
+void check_circuit_model(const CircuitRoles& r, const Stack& stack, const char* study) {
+    std::vector<std::pair<LayerIndex, std::size_t>> heads;
+    for (LayerIndex l : attention_layers(stack)) heads.push_back({l, attention_heads(stack, l)});
+    const auto text = [](const std::vector<LayerIndex>& linear, const std::vector<std::pair<LayerIndex, std::size_t>>& h) {
+        std::string t = "linear layers";
+        for (LayerIndex l : linear) t += " " + std::to_string(l);
+        t += linear.empty() ? " none" : "";
+        t += ", softmax layers";
+        for (const auto& [l, n] : h) t += " " + std::to_string(l) + " (" + std::to_string(n) + " heads)";
+        return t;
+    };
+    const bool linear_ok = r.found_linear.empty() || r.found_linear == recurrent_layers(stack);
+    const bool heads_ok = r.found_heads.empty() || r.found_heads == heads;
+    check<ShapeError>(linear_ok && heads_ok, "[", study, "] the circuit file was found on another model (",
+                      text(r.found_linear, r.found_heads), "); this model has ", text(recurrent_layers(stack), heads),
+                      ": a circuit's layers and heads are those of the model it was found on");
 }
 
 /// The roles of a circuit file on disk (circuit.json of `hylens experiment circuit`).
 inline CircuitRoles read_circuit_file(const std::filesystem::path& path) {
     check<FormatError>(!std::filesystem::is_directory(path), "[circuit file] ", path.string(),
                        " is a folder (a circuit study's result? its circuit file is circuit.json in it)");
-    std::ifstream in(path);
+    std::ifstream in(path, std::ios::binary);
     check<FormatError>(in.good(), "[circuit file] cannot read the circuit file ", path.string());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    io::check_json_depth(text, "[circuit file] " + path.string());
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(in);
+        j = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
         fail<FormatError>("[circuit file] the circuit file ", path.string(), " is not JSON: ", e.what());
     }

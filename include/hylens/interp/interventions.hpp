@@ -106,7 +106,8 @@ using Action = std::variant<Set, Zero, Mean, Surrogate, ChannelMask, HeadZero, P
 
 /// One intervention: an action applied at `site` of each of `layers` (`no_layer` for embed /
 /// final_norm), at `positions` of the run. `write` selects the derived site layer_write
-/// (then site is Site::resid_post).
+/// (then site is Site::resid_post): Set, Zero, Mean, Surrogate and ChannelMask then set the
+/// write, resid_post := resid_pre + value (the channels they leave keep their values).
 struct Intervention {
     Site site = Site::mixer_out;
     std::vector<LayerIndex> layers;

@@ -7,6 +7,7 @@
 #include <algorithm>  // std::stable_sort, std::min, std::max
 #include <array>      // std::array
 #include <cstddef>    // std::size_t
+#include <limits>     // std::numeric_limits
 #include <cstdint>    // std::int64_t
 #include <string>     // std::string
 #include <vector>     // std::vector
@@ -63,7 +64,9 @@ struct HeadCandidate {
     double target_mass = 0.0;  ///< mean attention from the final position on the target entry
     double other_mass = 0.0;   ///< ... on the other entries
     double first_mass = 0.0;   ///< ... on position 0
-    double gap_removed = 0.0;  ///< gap with the head removed (set for the top candidates only)
+    /// Gap with the head removed; NaN (null in circuit.json) for a head that was not scanned
+    /// (reader_search scans the top candidates only).
+    double gap_removed = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct ReaderSearch {
@@ -95,7 +98,7 @@ ReaderSearch reader_search(const Model& model, const std::vector<PairItem>& item
         for (const SiteRef& s : sites) {
             const NamedTensor& p = c.at(s.name());
             for (std::size_t h = 0; h < p.shape()[1]; ++h, ++k) {
-                if (i == 0) cand.push_back({s.layer, h, 0, 0, 0, 0});
+                if (i == 0) cand.push_back({s.layer, h, 0, 0, 0});
                 std::size_t Tk = 0;
                 const float* row = probs_row(p, 0, h, 0, Tk);
                 const AttentionSplit a = attention_split(row, Tk, it.entries, it.target);

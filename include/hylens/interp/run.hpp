@@ -234,27 +234,26 @@ private:
                 if (r >= T_ || slot[r] < 0) continue;
                 const std::size_t sl = static_cast<std::size_t>(slot[r]);
                 float* row = v.row(b, t);
+                // On layer_write the action sets the write: resid_post := resid_pre + value
+                // (channels it leaves alone keep their computed values exactly).
+                const float* pre = iv.write ? saved_pre_[lw].data() + (b * v.T + t) * D : nullptr;
+                const auto put = [row, pre](std::size_t c, float x) { row[c] = pre ? pre[c] + x : x; };
                 if (const Set* a = std::get_if<Set>(&iv.action)) {
                     const float* d = donor_row(a->rows[j], i, b, sl, D);
-                    if (iv.write) {
-                        const float* pre = saved_pre_[lw].data() + (b * v.T + t) * D;
-                        for (std::size_t c = 0; c < D; ++c) row[c] = pre[c] + d[c];
-                    } else {
-                        std::copy(d, d + D, row);
-                    }
+                    for (std::size_t c = 0; c < D; ++c) put(c, d[c]);
                 } else if (std::holds_alternative<Zero>(iv.action)) {
-                    std::fill(row, row + D, 0.0f);
+                    for (std::size_t c = 0; c < D; ++c) put(c, 0.0f);
                 } else if (const Mean* a = std::get_if<Mean>(&iv.action)) {
                     const auto& mu = per_layer(a->mu, j);
-                    std::copy(mu.begin(), mu.end(), row);
+                    for (std::size_t c = 0; c < D; ++c) put(c, mu[c]);
                 } else if (const Surrogate* a = std::get_if<Surrogate>(&iv.action)) {
                     const auto& src = token_row(i, *a, j, b, r);
-                    std::copy(src.begin(), src.end(), row);
+                    for (std::size_t c = 0; c < D; ++c) put(c, src[c]);
                 } else if (const ChannelMask* a = std::get_if<ChannelMask>(&iv.action)) {
                     const std::vector<float>* fill = nullptr;
                     if (a->fill == MaskFill::mean) fill = &per_layer(a->mean.mu, j);
                     if (a->fill == MaskFill::token_mean) fill = &token_row(i, a->table, j, b, r);
-                    for (std::size_t c : a->channels) row[c] = fill ? (*fill)[c] : 0.0f;
+                    for (std::size_t c : a->channels) put(c, fill ? (*fill)[c] : 0.0f);
                 } else if (const HeadZero* a = std::get_if<HeadZero>(&iv.action)) {
                     for (std::size_t h : a->heads) std::fill(row + h * w, row + (h + 1) * w, 0.0f);
                 } else if (const ProjPatch* a = std::get_if<ProjPatch>(&iv.action)) {

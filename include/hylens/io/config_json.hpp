@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>  // nlohmann::json
 
 #include "../core/error.hpp"
+#include "json_depth.hpp"
 #include "json_error.hpp"
 
 namespace hylens::io {
@@ -50,6 +51,7 @@ public:
         auto root = std::make_shared<json>();
         try {
             const std::string cleaned = replace_nonfinite(text);
+            check_json_depth(cleaned, "[config] " + origin);
             *root = json::parse(cleaned.begin(), cleaned.end());
         } catch (const json::parse_error& e) {
             // e.byte is 1-based and points just past the offending character.
@@ -100,6 +102,16 @@ public:
     }
     double get_double(std::string_view key) const { return as_double(require(key, "a number"), key_path(key)); }
     double get_double(std::string_view key, double fallback) const { return has(key) ? get_double(key) : fallback; }
+    /// A scale factor (a µP multiplier, logits_scaling): finite, above zero and within a float.
+    /// ConfigError otherwise: a zero or negative one made every logit 0 or flipped them, silently.
+    float get_multiplier(std::string_view key, double fallback = 1.0) const {
+        const double v = get_double(key, fallback);
+        if (!(std::isfinite(v) && v > 0.0 && v <= std::numeric_limits<float>::max() &&
+              static_cast<float>(v) >= std::numeric_limits<float>::min()))
+            fail<ConfigError>("[config] ", origin_, ": ", key_path(key), " must be a positive finite number (a scale "
+                              "factor), got ", v);
+        return static_cast<float>(v);
+    }
     bool get_bool(std::string_view key) const {
         const json& v = require(key, "a boolean");
         if (!v.is_boolean()) wrong(key, "a boolean", v);

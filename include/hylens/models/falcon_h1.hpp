@@ -57,8 +57,8 @@ inline FalconH1Model load_falcon_h1(const io::Checkpoint& ckpt, const io::Config
         ac.Hkv = Hkv;
         ac.head_dim = hd;
         ac.rope = kernels::Rope{hd, static_cast<float>(rp.theta)};
-        ac.in_multiplier = static_cast<float>(c.get_double("attention_in_multiplier", 1.0));
-        ac.key_multiplier = static_cast<float>(c.get_double("key_multiplier", 1.0));
+        ac.in_multiplier = c.get_multiplier("attention_in_multiplier");
+        ac.key_multiplier = c.get_multiplier("key_multiplier");
         AttentionWeights aw = attention_weights(src, p, ac, false);  // the HF config class forces attention_bias = false
 
         Mamba2Config mc;
@@ -76,7 +76,7 @@ inline FalconH1Model load_falcon_h1(const io::Checkpoint& ckpt, const io::Config
         check<ConfigError>(mc.G > 0 && Ds % mc.G == 0, "[load] ", c.path(), ": mamba_n_groups ", mc.G,
                            " does not divide ", Ds);
         mc.norm_group = Ds / mc.G;
-        mc.in_multiplier = static_cast<float>(c.get_double("ssm_in_multiplier", 1.0));
+        mc.in_multiplier = c.get_multiplier("ssm_in_multiplier");
         for (std::size_t s = 0; s < 5; ++s) mc.mup[s] = static_cast<float>(ssm_mult[s]);
         std::tie(mc.dt_min, mc.dt_max) = read_time_step_limit(c);
         Mamba2Weights w = mamba2_weights(src, p + "mamba.", mc,
@@ -91,15 +91,15 @@ inline FalconH1Model load_falcon_h1(const io::Checkpoint& ckpt, const io::Config
         ffn.dense.down_mult = static_cast<float>(mlp_mult[1]);
 
         PL layer(AttentionLayer<>(ac, std::move(aw)), Mamba2Layer<>(mc, std::move(w)),
-                 static_cast<float>(c.get_double("attention_out_multiplier", 1.0)),
-                 static_cast<float>(c.get_double("ssm_out_multiplier", 1.0)));
+                 c.get_multiplier("attention_out_multiplier"),
+                 c.get_multiplier("ssm_out_multiplier"));
         stack.push_back(DecoderLayer<PL>(dc, src.vec(p + "input_layernorm.weight", {H}), std::move(layer),
                                          src.vec(p + "pre_ff_layernorm.weight", {H}), std::move(ffn)));
     }
 
     LMConfig lc{.model_type = type, .vocab = V, .hidden = H, .eps = eps,
-                .embed_multiplier = static_cast<float>(c.get_double("embedding_multiplier", 1.0)),
-                .logits_multiplier = static_cast<float>(c.get_double("lm_head_multiplier", 1.0))};
+                .embed_multiplier = c.get_multiplier("embedding_multiplier"),
+                .logits_multiplier = c.get_multiplier("lm_head_multiplier")};
     return assemble(src, std::move(lc), std::move(stack), "final_layernorm.weight",
                     c.get_bool("tie_word_embeddings", false));
 }

@@ -35,7 +35,7 @@ inline GraniteModel load_granite4h(const io::Checkpoint& ckpt, const io::Config&
     check<ConfigError>(H % Hq == 0, "[load] ", c.path(), ": hidden_size ", H, " not divisible by num_attention_heads ", Hq);
     const std::size_t hd = H / Hq;
     const float eps = norm_eps(c, 1e-6);
-    const float res_mult = static_cast<float>(c.get_double("residual_multiplier", 1.0));
+    const float res_mult = c.get_multiplier("residual_multiplier");
     const std::string act = c.get_string("hidden_act", "silu");
     check<UnsupportedError>(act == "silu", "[load] ", c.path(), ": hidden_act '", act, "' is not supported (silu only)");
 
@@ -88,7 +88,7 @@ inline GraniteModel load_granite4h(const io::Checkpoint& ckpt, const io::Config&
             ac.Hq = Hq;
             ac.Hkv = Hkv;
             ac.head_dim = hd;
-            ac.scale = static_cast<float>(c.get_double("attention_multiplier", 1.0));
+            ac.scale = c.get_multiplier("attention_multiplier");
             if (rope) ac.rope = kernels::Rope{hd, static_cast<float>(rp.theta)};
             AttentionWeights aw = attention_weights(src, p, ac, c.get_bool("attention_bias", false));
             stack.push_back(DecoderLayer<AttentionLayer<>>(dc, std::move(in_norm), AttentionLayer<>(ac, std::move(aw)),
@@ -115,8 +115,8 @@ inline GraniteModel load_granite4h(const io::Checkpoint& ckpt, const io::Config&
     }
 
     LMConfig lc{.model_type = type, .vocab = V, .hidden = H, .eps = eps,
-                .embed_multiplier = static_cast<float>(c.get_double("embedding_multiplier", 1.0)),
-                .logits_multiplier = static_cast<float>(1.0 / c.get_double("logits_scaling", 1.0))};
+                .embed_multiplier = c.get_multiplier("embedding_multiplier"),
+                .logits_multiplier = 1.0f / c.get_multiplier("logits_scaling")};
     return assemble(src, std::move(lc), std::move(stack), "norm.weight", c.get_bool("tie_word_embeddings", false));
 }
 

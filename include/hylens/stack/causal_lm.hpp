@@ -9,6 +9,7 @@
 #include <array>    // std::array
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::int64_t
+#include <exception>  // std::exception
 #include <span>     // std::span
 #include <string>   // std::string
 #include <vector>   // std::vector
@@ -122,17 +123,26 @@ public:
         }
         Hook checking;
         const Hook* hook = opt.hook;
-        if (opt.check_finite) {
+        const bool check_finite = opt.check_finite || in_check_finite_scope();
+        if (check_finite) {
             checking = detail::finite_checking_hook(opt.hook, "model " + c_.model_type);
             hook = &checking;
         }
         ForwardContext ctx{no_layer, pos.data(), hook};
         ctx.fire(Site::embed, h.data(), B, T, H, H);
-        stack_.forward(h.data(), B, T, cache, pos.data(), hook);
+        try {
+            stack_.forward(h.data(), B, T, cache, pos.data(), hook);
+        } catch (const std::exception& e) {  // some layers have taken the tokens, others not
+            cache.mark_torn(e.what());
+            throw;
+        } catch (...) {
+            cache.mark_torn("an exception that is not a std::exception");
+            throw;
+        }
         cache.set_tokens_seen(cache.tokens_seen() + T);
         if (opt.skip_logits) return;
         head(h.data(), B, T, logits, opt.last_only, ctx);
-        if (opt.check_finite) {
+        if (check_finite) {
             const std::size_t Tout = logits.shape(1), V = c_.vocab;
             detail::check_view_finite("model " + c_.model_type, "logits", -1, ActivationView{logits.data(), B, Tout, V, V},
                                       pos.data() + (T - Tout));

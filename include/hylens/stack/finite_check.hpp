@@ -18,7 +18,8 @@
 namespace hylens {
 
 /// A forward produced a NaN or an infinity (damaged weights, a diverging state, a patch that
-/// wrote garbage). The cache of that forward is left part-updated.
+/// wrote garbage). When it is thrown inside the layers, the cache of that forward is left
+/// part-updated and marked so (StackCache::torn): later uses of it are refused.
 class NonFiniteError : public Error {
 public:
     using Error::Error;
@@ -80,6 +81,24 @@ inline Hook finite_checking_hook(const Hook* user, std::string model) {
     return h;
 }
 
+/// How many CheckFiniteScope objects live on this thread.
+inline thread_local int finite_check_scopes = 0;
+
 }  // namespace detail
+
+/// While one lives, every CausalLM::forward on this thread runs with the non-finite check, as
+/// with ForwardOptions::check_finite, whatever path reaches it (captures, interventions,
+/// transplants, maps, generation). The studies hold one for their whole run, so a model that
+/// produces a NaN stops a study with the layer and site instead of writing null scores.
+class CheckFiniteScope {
+public:
+    CheckFiniteScope() noexcept { ++detail::finite_check_scopes; }
+    ~CheckFiniteScope() { --detail::finite_check_scopes; }
+    CheckFiniteScope(const CheckFiniteScope&) = delete;
+    CheckFiniteScope& operator=(const CheckFiniteScope&) = delete;
+};
+
+/// Whether a CheckFiniteScope lives on this thread.
+inline bool in_check_finite_scope() noexcept { return detail::finite_check_scopes > 0; }
 
 }  // namespace hylens

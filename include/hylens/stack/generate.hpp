@@ -17,7 +17,7 @@ namespace hylens {
 
 struct GenerateOptions {
     std::size_t max_new = 16;               ///< tokens to generate
-    std::vector<std::int64_t> stop_ids{};   ///< stop once every sequence produced one of these
+    std::vector<std::int64_t> stop_ids{};   ///< stop once every sequence has produced one of these (at any step)
     std::int64_t start_position = -1;       ///< position of the first prompt token (-1: cache.next_position())
     bool feed_last = false;                 ///< also feed the last generated token (its logits are returned)
     const Hook* hook = nullptr;             ///< sees every forward (prompt and steps)
@@ -27,7 +27,11 @@ struct GenerateOptions {
 
 struct GenerateResult {
     Tensor3 prompt_logits;                  ///< [B, T_prompt, V]
-    std::vector<std::vector<std::int64_t>> ids;  ///< [B][n] generated tokens
+    std::vector<std::vector<std::int64_t>> ids;  ///< [B][n] generated tokens (n: the steps the batch ran)
+    /// Per sequence: its ids up to and including its first stop id, or n when it produced none.
+    /// A batch runs until every sequence has stopped, so a sequence that stopped earlier has
+    /// further draws after its stop id (fed like any other; they are not part of its answer).
+    std::vector<std::size_t> lengths;
     std::vector<Tensor2> step_logits;       ///< per fed generated token: [B, V] logits after feeding it
     std::vector<std::int64_t> positions;    ///< every position used (prompt and fed tokens)
 };
@@ -59,6 +63,8 @@ GenerateResult generate(const Model& model, typename Model::cache_type& cache, c
     fo.positions = pos;
     res.prompt_logits = model.forward(prompt, cache, fo);
     res.ids.assign(B, {});
+    res.lengths.assign(B, 0);
+    std::vector<char> stopped(B, 0);
     std::vector<const float*> last(B);
     for (std::size_t b = 0; b < B; ++b) last[b] = res.prompt_logits.data() + (b * T + T - 1) * V;
     Tensor3 step;
@@ -70,9 +76,12 @@ GenerateResult generate(const Model& model, typename Model::cache_type& cache, c
             const std::int64_t id = choose_token(last[b], V, opt.sampling, rng);
             res.ids[b].push_back(id);
             next.ids.push_back(id);
-            bool stop = false;
-            for (auto s : opt.stop_ids) stop = stop || s == id;
-            all_stopped = all_stopped && stop;
+            for (auto s : opt.stop_ids)
+                if (!stopped[b] && s == id) {
+                    stopped[b] = 1;
+                    res.lengths[b] = n + 1;
+                }
+            all_stopped = all_stopped && stopped[b];
         }
         const bool final = (n + 1 == opt.max_new) || all_stopped;
         if (final && !opt.feed_last) break;
@@ -87,6 +96,8 @@ GenerateResult generate(const Model& model, typename Model::cache_type& cache, c
         for (std::size_t b = 0; b < B; ++b) last[b] = res.step_logits.back().data() + b * V;
         if (final) break;
     }
+    for (std::size_t b = 0; b < B; ++b)
+        if (!stopped[b]) res.lengths[b] = res.ids[b].size();
     return res;
 }
 

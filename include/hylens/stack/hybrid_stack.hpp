@@ -92,6 +92,7 @@ public:
 
     /// Checks that a cache was made for this stack's layers (layer order and batch).
     void check_cache(const cache_type& cache, std::size_t batch) const {
+        cache.check_usable("HybridStack");
         check<ShapeError>(cache.order() == order_, "[HybridStack] the cache has ", cache.num_layers(),
                           " layers in another order than this stack's ", size());
         check<ShapeError>(cache.batch() == batch, "[HybridStack] cache batch ", cache.batch(), ", input batch ", batch);

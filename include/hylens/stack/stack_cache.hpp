@@ -92,6 +92,19 @@ public:
     /// Position of the next token: the KV length, or the tokens seen when there is no KV.
     std::size_t next_position() const { return has_kv_layers() ? kv_len() : seen_; }
 
+    /// Why the cache can no longer be used, or "" while it can: a forward that failed part-way
+    /// (an exception from a hook, the non-finite check or a layer) left some layers updated
+    /// and others not (CausalLM::forward marks it). Copies keep the mark; reset() clears it;
+    /// the forward, the surgery of two caches and save_cache refuse a marked cache
+    /// (check_usable). Not part of the value (==).
+    const std::string& torn() const noexcept { return torn_; }
+    void mark_torn(std::string why) { torn_ = why.empty() ? std::string("an unknown error") : std::move(why); }
+    /// Throws when the cache is marked torn, naming `op` and the failure.
+    void check_usable(const char* op) const {
+        check(torn_.empty(), "[", op, "] the cache was left part-updated by a forward that failed (", torn_,
+              "): its layers hold different numbers of tokens. Use a copy taken before that forward, or reset() it");
+    }
+
     /// Back to a fresh cache: KV emptied, conv windows and states zeroed.
     void reset() {
         for (std::size_t i = 0; i < num_layers(); ++i)
@@ -100,6 +113,7 @@ public:
                 for_each_recurrent_part(c, [](RecurrentCache& r) { r.reset(); });
             });
         seen_ = 0;
+        torn_.clear();
     }
 
     friend bool operator==(const StackCache& a, const StackCache& b) {
@@ -120,6 +134,7 @@ private:
     std::size_t batch_ = 0;
     std::size_t seen_ = 0;
     std::string model_;
+    std::string torn_;
 };
 
 }  // namespace hylens

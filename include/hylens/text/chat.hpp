@@ -3,9 +3,12 @@
 // rendered as the family's chat format, with the character span of each part.
 #pragma once
 
+#include <algorithm>    // std::find
 #include <cstddef>      // std::size_t
 #include <string>       // std::string
 #include <string_view>  // std::string_view
+#include <utility>      // std::move
+#include <vector>       // std::vector
 
 #include "hylens/core/error.hpp"
 #include "hylens/text/encoding.hpp"
@@ -58,12 +61,28 @@ struct ChatPrompt {
     std::string text;
     CharSpan user;     // the user message
     CharSpan prefill;  // the assistant prefill (empty span at the end if none)
+    std::vector<std::string> specials{};  // the format's special-token strings ("<|im_start|>", ...)
 };
+
+namespace detail {
+/// The "<|...|>" strings of a chat format's text, in order, each once.
+inline void add_specials(std::string_view text, std::vector<std::string>& out) {
+    for (std::size_t b = text.find("<|"); b != std::string_view::npos; b = text.find("<|", b + 2)) {
+        const std::size_t e = text.find("|>", b + 2);
+        if (e == std::string_view::npos) break;
+        std::string tok(text.substr(b, e + 2 - b));
+        if (std::find(out.begin(), out.end(), tok) == out.end()) out.push_back(std::move(tok));
+    }
+}
+}  // namespace detail
 
 /// Renders user + prefill in the family's chat format.
 inline ChatPrompt wrap_chat(const ChatFormat& format, std::string_view user, std::string_view prefill = {},
                             ChatOptions options = {}) {
     ChatPrompt p;
+    if (options.add_bos) detail::add_specials(format.bos, p.specials);
+    detail::add_specials(format.prefix, p.specials);
+    detail::add_specials(format.suffix, p.specials);
     if (options.add_bos) p.text += format.bos;
     p.text += format.prefix;
     const std::string user_text = text::repair_utf8(user), prefill_text = text::repair_utf8(prefill);
@@ -83,7 +102,15 @@ inline ChatPrompt wrap_chat(ChatFamily family, std::string_view user, std::strin
 
 /// Encodes a rendered prompt as a chat template's output is encoded: the special-token strings
 /// in it become their tokens, and the post-processor adds nothing (add_special = false), so the
-/// only BOS is the one the template wrote. Offsets refer to prompt.text.
-inline Encoding encode_chat(const Tokenizer& tok, const ChatPrompt& prompt) { return tok.encode(prompt.text, {.add_special = false}); }
+/// only BOS is the one the template wrote. Offsets refer to prompt.text. Each of the format's
+/// special-token strings must be a token of `tok` (FormatError otherwise): a tokenizer without
+/// them (another model's, or one with its added tokens removed) spelled "<|im_start|>" as ten
+/// ordinary tokens, and the model read a prompt it was never trained on.
+inline Encoding encode_chat(const Tokenizer& tok, const ChatPrompt& prompt) {
+    for (const std::string& s : prompt.specials)
+        check<FormatError>(tok.token_to_id(s).has_value(), "[chat] the tokenizer has no token '", s,
+                           "', which the chat format writes (is it the model's tokenizer.json?)");
+    return tok.encode(prompt.text, {.add_special = false});
+}
 
 }  // namespace hylens

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>  // nlohmann::json
 
 #include "hylens/core/error.hpp"
+#include "hylens/io/json_depth.hpp"
 
 namespace hylens::text::detail {
 
@@ -198,6 +199,9 @@ private:
         return true;
     }
     bool open(Json v) {
+        // nlohmann's json copies recursively: a file nested ~40,000 deep overflowed the stack.
+        check<FormatError>(stack_.size() < io::kMaxJsonDepth, "[tokenizer.json] JSON nested deeper than ",
+                           io::kMaxJsonDepth, " levels; no tokenizer.json nests more than a few");
         if (stack_.empty()) {
             out_.rest = std::move(v);
             stack_.push_back(&out_.rest);
