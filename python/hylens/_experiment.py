@@ -177,9 +177,13 @@ def _tokenizer_of(tokenizer, who):
 
     if tokenizer is None:
         raise TypeError(f"{who}: tokenizer must be a hylens.Tokenizer or a tokenizer.json path, got None")
-    if isinstance(tokenizer, (str, os.PathLike)) and not os.fspath(tokenizer):
+    if isinstance(tokenizer, _core.Tokenizer):
+        return tokenizer
+    if not isinstance(tokenizer, (str, os.PathLike)):  # 5 was read as the file '5'
+        raise TypeError(f"{who}: tokenizer must be a hylens.Tokenizer or a tokenizer.json path, got {type(tokenizer).__name__}")
+    if not os.fspath(tokenizer):
         raise ValueError(f"{who}: the tokenizer path is empty")
-    return tokenizer if isinstance(tokenizer, _core.Tokenizer) else _core.Tokenizer(str(tokenizer))
+    return _core.Tokenizer(os.fspath(tokenizer))
 
 
 def experiment(model, tokenizer, tasks, out, conditions=DEFAULT_CONDITIONS, items=600, seeds=(1, 2, 3),

@@ -10,6 +10,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>  // str or os.PathLike as a path
 
 #include <string>
 #include <tuple>
@@ -177,7 +178,7 @@ inline void bind_cache(pyb::module_& m) {
         .def("__copy__", [](PyCache& s) { return make_cache(s.visit("copy", [](auto& x) -> CacheVariant { return x; }), s.model_type()); })
         .def("__deepcopy__", [](PyCache& s, pyb::object) { return make_cache(s.visit("deepcopy", [](auto& x) -> CacheVariant { return x; }), s.model_type()); })
         .def("reset", [](PyCache& s) { s.visit("reset", [](auto& x) { x.reset(); }); }, "Back to a fresh cache, in place.")
-        .def("save", [](PyCache& s, const std::string& path, const std::string& prefix) {
+        .def("save", [](PyCache& s, const std::filesystem::path& path, const std::string& prefix) {
             s.visit("save", [&](auto& x) { save_cache(x, path, prefix); });
         }, pyb::arg("path"), pyb::arg("prefix") = "cache.",
            "Writes <prefix>N.conv / .state / .k / .v (float32 safetensors, the golden names).")

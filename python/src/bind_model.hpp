@@ -14,6 +14,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>  // str or os.PathLike as a path
 
 #include <chrono>
 #include <filesystem>
@@ -120,6 +121,8 @@ inline std::vector<std::string> layer_kind_names(const PyModel& pm) {
 inline void bind_model(pyb::module_& m) {
     pyb::class_<PyGenerate>(m, "GenerateResult", "Greedy generation: ids, prompt logits, logits after each fed token, positions, cache.")
         .def_readonly("ids", &PyGenerate::ids)
+        .def_readonly("lengths", &PyGenerate::lengths,
+                      "Per sequence: its ids up to and including its first stop id (all of them without one).")
         .def_readonly("prompt_logits", &PyGenerate::prompt_logits)
         .def_readonly("step_logits", &PyGenerate::step_logits)
         .def_readonly("positions", &PyGenerate::positions)
@@ -181,7 +184,7 @@ inline void bind_model(pyb::module_& m) {
             if (batch == 0) throw pyb::value_error("new_cache: batch must be at least 1");
             return make_cache(s.visit([&](const auto& x) -> CacheVariant { return x.new_cache(batch); }), s.model_type());
         }, pyb::arg("batch") = 1)
-        .def("load_cache", [](const PyModel& s, const std::string& path, Count batch, const std::string& prefix, bool allow_missing) {
+        .def("load_cache", [](const PyModel& s, const std::filesystem::path& path, Count batch, const std::string& prefix, bool allow_missing) {
             if (batch == 0) throw pyb::value_error("load_cache: batch must be at least 1");
             return make_cache(s.visit([&](const auto& x) -> CacheVariant {
                 return load_cache(path, x.new_cache(batch), prefix, LoadCacheOptions{allow_missing});
@@ -377,7 +380,7 @@ inline void bind_model(pyb::module_& m) {
                    " layers, hidden " + std::to_string(s.config().hidden) + ", vocab " + std::to_string(s.config().vocab) + ">";
         });
 
-    m.def("load", [](const std::string& path, bool mmap, bool check_finite) {
+    m.def("load", [](const std::filesystem::path& path, bool mmap, bool check_finite) {
         AnyModel am = [&] {
             const pyb::gil_scoped_release nogil;
             return load(path, LoadOptions{.weights = mmap ? io::Storage::mapped : io::Storage::in_memory,

@@ -44,6 +44,7 @@ inline void bind_query_map(pyb::module_& m) {
         opt.embedding_source = embedding;
         std::optional<CircuitRoles> roles;
         if (!circuit.empty()) roles = read_circuit_file(circuit);
+        opt.circuit = roles;
         if (!reader.empty()) opt.reader = ex::parse_reader_head(reader, "reader");
         else if (roles) opt.reader = {roles->reader_layer, roles->reader_head};
         set_python_run(opt, model, tok, out, shard, resume, progress);

@@ -8,6 +8,7 @@
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>  // str or os.PathLike as a path
 
 #include <string>
 #include <utility>
@@ -51,7 +52,7 @@ inline void bind_text(pyb::module_& m) {
         .def("__repr__", [](const ChatPrompt& p) { return "<hylens.ChatPrompt " + std::to_string(p.text.size()) + " bytes>"; });
 
     pyb::class_<Tokenizer>(m, "Tokenizer", "A Hugging Face tokenizer.json (BPE) with character offsets.")
-        .def(pyb::init([](const std::string& path) { return Tokenizer::from_file(path); }), pyb::arg("path"))
+        .def(pyb::init([](const std::filesystem::path& path) { return Tokenizer::from_file(path.string()); }), pyb::arg("path"))
         .def_property_readonly("path", &Tokenizer::source, "The tokenizer.json it was read from.")
         .def("encode", [](const Tokenizer& t, const std::string& text, bool add_special) {
             const pyb::gil_scoped_release nogil;

@@ -44,6 +44,7 @@ inline void bind_transplant(pyb::module_& m) {
         if (!circuit.empty()) {
             const CircuitRoles roles = read_circuit_file(circuit);
             opt.reader = {roles.reader_layer, roles.reader_head};
+            opt.circuit = roles;
         }
         if (!reader.empty()) opt.reader = ex::parse_reader_head(reader, "reader");
         for (const std::string& w : watch) opt.watch.push_back(ex::parse_reader_head(w, "watch"));

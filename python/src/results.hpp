@@ -21,7 +21,7 @@ namespace pyb = pybind11;
 
 /// generate()'s result as Python values (batch axis dropped for 1-D input).
 struct PyGenerate {
-    pyb::object ids, prompt_logits, step_logits, positions;
+    pyb::object ids, lengths, prompt_logits, step_logits, positions;
     CachePtr cache;
 };
 
@@ -38,6 +38,8 @@ inline PyGenerate to_python(GenerateResult&& r, bool batched, std::size_t V, Cac
     for (const auto& row : r.ids) flat.insert(flat.end(), row.begin(), row.end());
     const auto sB = static_cast<pyb::ssize_t>(B), sn = static_cast<pyb::ssize_t>(n), sV = static_cast<pyb::ssize_t>(V);
     g.ids = batched ? i64_array(flat, {sB, sn}) : i64_array(flat, {sn});
+    const std::vector<std::int64_t> lengths(r.lengths.begin(), r.lengths.end());
+    g.lengths = batched ? pyb::object(i64_array(lengths, {sB})) : pyb::object(pyb::int_(B ? lengths[0] : 0));
     g.prompt_logits = to_numpy(std::move(r.prompt_logits), !batched);
     std::vector<float> st(steps * B * V);
     for (std::size_t s = 0; s < steps; ++s) std::copy(r.step_logits[s].data(), r.step_logits[s].data() + B * V, st.data() + s * B * V);

@@ -298,7 +298,15 @@ def test_generate_batch_and_stop(qwen):
     np.testing.assert_array_equal(single.ids, g.ids[0])
     first = int(single.ids[0])
     stopped = qwen.generate(IDS, max_new=5, stop=first)
-    assert stopped.ids.tolist() == [first]
+    assert stopped.ids.tolist() == [first] and stopped.lengths == 1
+    assert single.lengths == 3 and g.lengths.tolist() == [3, 3]
+    # in a batch, each row's length ends at its own first stop id; the batch when all have one
+    free = qwen.generate(np.array([IDS, IDS[::-1]]), max_new=10)
+    stops = [int(free.ids[0, 1]), int(free.ids[1, 3])]
+    want = [next(i + 1 for i, t in enumerate(row) if t in stops) for row in free.ids.tolist()]
+    both = qwen.generate(np.array([IDS, IDS[::-1]]), max_new=10, stop=stops)
+    assert both.lengths.tolist() == want and both.ids.shape == (2, max(want))
+    np.testing.assert_array_equal(both.ids, free.ids[:, :max(want)])
     with pytest.raises(hylens.ShapeError, match="stop id 320 is outside the model's vocabulary of 320"):
         qwen.generate(IDS, max_new=2, stop=[first, 320])  # it could never match: the run went to max_new
     # generate continues its cache

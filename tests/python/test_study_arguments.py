@@ -56,3 +56,19 @@ def test_channel_study_conditions_as_a_list(byte_tokenizer, tmp_path):
         with pytest.raises(exc, match="conditions"):
             run("bad", bad)
     assert not (tmp_path / "bad").exists()
+
+
+def test_paths_are_str_or_pathlike_and_tokenizers_are_checked(organisms, tmp_path):
+    qwen, _ = organisms
+    model = hylens.load(qwen)  # a pathlib.Path, as the studies take
+    assert model.path == str(qwen.resolve())
+    tok = hylens.Tokenizer(qwen / "tokenizer.json")
+    cache = model.prefill([1, 2, 3])
+    cache.save(tmp_path / "c.safetensors")
+    assert model.load_cache(tmp_path / "c.safetensors") == cache
+    with pytest.raises(TypeError, match="experiment: tokenizer must be a hylens.Tokenizer or a tokenizer.json path, got int"):
+        hylens.experiment(model, 5, ["dictionary"], tmp_path / "never", items=1, seeds=[1])
+    with pytest.raises(TypeError, match="tokenizer must be .* got Model"):
+        hylens.circuit_study(model, model, tmp_path / "never", per_config=1)
+    assert tok.vocab_size == hylens.Tokenizer(str(qwen / "tokenizer.json")).vocab_size
+    assert not (tmp_path / "never").exists()
