@@ -25,7 +25,7 @@ namespace {
 constexpr const char* kHelp =
     "hylens: run and take apart hybrid language models (Qwen3.5 / Qwen3-Next, Granite 4.0 H, Falcon-H1)\n"
     "\n"
-    "usage: hylens <command> [options]      (hylens <command> --help for details)\n"
+    "usage: hylens <command> [options]      (hylens <command> --help for details; hylens --version)\n"
     "\n"
     "commands:\n"
     "  info        print what a model folder holds\n"
@@ -44,9 +44,17 @@ constexpr const char* kHelp =
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    if (argc < 2) {  // a usage error, as every other one (exit 2), with the help on stderr
+        std::cerr << kHelp;
+        return 2;
+    }
+    if (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
         std::cout << kHelp;
-        return argc < 2 ? 1 : 0;
+        return 0;
+    }
+    if (!std::strcmp(argv[1], "--version")) {
+        std::cout << "hylens " << HYLENS_VERSION << "\n";
+        return 0;
     }
     const std::string cmd = argv[1];
     try {

@@ -80,29 +80,51 @@ inline void check_number_options(CLI::App& app) {
 /// The first comma-separated value on the command line with an empty entry ("5,,6", "1,",
 /// ",2", "") given to an option of `app` or of its subcommands that splits on commas, as
 /// "--ids '5,,6'"; "" when there is none. CLI11 drops empty entries, so --ids 5,,6 ran as 5,6.
+/// Reads the command line as CLI11 does: --name=value, -xVALUE, and after --name or -x the
+/// option's values (one, or for a list every token up to the next option); the value of
+/// another option (--prompt '--ids=1,,2') is text, not an option.
 inline std::string empty_list_entry(CLI::App& app, int argc, char** argv) {
-    std::vector<CLI::Option*> lists;
+    std::vector<CLI::Option*> options;
     std::vector<CLI::App*> apps{&app};
     for (std::size_t k = 0; k < apps.size(); ++k) {
-        for (CLI::Option* o : apps[k]->get_options())
-            if (o->get_delimiter() == ',') lists.push_back(o);
+        for (CLI::Option* o : apps[k]->get_options()) options.push_back(o);
         for (CLI::App* sub : apps[k]->get_subcommands([](CLI::App*) { return true; })) apps.push_back(sub);
     }
+    const auto empty_entry = [](const std::string& v) {
+        return v.empty() || v.front() == ',' || v.back() == ',' || v.find(",,") != std::string::npos;
+    };
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
+        if (a == "--") break;
         if (a.size() < 2 || a[0] != '-') continue;
         const bool is_long = a.rfind("--", 0) == 0;
-        const std::size_t eq = is_long ? a.find('=') : std::string::npos;
-        const std::string name = a.substr(is_long ? 2 : 1, eq == std::string::npos ? std::string::npos : eq - (is_long ? 2 : 1));
-        std::string value;
-        if (eq != std::string::npos) value = a.substr(eq + 1);
-        else if (i + 1 < argc) value = argv[i + 1];
-        else continue;
-        for (const CLI::Option* o : lists)
-            if (is_long ? o->check_lname(name) : o->check_sname(name)) {
-                if (value.empty() || value.front() == ',' || value.back() == ',' || value.find(",,") != std::string::npos)
-                    return (is_long ? "--" : "-") + name + " '" + value + "' has an empty entry";
-            }
+        std::string name = is_long ? a.substr(2) : a.substr(1, 1), value;
+        bool attached = false;
+        if (const std::size_t eq = name.find('='); is_long && eq != std::string::npos) {
+            value = name.substr(eq + 1);
+            name.resize(eq);
+            attached = true;
+        } else if (!is_long && a.size() > 2) {
+            value = a.substr(2);
+            attached = true;
+        }
+        const CLI::Option* o = nullptr;
+        for (const CLI::Option* c : options)
+            if (is_long ? c->check_lname(name) : c->check_sname(name)) o = c;
+        if (o == nullptr || o->get_type_size_max() == 0) continue;  // not ours (CLI11 reports it), or a flag
+        const bool list = o->get_delimiter() == ',';
+        const std::string shown = (is_long ? "--" : "-") + name;
+        if (attached) {
+            if (list && empty_entry(value)) return shown + " '" + value + "' has an empty entry";
+            continue;
+        }
+        for (int j = i + 1; j < argc; ++j) {  // its values
+            const std::string v = argv[j];
+            if (v.size() > 1 && v[0] == '-' && !(v[1] >= '0' && v[1] <= '9')) break;  // the next option
+            if (list && empty_entry(v)) return shown + " '" + v + "' has an empty entry";
+            i = j;
+            if (o->get_items_expected_max() <= 1) break;  // one value
+        }
     }
     return "";
 }
@@ -184,6 +206,19 @@ inline void add_no_mmap(CLI::App& app, bool& no_mmap) {
                  "read the weights into private memory instead of mapping the files (llama.cpp's --no-mmap; the "
                  "same values, a slower open; docs/performance-log.md, \"Weights in the page cache\")");
 }
+/// load(dir, options), with a warning on stderr when the checkpoint holds tensors the model does
+/// not use (AnyModel::unused_tensors: a config.json describing less than the weights).
+inline AnyModel load_model(const std::filesystem::path& dir, const LoadOptions& options = {}) {
+    AnyModel m = load(dir, options);
+    if (const auto& unused = m.unused_tensors(); !unused.empty()) {
+        std::cerr << "hylens: warning: " << dir.string() << ": " << unused.size()
+                  << " tensor(s) of the checkpoint are not used by its config.json (is it the checkpoint's?): ";
+        for (std::size_t i = 0; i < unused.size() && i < 5; ++i) std::cerr << (i ? ", " : "") << unused[i];
+        std::cerr << (unused.size() > 5 ? ", ...\n" : "\n");
+    }
+    return m;
+}
+
 inline LoadOptions load_options(bool no_mmap) {
     return LoadOptions{no_mmap ? io::Storage::in_memory : io::Storage::mapped};
 }

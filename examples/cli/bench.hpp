@@ -347,7 +347,7 @@ inline int run_bench(int argc, char** argv) {
         ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 20));
     app.add_option("-n,--n-gen", n_gen, "tokens of the decode test, 0 to skip (default 64)")
         ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 20));
-    app.add_option("-t,--threads", threads, "thread counts, comma-separated (default: all cores)")
+    app.add_option("-t,--threads", threads, "thread counts, comma-separated (default: the cores this process may run on, or HYLENS_THREADS)")
         ->delimiter(',')
         ->check(CLI::Range(std::size_t{1}, std::size_t{1024}));
     app.add_option("-r,--repetitions", reps, "repetitions of each test (default 3)")->check(CLI::Range(1, 1000));
@@ -363,7 +363,7 @@ inline int run_bench(int argc, char** argv) {
     simd::force(simd::parse_level(simd_level));
     precision::RoundActivations rounding(bf16_activations);
     const std::string level = simd::level_name(simd::active());
-    const AnyModel model = load(dir, load_options(no_mmap));
+    const AnyModel model = load_model(dir, load_options(no_mmap));
     const std::size_t vocab = model.config().vocab;
     bool tied = false;
     double cache_bytes = 0;  // of one decode step (the n_gen-token run's mean)

@@ -68,7 +68,7 @@ inline int run_dump(int argc, char** argv) {
     });
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
-    const AnyModel model = load(mi.dir, mi.load_options());
+    const AnyModel model = load_model(mi.dir, mi.load_options());
     std::vector<std::int64_t> ids = mi.ids(prompt, model.config().model_type);
     if (!input.empty()) {
         const io::SafetensorsFile in = io::SafetensorsFile::open(input);

@@ -98,7 +98,7 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
         if (!a.judge.empty()) {
             check(std::filesystem::is_directory(a.judge), "[experiment] --judge ", a.judge,
                   " is not a model folder (config.json + *.safetensors)");
-            judge_model.emplace(load(a.judge));
+            judge_model.emplace(load_model(a.judge));
             const std::filesystem::path jt = a.judge_tokenizer.empty() ? std::filesystem::path(a.judge) / "tokenizer.json"
                                                                        : std::filesystem::path(a.judge_tokenizer);
             check(std::filesystem::exists(jt), "[experiment] ", jt.string(),
@@ -111,7 +111,7 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
                               {"model_type", judge_model->config().model_type},
                               {"tokenizer", std::filesystem::absolute(jt).string()}};
         }
-        const AnyModel model = load(a.model, load_options(a.no_mmap));
+        const AnyModel model = load_model(a.model, load_options(a.no_mmap));
         const std::filesystem::path tok_path =
             a.tokenizer.empty() ? std::filesystem::path(a.model) / "tokenizer.json" : std::filesystem::path(a.tokenizer);
         check(std::filesystem::exists(tok_path), "[experiment] ", tok_path.string(),

@@ -89,7 +89,7 @@ inline int run_experiment_circuit(int argc, char** argv) {
     return run_study_ranks(
         "circuit", opt.shard, !a.shard.empty(), a.out,
         [&](const StudyPlace& place) {
-            const AnyModel m = load(a.model);
+            const AnyModel m = load_model(a.model);
             const std::filesystem::path tok_path = study_tokenizer_path(a.model, a.tokenizer);
             const Tokenizer tok = Tokenizer::from_file(tok_path.string());
             const std::string type = m.config().model_type;

@@ -64,7 +64,7 @@ inline int run_experiment_encode_swap(int argc, char** argv) {
             ex::EncodeSwapOptions o = opt;
             ex::set_encode_swap_roles(o, circuit_from_json(ex::detail::read_json_file(circuit)),
                                       other_opt->count() ? std::optional(other) : std::nullopt);
-            const AnyModel m = load(a.model);
+            const AnyModel m = load_model(a.model);
             const std::filesystem::path tok_path = study_tokenizer_path(a.model, a.tokenizer);
             const Tokenizer tok = Tokenizer::from_file(tok_path.string());
             const std::string type = m.config().model_type;

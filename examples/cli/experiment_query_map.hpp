@@ -83,14 +83,14 @@ inline int run_experiment_query_map(int argc, char** argv) {
     return run_study_ranks(
         "query-map", opt.shard, !a.shard.empty(), a.out,
         [&](const StudyPlace& place) {
-            const AnyModel recv = load(a.model);
+            const AnyModel recv = load_model(a.model);
             const std::filesystem::path tr = study_tokenizer_path(a.model, a.tokenizer);
             const Tokenizer tok_r = Tokenizer::from_file(tr.string());
             std::optional<AnyModel> donor_model;
             std::optional<Tokenizer> donor_tok;
             std::filesystem::path tdp = tr;
             if (!donor_dir.empty()) {
-                donor_model.emplace(load(donor_dir));
+                donor_model.emplace(load_model(donor_dir));
                 tdp = study_tokenizer_path(donor_dir, donor_tokenizer);
                 donor_tok.emplace(Tokenizer::from_file(tdp.string()));
             }

@@ -121,7 +121,7 @@ inline int run_experiment_stitch(int argc, char** argv) {
         [&](const StudyPlace& place) {
             const tasks::lookup::FitCorpus text =
                 corpus.empty() ? tasks::lookup::read_fit_corpus() : tasks::lookup::read_fit_corpus(corpus);
-            const AnyModel h = load(host), d = load(donor);
+            const AnyModel h = load_model(host), d = load_model(donor);
             const std::filesystem::path htp = study_tokenizer_path(host, host_tok), dtp = study_tokenizer_path(donor, donor_tok);
             const Tokenizer ht = Tokenizer::from_file(htp.string()), dt = Tokenizer::from_file(dtp.string());
             const ChatFamily hf = ex::chat_family(h.config().model_type), df = ex::chat_family(d.config().model_type);

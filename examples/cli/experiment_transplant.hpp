@@ -114,7 +114,7 @@ inline int run_experiment_transplant(int argc, char** argv) {
     return run_study_ranks(
         "transplant", opt.shard, !a.shard.empty(), a.out,
         [&](const StudyPlace& place) {
-            const AnyModel model = load(a.model);
+            const AnyModel model = load_model(a.model);
             const std::filesystem::path tok_path = study_tokenizer_path(a.model, a.tokenizer);
             const Tokenizer tok = Tokenizer::from_file(tok_path.string());
             const std::string type = model.config().model_type;

@@ -68,7 +68,7 @@ inline int run_generate(int argc, char** argv) {
     prompt.require_in(app);
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
-    const AnyModel model = load(mi.dir, mi.load_options());
+    const AnyModel model = load_model(mi.dir, mi.load_options());
     const std::vector<std::int64_t> ids = mi.ids(prompt, model.config().model_type);
     GenerateOptions g;
     g.max_new = max_new;

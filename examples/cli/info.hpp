@@ -29,7 +29,7 @@ inline int run_info(int argc, char** argv) {
     std::string dir;
     app.add_option("--model", dir, "model folder")->required();
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
-    const AnyModel model = load(dir);
+    const AnyModel model = load_model(dir);
     model.visit([&](const auto& m) {
         std::cout << "model_type: " << m.config().model_type << "\n"
                   << "layers:     " << m.num_layers() << " " << layer_pattern(m) << "\n"
@@ -38,6 +38,7 @@ inline int run_info(int argc, char** argv) {
                   << "weights:    " << (m.embedding().is_bf16() ? "bf16 (used in place)" : "f32") << "\n"
                   << "tied head:  " << (m.tied_embeddings() ? "yes" : "no") << "\n";
     });
+    std::cout << "unused:     " << model.unused_tensors().size() << " tensors of the checkpoint\n";
     return 0;
 }
 

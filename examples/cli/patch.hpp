@@ -64,7 +64,7 @@ inline int run_patch(int argc, char** argv) {
     });
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
-    const AnyModel model = load(mi.dir, mi.load_options());
+    const AnyModel model = load_model(mi.dir, mi.load_options());
     const std::string& type = model.config().model_type;
     std::vector<std::int64_t> d, h;
     if (!input.empty()) {

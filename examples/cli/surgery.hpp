@@ -142,7 +142,7 @@ inline int run_surgery(int argc, char** argv) {
     });
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
-    const AnyModel model = load(mi.dir, mi.load_options());
+    const AnyModel model = load_model(mi.dir, mi.load_options());
     const std::string& type = model.config().model_type;
     in.check_finite = !mi.no_finite_check;
     if (!input.empty()) {

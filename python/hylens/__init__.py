@@ -5,6 +5,7 @@ activations as NumPy arrays, and cut, mix and transplant the KV and recurrent ch
 cache. See docs/python.md.
 """
 
+from . import _core
 from ._core import (  # noqa: F401
     Cache,
     ChatPrompt,
@@ -28,7 +29,6 @@ from ._core import (  # noqa: F401
     conv_taps,
     experiment_tasks,
     head_zero,
-    load,
     mean_ablate,
     patch,
     patch_heads,
@@ -62,5 +62,23 @@ from ._experiment import (  # noqa: E402,F401
     stitch_study,
     transplant_study,
 )
+
+
+
+def load(path, **kwargs):
+    """Loads a model folder (config.json + safetensors, F32 or BF16) of any supported family;
+    as hylens._core.load (mmap=, check_finite=), and warns (UserWarning) when the checkpoint
+    holds tensors the model does not use (Model.unused_tensors: a config.json describing fewer
+    layers than the file, another model's config)."""
+    import warnings
+
+    model = _core.load(path, **kwargs)
+    unused = model.unused_tensors
+    if unused:
+        warnings.warn(f"{model.path}: {len(unused)} tensor(s) of the checkpoint are not used by its config.json "
+                      f"(is it the checkpoint's?): {', '.join(unused[:5])}{', ...' if len(unused) > 5 else ''}",
+                      stacklevel=2)
+    return model
+
 
 __all__ = [name for name in dir() if not name.startswith("_")]

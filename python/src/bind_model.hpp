@@ -42,6 +42,7 @@ public:
     const LMConfig& config() const { return m_->config(); }
     const std::string& model_type() const { return m_->config().model_type; }
     const std::string& path() const noexcept { return path_; }
+    const std::vector<std::string>& unused_tensors() const noexcept { return m_->unused_tensors(); }
     std::size_t family_index() const {
         return visit([](const auto& m) {
             using M = std::remove_cvref_t<decltype(m)>;
@@ -140,6 +141,9 @@ inline void bind_model(pyb::module_& m) {
     c.def_property_readonly("model_type", &PyModel::model_type)
         .def_property_readonly("family", [](const PyModel& s) { return std::string(family_name(s.family_index())); })
         .def_property_readonly("path", &PyModel::path)
+        .def_property_readonly("unused_tensors", &PyModel::unused_tensors,
+                               "The checkpoint's tensors the model does not use (config.json describes less than "
+                               "the file holds); empty for a matching checkpoint.")
         .def_property_readonly("num_layers", [](const PyModel& s) { return s.visit([](const auto& x) { return x.num_layers(); }); })
         .def_property_readonly("vocab", [](const PyModel& s) { return s.config().vocab; })
         .def_property_readonly("hidden", [](const PyModel& s) { return s.config().hidden; })

@@ -117,3 +117,25 @@ TEST_CASE("cache io: mis-shaped tensors are ShapeErrors naming the tensor") {
     CHECK_THROWS_AS((void)load_cache(p, r.model(std::move(shallow)).new_cache(1)), FormatError);
     fs::remove(p);
 }
+
+TEST_CASE("cache io: a load that fails part-way leaves the cache as it was (all or nothing)") {
+    // A file missing the last layer's tensors overwrote the first layers, then threw: a cache of
+    // two lengths at once, unmarked.
+    const auto q = test::random_qwen({});
+    const std::size_t L = q.num_layers();
+    const fs::path whole = temp_file("whole.safetensors"), cut = temp_file("cut.safetensors");
+    save_cache(q.prefill(TokenBatch({1, 2, 3})), whole);
+    const io::SafetensorsFile f = io::SafetensorsFile::open(whole);
+    io::SafetensorsWriter w;
+    const std::string last = "cache." + std::to_string(L - 1) + ".";
+    for (const auto& n : f.names())
+        if (n.rfind(last, 0) != 0) w.add(n, f.info(n).dtype, f.info(n).shape, f.bytes(n));
+    w.write(cut);
+    const auto before = q.prefill(TokenBatch({4, 5, 6, 7, 8}));
+    auto c = before;
+    CHECK_THROWS_WITH_AS(load_cache(io::SafetensorsFile::open(cut), c), doctest::Contains("missing tensor"), FormatError);
+    CHECK(c == before);
+    CHECK(c.torn().empty());
+    fs::remove(whole);
+    fs::remove(cut);
+}

@@ -103,6 +103,10 @@ TEST_SUITE("cli") {
         CHECK(run_cli("generate --model " + kQwen).rc == 2);                            // neither
         CHECK(run_cli("surgery --model " + kQwen + " --context-ids 1,2 --query-ids 3").rc == 2);  // no --out / --json
         CHECK(run_cli("no-such-command").rc == 2);
+        CHECK(run_cli("").rc == 2);  // no command: a usage error (it was 1)
+        const Run version = run_cli("--version");
+        CHECK(version.rc == 0);
+        CHECK(version.out.rfind("hylens ", 0) == 0);
         // Numbers CLI11 would have read wrong: a negative, overflowing or empty value of an unsigned
         // option (read as 2^64 - 1, 2^64 - 1 and 0), and NaN past a range check.
         for (const std::string bad : {"--seed -1", "--seed 99999999999999999999999", "--top-k ''", "--temperature nan",
@@ -121,13 +125,20 @@ TEST_SUITE("cli") {
         // An empty entry of a comma-separated list is a usage error (CLI11 dropped it: 5,,6 ran as 5,6).
         for (const std::string& bad : std::vector<std::string>{"generate --model " + kQwen + " --ids 5,,6", "generate --model " + kQwen + " --ids=5,",
                                       "tasks --task dictionary, --items 1", "tasks --task dictionary --seeds 1,,2 --items 1",
-                                      "bench --model " + kQwen + " -t 1,,2 -p 1 -n 1"}) {
+                                      "bench --model " + kQwen + " -t 1,,2 -p 1 -n 1", "bench --model " + kQwen + " -t1,,2 -p 1 -n 1",
+                                      "generate --model " + kQwen + " --ids 1 2,,3", "tasks --task dictionary --seeds 1 2,,3 --items 1"}) {
             INFO(bad);
             const Run r = run_cli(bad);
             CHECK(r.rc == 2);
             CHECK(r.err.find("has an empty entry") != std::string::npos);
         }
         CHECK(run_cli("tasks --task dictionary --seeds 1,2 --items 1").rc == 0);
+        // another option's text value is not scanned as a list or an option
+        for (const std::string& text : {std::string("--prompt=--ids=1,,2"), std::string("--prompt 'a,,b'")}) {
+            INFO(text);
+            CHECK(run_cli("generate --model " + kQwen + " --tokenizer " + kQwen + "/none.json " + text).err.find(
+                      "has an empty entry") == std::string::npos);
+        }
         const Run chat_ids = run_cli("generate --model " + kQwen + " --ids 1,2 --chat");  // --chat was ignored
         CHECK(chat_ids.rc == 1);
         CHECK(chat_ids.err.find("--chat wraps text input") != std::string::npos);

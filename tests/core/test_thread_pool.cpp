@@ -261,7 +261,7 @@ TEST_CASE("thread pool: the default size is the cores of the affinity mask, HYLE
     CHECK(ThreadPool::threads_from_env() == 0);
     ::setenv("HYLENS_THREADS", "3", 1);
     CHECK(ThreadPool::threads_from_env() == 3);
-    for (const char* bad : {"0", "-2", "two", "3x", "5000"}) {
+    for (const char* bad : {"0", "-2", "two", "3x", "5000", " 2", "+2", "2 ", "99999999999999999999"}) {
         ::setenv("HYLENS_THREADS", bad, 1);
         CHECK_THROWS_WITH_AS(ThreadPool::threads_from_env(),
                              doctest::Contains("HYLENS_THREADS must be a whole number from 1 to 4096"), Error);

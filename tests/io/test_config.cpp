@@ -3,11 +3,17 @@
 
 #include <doctest/doctest.h>
 
+#include <hylens/experiments/records.hpp>
+#include <hylens/interp/circuit.hpp>
 #include <hylens/io/config_json.hpp>
 #include <hylens/text/tokenizer.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>  // getpid
 
 #include "io_test_util.hpp"
 
@@ -171,6 +177,16 @@ TEST_CASE("JSON nested deeper than kMaxJsonDepth is a FormatError in every file 
     CHECK_THROWS_AS(hylens::io::check_json_depth(nested(513), "x"), hylens::FormatError);
     CHECK_THROWS_WITH_AS(hylens::Tokenizer::from_string("{\"normalizer\": " + nested(40000) + "}"),
                          doctest::Contains("JSON nested deeper than 512 levels"), hylens::FormatError);
+    // a circuit file and a line of items.jsonl
+    const auto dir = std::filesystem::temp_directory_path() / ("hylens_deep_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    { std::ofstream(dir / "circuit.json") << "{\"encode\": " << nested(40000) << "}"; }
+    CHECK_THROWS_WITH_AS(hylens::read_circuit_file(dir / "circuit.json"),
+                         doctest::Contains("[circuit file]"), hylens::FormatError);
+    { std::ofstream(dir / "items.jsonl") << "{\"a\": 1}\n{\"b\": " << nested(40000) << "}\n"; }
+    CHECK_THROWS_WITH_AS(hylens::experiments::read_jsonl(dir / "items.jsonl", false),
+                         doctest::Contains("items.jsonl line 2: JSON nested deeper than 512"), hylens::FormatError);
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("config: a scale factor must be positive and finite (logits_scaling -2 flipped the logits, 0 zeroed them)") {

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -129,18 +130,34 @@ TEST_CASE("load: config values that would load into silent garbage are errors na
         {"rope_theta", 0.0, "rope_theta must be finite and > 0, got 0"},
         {"partial_rotary_factor", -1.0, "partial_rotary_factor must be in (0, 1]"},
         {"num_hidden_layers", std::int64_t{1} << 40, "num_hidden_layers is 1099511627776 but the checkpoint holds only"},
+        // scale factors: logits_scaling -2 flipped the distribution, a zero multiplier zeroed a path
+        {"logits_scaling", -2.0, "logits_scaling must be a positive finite number (a scale factor), got -2"},
+        {"embedding_multiplier", 0.0, "embedding_multiplier must be a positive finite number"},
+        {"residual_multiplier", 1e40, "residual_multiplier must be a positive finite number"},
     };
-    for (const auto& [key, value, want] : cases) {
-        INFO(key << " = " << value.dump());
-        const fs::path d = scratch("garbage");
-        fs::copy_file(golden("granite_h_dense") / "model.safetensors", d / "model.safetensors");
-        nlohmann::json cfg = base;
-        cfg[key] = value;
-        write_text(d / "config.json", cfg.dump());
-        const std::string msg = error_of<ConfigError>(d);
-        CHECK(msg.find(want) != std::string::npos);
-        CHECK(msg.find("config.json") != std::string::npos);
-    }
+    // Each case: the model's config.json with one key set, loaded with the model's weights.
+    const auto refused = [](const std::string& model, const auto& list) {
+        const nlohmann::json cfg0 = nlohmann::json::parse(read_text(golden(model) / "config.json"));
+        for (const auto& [key, value, want] : list) {
+            INFO(model << ": " << key << " = " << value.dump());
+            const fs::path d = scratch("garbage");
+            fs::copy_file(golden(model) / "model.safetensors", d / "model.safetensors");
+            nlohmann::json cfg = cfg0;
+            cfg[key] = value;
+            write_text(d / "config.json", cfg.dump());
+            const std::string msg = error_of<ConfigError>(d);
+            CHECK(msg.find(want) != std::string::npos);
+            CHECK(msg.find("config.json") != std::string::npos);
+        }
+    };
+    refused("granite_h_dense", cases);
+    // Falcon-H1's scale factors, the lists too
+    const std::vector<std::tuple<std::string, nlohmann::json, std::string>> falcon_cases = {
+        {"lm_head_multiplier", 0.0, "lm_head_multiplier must be a positive finite number"},
+        {"mlp_multipliers", nlohmann::json::array({1.0, -0.75}), "mlp_multipliers[1] must be a positive finite number"},
+        {"ssm_multipliers", nlohmann::json::array({1, 1, 1, 1, 0}), "ssm_multipliers[4] must be a positive finite number"},
+    };
+    refused("falcon_h1", falcon_cases);
     const fs::path d = scratch("pos_type");
     fs::copy_file(golden("granite_h_dense") / "model.safetensors", d / "model.safetensors");
     nlohmann::json cfg = base;
@@ -151,4 +168,47 @@ TEST_CASE("load: config values that would load into silent garbage are errors na
     const fs::path dir_cfg = scratch("cfg_dir");
     fs::create_directories(dir_cfg / "config.json");
     CHECK(error_of<FormatError>(dir_cfg).find("config.json: a directory") != std::string::npos);
+}
+
+TEST_CASE("load: the checkpoint's tensors a model does not use are listed (a config with fewer layers ran silently)") {
+    // Every golden checkpoint and every organism is read whole.
+    for (const auto& e : fs::directory_iterator(fs::path(HYLENS_GOLDEN_DIR) / "models")) {
+        if (!fs::exists(e.path() / "config.json")) continue;
+        INFO(e.path().string());
+        CHECK(load(e.path()).unused_tensors().empty());
+    }
+    for (const char* o : {"qwen35-tiny", "granite-h-tiny", "falcon-h1-tiny"}) {
+        INFO(o);
+        CHECK(load(fs::path(HYLENS_MODELS_DIR) / o).unused_tensors().empty());
+    }
+    // config.json of one layer fewer than the file: the last layer's tensors, in file order.
+    const fs::path d = scratch("unused");
+    const fs::path src = golden("granite_h_dense");
+    fs::copy_file(src / "model.safetensors", d / "model.safetensors");
+    nlohmann::json cfg = nlohmann::json::parse(read_text(src / "config.json"));
+    const std::size_t L = cfg["num_hidden_layers"].get<std::size_t>();
+    cfg["num_hidden_layers"] = L - 1;
+    cfg["layer_types"].erase(cfg["layer_types"].size() - 1);
+    write_text(d / "config.json", cfg.dump());
+    {
+        const AnyModel fewer = load(d);
+        CHECK(fewer.num_layers() == L - 1);
+        std::vector<std::string> want;
+        const std::string last = "model.layers." + std::to_string(L - 1) + ".";
+        for (const std::string& n : io::SafetensorsFile::open(d / "model.safetensors").names())
+            if (n.rfind(last, 0) == 0) want.push_back(n);
+        REQUIRE_FALSE(want.empty());
+        CHECK(fewer.unused_tensors() == want);
+    }
+    // An extra tensor no family has; a Qwen3.5 vision tensor is expected beside the language model.
+    const io::SafetensorsFile f = io::SafetensorsFile::open(src / "model.safetensors");
+    io::SafetensorsWriter w;
+    for (const auto& n : f.names()) w.add(n, f.info(n).dtype, f.info(n).shape, f.bytes(n));
+    const std::vector<float> one{1.0f};
+    w.add("model.layers.0.foo.weight", DType::F32, {1}, std::as_bytes(std::span<const float>(one)));
+    w.add("model.visual.patch_embed.weight", DType::F32, {1}, std::as_bytes(std::span<const float>(one)));
+    w.write(d / "model.safetensors");
+    fs::copy_file(src / "config.json", d / "config.json", fs::copy_options::overwrite_existing);
+    CHECK(load(d).unused_tensors() == std::vector<std::string>{"model.layers.0.foo.weight"});
+    fs::remove_all(d);
 }

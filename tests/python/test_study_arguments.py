@@ -72,3 +72,22 @@ def test_paths_are_str_or_pathlike_and_tokenizers_are_checked(organisms, tmp_pat
         hylens.circuit_study(model, model, tmp_path / "never", per_config=1)
     assert tok.vocab_size == hylens.Tokenizer(str(qwen / "tokenizer.json")).vocab_size
     assert not (tmp_path / "never").exists()
+
+
+def test_load_warns_of_tensors_the_config_does_not_use(organisms, tmp_path):
+    import json
+    import shutil
+
+    qwen, _ = organisms
+    assert hylens.load(qwen).unused_tensors == []
+    fewer = tmp_path / "fewer"
+    shutil.copytree(qwen, fewer)
+    cfg = json.loads((qwen / "config.json").read_text())
+    text = cfg.get("text_config", cfg)
+    n = text["num_hidden_layers"]
+    text["num_hidden_layers"] = n - 1
+    text["layer_types"] = text["layer_types"][:-1]
+    (fewer / "config.json").write_text(json.dumps(cfg))
+    with pytest.warns(UserWarning, match="tensor\\(s\\) of the checkpoint are not used by its config.json"):
+        m = hylens.load(fewer)
+    assert m.unused_tensors and all(f"layers.{n - 1}." in t for t in m.unused_tensors)

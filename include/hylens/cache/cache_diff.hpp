@@ -26,8 +26,8 @@ struct CacheDiff {
     double state = 0.0;  ///< max |a - b| over the SSM / delta-rule states
     /// False when the caches cannot be compared element by element: other layer layout,
     /// batch, dimensions or KV lengths. A part that cannot be compared is infinite (all three
-    /// for another layout or batch; kv for other KV lengths), and so is max(): they read 0,
-    /// "identical", for two caches of different lengths or models.
+    /// for another layout or batch; kv for other KV lengths), and so is max(), so that no such
+    /// pair reads 0, "identical".
     bool same_layout = true;
     double max() const noexcept {
         return same_layout ? detail::worse(kv, detail::worse(conv, state)) : std::numeric_limits<double>::infinity();

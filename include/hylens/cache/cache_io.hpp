@@ -9,6 +9,7 @@
 #include <cstddef>     // std::size_t
 #include <filesystem>  // std::filesystem::path
 #include <string>      // std::string, std::to_string, std::stoull
+#include <utility>     // std::move
 #include <vector>      // std::vector
 
 #include "../core/error.hpp"
@@ -81,9 +82,13 @@ struct LoadCacheOptions {
 /// against the cache: a mismatch is a ShapeError naming the tensor, a missing tensor a
 /// FormatError (unless allow_missing). Returns the number of tensors read.
 template <LayeredCache Cache>
-std::size_t load_cache(const io::SafetensorsFile& file, Cache& cache, const std::string& prefix = "cache.",
+std::size_t load_cache(const io::SafetensorsFile& file, Cache& target, const std::string& prefix = "cache.",
                        const LoadCacheOptions& opt = {}) {
-    if constexpr (requires { cache.check_usable("load_cache"); }) cache.check_usable("load_cache");
+    if constexpr (requires { target.check_usable("load_cache"); }) target.check_usable("load_cache");
+    // Read into a copy and take it whole at the end: an error part-way (a missing or misshapen
+    // tensor of a later layer, a file of a deeper model) leaves `target` as it was, where it
+    // left the first layers overwritten and the rest not.
+    Cache cache = target;
     const std::size_t B = cache.batch();
     std::size_t read = 0;
     const auto fetch = [&](const std::string& name, const std::vector<std::size_t>& want,
@@ -148,6 +153,7 @@ std::size_t load_cache(const io::SafetensorsFile& file, Cache& cache, const std:
         }
         cache.set_tokens_seen(seen);
     }
+    target = std::move(cache);
     return read;
 }
 

@@ -162,11 +162,17 @@ public:
     static std::size_t threads_from_env() {
         const char* env = std::getenv("HYLENS_THREADS");
         if (env == nullptr || *env == '\0') return 0;
-        char* end = nullptr;
-        const long n = std::strtol(env, &end, 10);
-        check(end != env && *end == '\0' && n >= 1 && n <= 4096,
+        std::size_t n = 0, digits = 0;
+        for (const char* p = env; *p != '\0'; ++p, ++digits) {
+            if (*p < '0' || *p > '9' || digits >= 5) {
+                n = 0;
+                break;
+            }
+            n = n * 10 + static_cast<std::size_t>(*p - '0');
+        }
+        check(n >= 1 && n <= 4096,
               "[ThreadPool] HYLENS_THREADS must be a whole number from 1 to 4096, got '" + std::string(env) + "'");
-        return static_cast<std::size_t>(n);
+        return n;
     }
 
     std::size_t size() const noexcept { return workers_.size() + 1; }

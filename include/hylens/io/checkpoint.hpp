@@ -14,6 +14,8 @@
 #include <filesystem>   // std::filesystem
 #include <map>          // std::map
 #include <memory>       // std::shared_ptr
+#include <mutex>        // std::mutex, std::lock_guard
+#include <set>          // std::set
 #include <string>       // std::string
 #include <string_view>  // std::string_view
 #include <utility>      // std::move
@@ -70,12 +72,27 @@ public:
     bool contains(std::string_view name) const { return s_->where.find(name) != s_->where.end(); }
 
     /// The file that holds `name`. FormatError "missing tensor" naming the folder and tensor.
+    /// Counts the tensor as read (unread()).
     const SafetensorsFile& file_of(std::string_view name) const {
         auto it = s_->where.find(name);
         if (it == s_->where.end())
             fail<FormatError>("[checkpoint] ", s_->dir.string(), ": missing tensor '", name, "' (the checkpoint holds ",
                               s_->names.size(), " tensors)");
+        {
+            const std::lock_guard<std::mutex> lock(read_->mutex);
+            read_->names.insert(it->first);
+        }
         return s_->shards[it->second];
+    }
+    /// The tensors nothing has read through this checkpoint (or a copy of it) yet, in names()
+    /// order: after a model is built from it, those the model does not use (a config that
+    /// describes fewer layers than the file holds, an unknown tensor).
+    std::vector<std::string> unread() const {
+        const std::lock_guard<std::mutex> lock(read_->mutex);
+        std::vector<std::string> out;
+        for (const std::string& n : s_->names)
+            if (read_->names.find(n) == read_->names.end()) out.push_back(n);
+        return out;
     }
     const TensorInfo& info(std::string_view name) const { return file_of(name).info(name); }
 
@@ -107,6 +124,11 @@ private:
     };
 
     explicit Checkpoint(std::shared_ptr<const State> s) : s_(std::move(s)) {}
+
+    struct Reads {
+        std::mutex mutex;
+        std::set<std::string, std::less<>> names;
+    };
 
     static bool ends_with(const std::string& s, std::string_view suffix) {
         return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -170,6 +192,7 @@ private:
     }
 
     std::shared_ptr<const State> s_;
+    std::shared_ptr<Reads> read_ = std::make_shared<Reads>();  // shared by copies
 };
 
 }  // namespace hylens::io

@@ -8,7 +8,9 @@
 
 #include <filesystem>  // std::filesystem::path
 #include <string>      // std::string
+#include <utility>     // std::move
 #include <variant>     // std::variant, std::visit
+#include <vector>      // std::vector
 
 #include "common.hpp"
 #include "falcon_h1.hpp"
@@ -42,9 +44,28 @@ public:
     template <class M>
     M* get_if() noexcept { return std::get_if<M>(&m_); }
 
+    /// The checkpoint's tensors the model does not use (load() sets them), in file order, less
+    /// those a family's checkpoints hold beside the language model (Qwen3.5's vision tower
+    /// model.visual.* and multi-token-prediction mtp.*). Not empty: config.json describes less
+    /// than the file holds (fewer layers, tied embeddings beside an lm_head.weight, no experts)
+    /// or the file holds tensors no family has; the model runs without them, which is rarely
+    /// what was meant (the tool warns).
+    const std::vector<std::string>& unused_tensors() const noexcept { return unused_; }
+    void set_unused_tensors(std::vector<std::string> names) { unused_ = std::move(names); }
+
 private:
     variant_type m_;
+    std::vector<std::string> unused_;
 };
+
+namespace detail {
+/// Tensors a checkpoint of a supported family may hold beside the language model.
+inline bool expected_unused(const std::string& name) {
+    for (const char* p : {"model.visual.", "visual.", "mtp.", "model.mtp."})
+        if (name.rfind(p, 0) == 0) return true;
+    return false;
+}
+}  // namespace detail
 
 /// How load() holds a checkpoint's weights.
 struct LoadOptions {
@@ -68,9 +89,16 @@ inline AnyModel load(const std::filesystem::path& dir, const LoadOptions& option
     const io::Config cfg = io::Config::from_file(cfg_path);
     const std::string type = cfg.get_string("model_type");
     const io::Checkpoint ckpt = io::Checkpoint::open(dir, options.weights);
-    if (models::is_qwen_type(type)) return AnyModel(models::load_qwen3_5(ckpt, cfg, options.check_finite));
-    if (type == "granitemoehybrid") return AnyModel(models::load_granite4h(ckpt, cfg, options.check_finite));
-    if (type == "falcon_h1") return AnyModel(models::load_falcon_h1(ckpt, cfg, options.check_finite));
+    const auto with_unused = [&](AnyModel m) {
+        std::vector<std::string> unused;
+        for (std::string& n : ckpt.unread())
+            if (!detail::expected_unused(n)) unused.push_back(std::move(n));
+        m.set_unused_tensors(std::move(unused));
+        return m;
+    };
+    if (models::is_qwen_type(type)) return with_unused(AnyModel(models::load_qwen3_5(ckpt, cfg, options.check_finite)));
+    if (type == "granitemoehybrid") return with_unused(AnyModel(models::load_granite4h(ckpt, cfg, options.check_finite)));
+    if (type == "falcon_h1") return with_unused(AnyModel(models::load_falcon_h1(ckpt, cfg, options.check_finite)));
     fail<UnsupportedError>("[load] ", cfg_path.string(), ": unsupported model_type '", type,
                            "' (supported: qwen3_5, qwen3_5_text, qwen3_5_moe, qwen3_5_moe_text, qwen3_next, "
                            "granitemoehybrid, falcon_h1)");

@@ -16,6 +16,7 @@
 
 #include "../core/error.hpp"
 #include "../core/tensor.hpp"
+#include "../core/thread_pool.hpp"
 #include "../core/weight.hpp"
 #include "../kernels/linear.hpp"
 #include "../kernels/rms_norm.hpp"
@@ -95,6 +96,7 @@ public:
     void forward(const TokenBatch& ids, cache_type& cache, Tensor3& logits, const ForwardOptions& opt = {}) const {
         const std::size_t B = ids.batch, T = ids.T(), H = c_.hidden;
         check_loaded("CausalLM::forward");
+        (void)ThreadPool::instance();  // a bad HYLENS_THREADS fails here, before any layer takes a token
         check<ShapeError>(B >= 1 && T >= 1 && ids.ids.size() == B * T, "[CausalLM::forward] need B >= 1 sequences of T >= 1 tokens, got ",
                           ids.ids.size(), " ids for batch ", B);
         for (std::size_t i = 0; i < ids.ids.size(); ++i)
