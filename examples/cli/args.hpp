@@ -81,8 +81,8 @@ inline void check_number_options(CLI::App& app) {
 /// ",2", "") given to an option of `app` or of its subcommands that splits on commas, as
 /// "--ids '5,,6'"; "" when there is none. CLI11 drops empty entries, so --ids 5,,6 ran as 5,6.
 /// Reads the command line as CLI11 does: --name=value, -xVALUE, and after --name or -x the
-/// option's values (one, or for a list every token up to the next option); the value of
-/// another option (--prompt '--ids=1,,2') is text, not an option.
+/// option's values (the next token, whatever it looks like, then for a list every token up to
+/// the next option); the value of another option (--prompt '--ids=1,,2') is text, not an option.
 inline std::string empty_list_entry(CLI::App& app, int argc, char** argv) {
     std::vector<CLI::Option*> options;
     std::vector<CLI::App*> apps{&app};
@@ -118,9 +118,9 @@ inline std::string empty_list_entry(CLI::App& app, int argc, char** argv) {
             if (list && empty_entry(value)) return shown + " '" + value + "' has an empty entry";
             continue;
         }
-        for (int j = i + 1; j < argc; ++j) {  // its values
-            const std::string v = argv[j];
-            if (v.size() > 1 && v[0] == '-' && !(v[1] >= '0' && v[1] <= '9')) break;  // the next option
+        for (int j = i + 1; j < argc; ++j) {  // its values: the next token always (CLI11 takes it,
+            const std::string v = argv[j];      // whatever it looks like), then up to the next option
+            if (j > i + 1 && v.size() > 1 && v[0] == '-' && !(v[1] >= '0' && v[1] <= '9')) break;
             if (list && empty_entry(v)) return shown + " '" + v + "' has an empty entry";
             i = j;
             if (o->get_items_expected_max() <= 1) break;  // one value

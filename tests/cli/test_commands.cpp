@@ -134,7 +134,8 @@ TEST_SUITE("cli") {
         }
         CHECK(run_cli("tasks --task dictionary --seeds 1,2 --items 1").rc == 0);
         // another option's text value is not scanned as a list or an option
-        for (const std::string& text : {std::string("--prompt=--ids=1,,2"), std::string("--prompt 'a,,b'")}) {
+        for (const std::string& text : {std::string("--prompt=--ids=1,,2"), std::string("--prompt 'a,,b'"),
+                                        std::string("--prompt '--ids=1,,2'")}) {
             INFO(text);
             CHECK(run_cli("generate --model " + kQwen + " --tokenizer " + kQwen + "/none.json " + text).err.find(
                       "has an empty entry") == std::string::npos);

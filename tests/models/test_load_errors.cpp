@@ -200,15 +200,23 @@ TEST_CASE("load: the checkpoint's tensors a model does not use are listed (a con
         REQUIRE_FALSE(want.empty());
         CHECK(fewer.unused_tensors() == want);
     }
-    // An extra tensor no family has; a Qwen3.5 vision tensor is expected beside the language model.
-    const io::SafetensorsFile f = io::SafetensorsFile::open(src / "model.safetensors");
+    // An extra tensor no family has is listed; those released checkpoints hold beside the
+    // language model are not: a Qwen3.5 vision tensor, a Falcon-H1 mup_vector, and an
+    // lm_head.weight beside tied embeddings (granite_h_allmamba is tied).
+    const fs::path tied = golden("granite_h_allmamba");
+    const io::SafetensorsFile f = io::SafetensorsFile::open(tied / "model.safetensors");
     io::SafetensorsWriter w;
     for (const auto& n : f.names()) w.add(n, f.info(n).dtype, f.info(n).shape, f.bytes(n));
     const std::vector<float> one{1.0f};
-    w.add("model.layers.0.foo.weight", DType::F32, {1}, std::as_bytes(std::span<const float>(one)));
-    w.add("model.visual.patch_embed.weight", DType::F32, {1}, std::as_bytes(std::span<const float>(one)));
+    const auto add_one = [&](const std::string& n) { w.add(n, DType::F32, {1}, std::as_bytes(std::span<const float>(one))); };
+    add_one("model.layers.0.foo.weight");
+    add_one("model.visual.patch_embed.weight");
+    add_one("model.layers.0.mamba.mup_vector");
+    REQUIRE_FALSE(f.contains("lm_head.weight"));
+    w.add("lm_head.weight", f.info("model.embed_tokens.weight").dtype, f.info("model.embed_tokens.weight").shape,
+          f.bytes("model.embed_tokens.weight"));
     w.write(d / "model.safetensors");
-    fs::copy_file(src / "config.json", d / "config.json", fs::copy_options::overwrite_existing);
+    fs::copy_file(tied / "config.json", d / "config.json", fs::copy_options::overwrite_existing);
     CHECK(load(d).unused_tensors() == std::vector<std::string>{"model.layers.0.foo.weight"});
     fs::remove_all(d);
 }

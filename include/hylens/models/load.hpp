@@ -8,6 +8,7 @@
 
 #include <filesystem>  // std::filesystem::path
 #include <string>      // std::string
+#include <string_view> // std::string_view
 #include <utility>     // std::move
 #include <variant>     // std::variant, std::visit
 #include <vector>      // std::vector
@@ -45,11 +46,11 @@ public:
     M* get_if() noexcept { return std::get_if<M>(&m_); }
 
     /// The checkpoint's tensors the model does not use (load() sets them), in file order, less
-    /// those a family's checkpoints hold beside the language model (Qwen3.5's vision tower
-    /// model.visual.* and multi-token-prediction mtp.*). Not empty: config.json describes less
-    /// than the file holds (fewer layers, tied embeddings beside an lm_head.weight, no experts)
-    /// or the file holds tensors no family has; the model runs without them, which is rarely
-    /// what was meant (the tool warns).
+    /// those a family's checkpoints hold beside the language model (detail::expected_unused:
+    /// Qwen3.5's model.visual.* and mtp.*, Falcon-H1's mup_vector, lm_head.weight beside tied
+    /// embeddings). Not empty: config.json describes less than the file holds (fewer layers, no
+    /// experts) or the file holds tensors no family has; the model runs without them, which is
+    /// rarely what was meant (the tool warns).
     const std::vector<std::string>& unused_tensors() const noexcept { return unused_; }
     void set_unused_tensors(std::vector<std::string> names) { unused_ = std::move(names); }
 
@@ -59,11 +60,16 @@ private:
 };
 
 namespace detail {
-/// Tensors a checkpoint of a supported family may hold beside the language model.
-inline bool expected_unused(const std::string& name) {
+/// Tensors a checkpoint of a supported family may hold beside the language model: Qwen3.5's
+/// vision tower and multi-token prediction, Falcon-H1's mup_vector (folded into the
+/// multipliers), and lm_head.weight beside tied embeddings (released checkpoints ship it; the
+/// reference ties it to the embedding too).
+inline bool expected_unused(const std::string& name, bool tied) {
     for (const char* p : {"model.visual.", "visual.", "mtp.", "model.mtp."})
         if (name.rfind(p, 0) == 0) return true;
-    return false;
+    const std::string_view mup = ".mamba.mup_vector";
+    if (name.size() >= mup.size() && name.compare(name.size() - mup.size(), mup.size(), mup) == 0) return true;
+    return tied && name == "lm_head.weight";
 }
 }  // namespace detail
 
@@ -91,8 +97,9 @@ inline AnyModel load(const std::filesystem::path& dir, const LoadOptions& option
     const io::Checkpoint ckpt = io::Checkpoint::open(dir, options.weights);
     const auto with_unused = [&](AnyModel m) {
         std::vector<std::string> unused;
+        const bool tied = m.visit([](const auto& x) { return x.tied_embeddings(); });
         for (std::string& n : ckpt.unread())
-            if (!detail::expected_unused(n)) unused.push_back(std::move(n));
+            if (!detail::expected_unused(n, tied)) unused.push_back(std::move(n));
         m.set_unused_tensors(std::move(unused));
         return m;
     };
