@@ -107,6 +107,8 @@ inline std::string read_text(const std::filesystem::path& p) {
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+inline void write_text(const std::filesystem::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
+
 /// The result files of two study folders that differ (or are missing); empty when the study
 /// results are the same (run.json aside: it holds timings and arguments).
 inline std::vector<std::string> differing_results(const std::filesystem::path& a, const std::filesystem::path& b) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fixtures.hpp"
+#include "support/killed_run.hpp"
 
 using namespace hylens;
 using namespace hylens::experiments;
@@ -205,6 +206,8 @@ TEST_CASE("channel study: resume after a kill (torn items.jsonl) == uninterrupte
     REQUIRE(items[cut] != '\n');
     fs::resize_file(killed.path / "items.jsonl", cut);
     fs::remove(killed.path / "summary.csv");
+    test::write_text(killed.path / "run.json",
+                     test::as_killed(nlohmann::json::parse(test::read_text(killed.path / "run.json"))).dump(1));
     // Without --resume: an error, and the file is left alone.
     CHECK_THROWS_AS(run(o), Error);
     CHECK(fs::file_size(killed.path / "items.jsonl") == cut);
@@ -220,6 +223,71 @@ TEST_CASE("channel study: resume after a kill (torn items.jsonl) == uninterrupte
     // Resuming with another study definition is an error.
     o.items = 7;
     CHECK_THROWS_AS(run(o), Error);
+}
+
+/// `dir`'s items.jsonl as a killed run left it (its first `keep` lines; run.json "running"),
+/// the first line then changed by `edit`.
+template <class Edit>
+void killed_records_edited(const fs::path& dir, std::size_t keep, Edit edit) {
+    const std::string all = test::read_text(dir / "items.jsonl");
+    std::vector<nlohmann::json> lines;
+    for (std::size_t b = 0; b < all.size() && lines.size() < keep; b = all.find('\n', b) + 1)
+        lines.push_back(nlohmann::json::parse(all.substr(b, all.find('\n', b) - b)));
+    REQUIRE(lines.size() == keep);
+    edit(lines);
+    std::string text;
+    for (const auto& r : lines) text += json_line(r) + "\n";
+    test::write_text(dir / "items.jsonl", text);
+    test::write_text(dir / "run.json", test::as_killed(nlohmann::json::parse(test::read_text(dir / "run.json"))).dump(1));
+}
+
+TEST_CASE("channel study: resume and merge refuse records the study does not make, twice-held ones and edited files") {
+    test::TempDir seed("edit_seed"), twice("edit_twice"), shard("edit_shard"), other("edit_other"), done("edit_done"),
+        merged("edit_merged");
+    StudyOptions o = small_study(seed.path);
+    o.seeds = {1};
+    o.items = 4;
+    o.conditions = parse_conditions("FULL,KV_ONLY");
+    const auto resume = [&](const fs::path& dir, const std::string& shard_text = "0/1") {
+        StudyOptions r = o;
+        r.out = dir;
+        r.resume = true;
+        r.shard = parse_shard(shard_text);
+        return run(r);
+    };
+    // A record hand-edited to another seed.
+    run(o);
+    killed_records_edited(seed.path, 3, [](std::vector<nlohmann::json>& l) { l[0]["seed"] = 9; });
+    CHECK_THROWS_WITH_AS(resume(seed.path), doctest::Contains(", seed 9, item 0, FULL), which this study does not make in shard 0/1"),
+                         FormatError);
+    // A line held twice.
+    o.out = twice.path;
+    run(o);
+    killed_records_edited(twice.path, 3, [](std::vector<nlohmann::json>& l) { l.push_back(l[0]); });
+    CHECK_THROWS_WITH_AS(resume(twice.path), doctest::Contains("twice"), FormatError);
+    // Another shard's item (item 1 is shard 1/2's) in shard 0/2's folder: refused by --resume and by merge.
+    o.out = shard.path;
+    o.shard = parse_shard("0/2");
+    run(o);
+    o.out = other.path;
+    o.shard = parse_shard("1/2");
+    const std::size_t other_records = run(o).records;
+    killed_records_edited(shard.path, 2, [](std::vector<nlohmann::json>& l) { l[0]["item"] = 1; });
+    CHECK_THROWS_WITH_AS(merge_results({shard.path, other.path}, merged.path),
+                         doctest::Contains("which shard 1/2 runs, not this folder's shard 0/2"), FormatError);
+    CHECK_THROWS_WITH_AS(resume(shard.path, "0/2"), doctest::Contains("does not make in shard 0/2"), FormatError);
+    // A finished folder whose items.jsonl changed after the run: refused by --resume and by merge.
+    o.out = done.path;
+    o.shard = parse_shard("0/2");
+    const std::size_t done_records = run(o).records;
+    const std::string items = test::read_text(done.path / "items.jsonl");
+    test::write_text(done.path / "items.jsonl", items.substr(0, items.find('\n') + 1));
+    CHECK_THROWS_WITH_AS(resume(done.path, "0/2"), doctest::Contains("is not the file its run wrote"), FormatError);
+    CHECK_THROWS_WITH_AS(merge_results({done.path, other.path}, merged.path), doctest::Contains("is not the file its run wrote"),
+                         FormatError);
+    // The folders as their runs left them merge.
+    test::write_text(done.path / "items.jsonl", items);
+    CHECK(merge_results({done.path, other.path}, merged.path).records == done_records + other_records);
 }
 
 TEST_CASE("channel study: resuming with another model is an error (its records would mix with the first's)") {

@@ -26,6 +26,7 @@
 
 #include "fixtures.hpp"
 #include "support/damaged_model.hpp"
+#include "support/killed_run.hpp"
 #include "support/figure_scripts.hpp"
 
 namespace {
@@ -79,8 +80,7 @@ hylens::CircuitOptions copt_of(const nlohmann::json& def) {
 /// records yet: what a folder an older build started looks like.
 ex::CircuitStudyOptions unfinished_folder(const fs::path& dir, nlohmann::json run) {
     fs::create_directories(dir);
-    run["status"] = "running";
-    write_text(dir / "run.json", run.dump(1));
+    write_text(dir / "run.json", hylens::test::as_killed(std::move(run)).dump(1));
     write_text(dir / "items.jsonl", "");
     ex::CircuitStudyOptions o = small_options(dir, 3);
     o.resume = true;
@@ -288,7 +288,7 @@ TEST_CASE("circuit study: shards merged == one run, a resumed run after a torn l
     // Killed in the middle: items.jsonl cut inside a line; --resume completes it.
     const fs::path cut = d.path / "cut";
     fs::create_directories(cut);
-    fs::copy_file(whole.out / "run.json", cut / "run.json");
+    write_text(cut / "run.json", hylens::test::as_killed(json_of(whole.out / "run.json")).dump(1));
     const std::string all = read_text(whole.out / "items.jsonl");
     const std::size_t at = all.find('\n', all.size() / 2) + 10;
     write_text(cut / "items.jsonl", all.substr(0, at));

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "fixtures.hpp"
+#include "support/killed_run.hpp"
 
 namespace {
 
@@ -131,7 +132,7 @@ TEST_CASE("encode-swap on qwen35-tiny: records, identities with independent runs
     // Killed mid-line and resumed == one run.
     const fs::path cut = d.path / "cut";
     fs::create_directories(cut);
-    fs::copy_file(o.out / "run.json", cut / "run.json");
+    write_text(cut / "run.json", hylens::test::as_killed(run_json).dump(1));
     const std::string all = read_text(o.out / "items.jsonl");
     write_text(cut / "items.jsonl", all.substr(0, all.find('\n', all.size() / 3) + 7));
     ex::EncodeSwapOptions res = swap_options(cut);

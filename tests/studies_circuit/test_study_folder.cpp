@@ -1,15 +1,20 @@
 // StudyFolder and merge_study_folders (experiments/study_folder.hpp): resume after a torn line
 // gives the uninterrupted run's items.jsonl, the union of the shards is the unsharded run, and
-// a folder of another kind or definition is refused.
+// a folder of another kind or definition is refused, and so is a folder holding records its
+// study does not make (edited, duplicated, another shard's) or an items.jsonl changed after
+// its run finished.
 
 #include <doctest/doctest.h>
 
 #include <hylens/experiments/study_folder.hpp>
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
 #include "fixtures.hpp"
+#include "support/killed_run.hpp"
 
 namespace {
 
@@ -184,4 +189,78 @@ TEST_CASE("parse_shard") {
     CHECK_THROWS_AS(ex::parse_shard("3/3"), hylens::Error);
     CHECK_THROWS_AS(ex::parse_shard("1"), hylens::Error);
     CHECK_THROWS_AS(ex::parse_shard("-1/3"), hylens::Error);
+}
+
+namespace {
+
+/// `text` with the first occurrence of `from` replaced by `to` (which must occur).
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+    const std::size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    return text.replace(at, from.size(), to);
+}
+
+/// A folder killed after `appends` appends, its items.jsonl then changed by `edit`.
+template <class Edit>
+void killed_and_edited(const std::filesystem::path& dir, std::size_t appends, Edit edit, ex::Shard shard = {}) {
+    REQUIRE_FALSE(toy_study(options(dir, false, shard), appends));
+    write_text(dir / "items.jsonl", edit(read_text(dir / "items.jsonl")));
+}
+
+}  // namespace
+
+TEST_CASE("StudyFolder: a resumed record the study does not make, or one on disk twice, stops the run") {
+    TempDir seed("foreign_seed"), shard("foreign_shard"), twice("foreign_twice"), item("foreign_item");
+    // A record hand-edited to another seed: the study never asks for its key.
+    killed_and_edited(seed.path, 2, [](std::string t) { return replaced(t, "\"item\":1,\"seed\":7", "\"item\":1,\"seed\":9"); });
+    CHECK_THROWS_WITH_AS(toy_study(options(seed.path, true)), doctest::Contains("holds record (chat8, seed 9, item 1, baseline), which this study does not make in shard 0/1"),
+                         hylens::FormatError);
+    // An item beyond the study's.
+    killed_and_edited(item.path, 1, [](std::string t) { return replaced(t, "\"item\":0", "\"item\":70"); });
+    CHECK_THROWS_WITH_AS(toy_study(options(item.path, true)), doctest::Contains("item 70"), hylens::FormatError);
+    // Another shard's record (item 1 is shard 1/2's) in shard 0/2's folder.
+    killed_and_edited(shard.path, 1, [](std::string t) { return replaced(t, "\"item\":0", "\"item\":1"); }, ex::parse_shard("0/2"));
+    CHECK_THROWS_WITH_AS(toy_study(options(shard.path, true, ex::parse_shard("0/2"))),
+                         doctest::Contains("does not make in shard 0/2"), hylens::FormatError);
+    // A line duplicated: refused when the folder is opened.
+    killed_and_edited(twice.path, 1, [](const std::string& t) { return t + t.substr(0, t.find('\n') + 1); });
+    CHECK_THROWS_WITH_AS(ex::StudyFolder(options(twice.path, true)), doctest::Contains("twice"), hylens::FormatError);
+    // The unedited kill resumes (the check does not refuse the study's own records).
+    TempDir plain("foreign_none");
+    REQUIRE_FALSE(toy_study(options(plain.path), 2));
+    CHECK(toy_study(options(plain.path, true)));
+}
+
+TEST_CASE("StudyFolder: a finished folder's items.jsonl is fingerprinted and a changed one is refused by --resume and merge") {
+    TempDir whole("fp_whole"), s0("fp_s0"), s1("fp_s1"), out("fp_out"), out2("fp_out2");
+    REQUIRE(toy_study(options(whole.path)));
+    const nlohmann::json run = nlohmann::json::parse(read_text(whole.path / "run.json"));
+    // The fingerprint is FNV-1a 64 of the file's bytes (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (const unsigned char c : read_text(whole.path / "items.jsonl")) h = (h ^ c) * 0x100000001b3ULL;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    CHECK(run["items_fnv1a64"] == hex);
+    // Resuming the finished folder unchanged adds nothing; a score edited is refused.
+    CHECK(toy_study(options(whole.path, true)));
+    write_text(whole.path / "items.jsonl", replaced(read_text(whole.path / "items.jsonl"), "\"d_clean\":-8.0", "\"d_clean\":8.0"));
+    CHECK_THROWS_WITH_AS(toy_study(options(whole.path, true)), doctest::Contains("is not the file its run wrote"), hylens::FormatError);
+
+    // Merge: an edited finished shard is refused; the merged run.json fingerprints its own file.
+    REQUIRE(toy_study(options(s0.path, false, ex::parse_shard("0/2"))));
+    REQUIRE(toy_study(options(s1.path, false, ex::parse_shard("1/2"))));
+    ex::merge_study_folders({s0.path, s1.path}, out.path, "toy", nullptr);
+    CHECK(nlohmann::json::parse(read_text(out.path / "run.json"))["items_fnv1a64"] == hex);
+    const std::string s1_items = read_text(s1.path / "items.jsonl");
+    write_text(s1.path / "items.jsonl", s1_items.substr(0, s1_items.find('\n') + 1));  // a record removed
+    CHECK_THROWS_WITH_AS(ex::merge_study_folders({s0.path, s1.path}, out2.path, "toy", nullptr),
+                         doctest::Contains("is not the file its run wrote"), hylens::FormatError);
+}
+
+TEST_CASE("merge_study_folders: a killed shard's record of a seed the study does not run is refused") {
+    TempDir s0("mseed_s0"), s1("mseed_s1"), out("mseed_out");
+    REQUIRE(toy_study(options(s0.path, false, ex::parse_shard("0/2"))));
+    killed_and_edited(s1.path, 1, [](std::string t) { return replaced(t, "\"seed\":7", "\"seed\":9"); }, ex::parse_shard("1/2"));
+    CHECK_THROWS_WITH_AS(ex::merge_study_folders({s0.path, s1.path}, out.path, "toy", nullptr),
+                         doctest::Contains("holds a record of seed 9, which the study does not run"), hylens::FormatError);
 }

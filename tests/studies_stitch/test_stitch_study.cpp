@@ -24,6 +24,7 @@
 
 #include "studies_circuit/fixtures.hpp"
 #include "support/figure_scripts.hpp"
+#include "support/killed_run.hpp"
 #include "../support/nan_max.hpp"
 
 namespace {
@@ -337,9 +338,8 @@ TEST_CASE("stitch study granite-h-tiny <- qwen35-tiny: records, intact == the ho
     std::size_t cut = 0;
     for (int k = 0; k < 10; ++k) cut = all.find('\n', cut) + 1;
     write_text(killed / "items.jsonl", all.substr(0, cut) + all.substr(cut, 25));
-    nlohmann::json running = run_json;
-    running["status"] = "running";
-    for (const char* k : {"fits", "fit_set", "vocabulary", "corpus_info", "finished", "records", "records_written"}) running.erase(k);
+    nlohmann::json running = hylens::test::as_killed(run_json);
+    for (const char* k : {"fits", "fit_set", "vocabulary", "corpus_info"}) running.erase(k);
     write_text(killed / "run.json", running.dump(1));
     ex::StitchStudyOptions ok = o;
     ok.out = killed;

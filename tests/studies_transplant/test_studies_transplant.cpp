@@ -38,6 +38,7 @@
 
 #include "studies_circuit/fixtures.hpp"  // sh
 #include "support/figure_scripts.hpp"
+#include "support/killed_run.hpp"
 
 using namespace hylens;
 namespace ex = hylens::experiments;
@@ -434,7 +435,8 @@ TEST_CASE("transplant study on models/qwen35-tiny: resume and shards give the un
         for (std::size_t i = 0; i < ls.size() / 2; ++i) part += ls[i] + "\n";
         part += ls[ls.size() / 2].substr(0, 10);  // a torn last line
         std::ofstream(d / "items.jsonl", std::ios::binary) << part;
-        fs::copy_file(root / "full" / "run.json", d / "run.json");
+        std::ofstream(d / "run.json", std::ios::binary)
+            << hylens::test::as_killed(nlohmann::json::parse(read_text(root / "full" / "run.json"))).dump(1);
         auto o = opts(d);
         CHECK_THROWS_AS(run_study(o), Error);  // without --resume the folder is refused
         o.resume = true;
@@ -653,7 +655,8 @@ TEST_CASE("query-map study on models/qwen35-tiny (donor = receiver)") {
         std::string part;
         for (std::size_t i = 0; i < ls.size() / 3; ++i) part += ls[i] + "\n";
         std::ofstream(d / "items.jsonl", std::ios::binary) << part << ls[ls.size() / 3].substr(0, 7);
-        fs::copy_file(root / "full" / "run.json", d / "run.json");
+        std::ofstream(d / "run.json", std::ios::binary)
+            << hylens::test::as_killed(nlohmann::json::parse(read_text(root / "full" / "run.json"))).dump(1);
         auto o = opts(d);
         o.resume = true;
         CHECK(run_study(o).resumed == ls.size() / 3);

@@ -24,7 +24,8 @@
 //
 // Crash safety: records are appended as whole lines and fsynced after each batch and
 // condition; resume drops a torn last line and skips the (task, seed, item, condition) keys
-// already on disk. A finished run rewrites items.jsonl in canonical order (task, seed, item,
+// already on disk. A record on disk twice, or one this study does not make in this shard (an
+// edited seed, another shard's item), is a FormatError before any forward. A finished run rewrites items.jsonl in canonical order (task, seed, item,
 // condition order), atomically, and writes the summaries and run.json.
 
 #include <algorithm>    // std::find
@@ -148,13 +149,18 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
         check(prev.value("study", nlohmann::json()) == definition, "[experiment] --resume: ", run_path.string(),
               " describes another study (", prev.value("study", nlohmann::json()).dump(), "); this one is ", definition.dump());
         detail::check_same_inputs(prev, run_info, run_path, "experiment");
+        detail::check_items_unchanged(prev, items_path, "[experiment] --resume: ");
     } else {
         check(!fs::exists(items_path) || fs::file_size(items_path) == 0, "[experiment] ", items_path.string(),
               " already exists: continue it with --resume (Python: resume=True) or choose another output folder");
     }
     std::vector<nlohmann::json> existing = read_records(items_path, opt.resume);
     std::set<RecordKey> done;
-    for (std::size_t i = 0; i < existing.size(); ++i) done.insert(record_key(existing[i], "record " + std::to_string(i)));
+    for (std::size_t i = 0; i < existing.size(); ++i) {
+        const RecordKey k = record_key(existing[i], items_path.string() + " line " + std::to_string(i + 1));
+        check<FormatError>(done.insert(k).second, "[experiment] ", items_path.string(), " holds record (", k.task, ", seed ",
+                           k.seed, ", item ", k.item, ", ", k.condition, ") twice");
+    }
 
     nlohmann::json run = run_info;
     run["study"] = definition;
@@ -177,8 +183,9 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
                      std::string(family_name(family)).c_str());
     write_file_atomic(run_path, run.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 
-    // The work list of this shard.
+    // The work list of this shard, and every key it makes (a resumed record must be one).
     std::vector<detail::Work> work;
+    std::set<RecordKey> makes;
     nlohmann::json skipped = nlohmann::json::array();
     std::size_t number = 0, total = 0;
     for (std::size_t t = 0; t < opt.tasks.size(); ++t) {
@@ -199,12 +206,23 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
                 }
                 for (std::size_t c = 0; c < conds.size(); ++c) {
                     if (conds[c].needs_b() && !spec.swap) continue;
-                    if (!done.count(RecordKey{spec.name, seed, i, cond_names[c]})) w.pending.push_back(c);
+                    RecordKey k{spec.name, seed, i, cond_names[c]};
+                    if (!done.count(k)) w.pending.push_back(c);
+                    if (!done.empty()) makes.insert(std::move(k));
                 }
                 total += w.pending.size();
                 if (!w.pending.empty()) work.push_back(std::move(w));
             }
     }
+
+    // A record hand-edited to another seed or item, or another shard's, would be summarised as
+    // if this study had made it.
+    for (const RecordKey& k : done)
+        check<FormatError>(makes.count(k) != 0, "[experiment] --resume: ", items_path.string(), " holds record (", k.task,
+                           ", seed ", k.seed, ", item ", k.item, ", ", k.condition, "), which this study does not make in shard ",
+                           opt.shard.text(), " (another task, seed, item, condition or shard, or a swap item left out for its "
+                           "lengths): the file was edited or comes from another run; remove that line or resume in the folder "
+                           "that run wrote");
 
     // Batches: same task, token lengths and pending conditions, in work order.
     std::map<std::tuple<std::size_t, std::size_t, std::size_t, std::vector<std::size_t>>, std::vector<std::size_t>> groups;
@@ -292,14 +310,10 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
 
     // Canonical items.jsonl, summaries, run.json.
     sort_records(existing, cond_names);
-    std::string all;
-    for (const auto& r : existing) all += json_line(r) + "\n";
+    const std::string all = detail::jsonl_text(existing);
     write_file_atomic(items_path, all);
-    write_file_atomic(opt.out / "skipped.jsonl", [&] {
-        std::string s;
-        for (const auto& r : skipped) s += json_line(r) + "\n";
-        return s;
-    }());
+    run[detail::kItemsFingerprintKey] = fnv1a64_hex(all);
+    write_file_atomic(opt.out / "skipped.jsonl", detail::jsonl_text(skipped.get<std::vector<nlohmann::json>>()));
     const auto t_gen = std::chrono::steady_clock::now();
     write_summaries(opt.out, existing, cond_names, opt.bootstrap);
     const auto t_end = std::chrono::steady_clock::now();

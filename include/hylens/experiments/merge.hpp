@@ -19,12 +19,45 @@
 
 namespace hylens::experiments {
 
+namespace detail {
+
+/// A channel-study record of a folder to merge must be one of its study and shard: a task,
+/// seed and condition the definition lists, an item below its "items", and a (task, seed,
+/// item) whose number in study order (run_channel_study's sharding) is the folder's shard.
+inline void channel_record_check(const nlohmann::json& run, const nlohmann::json& r, const std::string& where) {
+    const nlohmann::json& s = run["study"];
+    const RecordKey k = record_key(r, where);
+    const nlohmann::json none = nlohmann::json::array();
+    const auto index_in = [&](const char* list, const char* what, const nlohmann::json& v) -> std::size_t {
+        const nlohmann::json& l = s.contains(list) && s[list].is_array() ? s[list] : none;
+        for (std::size_t i = 0; i < l.size(); ++i)
+            if (l[i] == v) return i;
+        fail<FormatError>("[merge] ", where, " holds a record of ", what, " ", v.dump(), ", which the study does not run (",
+                          list, ": ", l.dump(), "): the file was edited or comes from another run");
+    };
+    const std::size_t t = index_in("tasks", "task", k.task), si = index_in("seeds", "seed", k.seed);
+    (void)index_in("conditions", "condition", k.condition);
+    const std::size_t items = s.value("items", std::size_t{0});
+    check<FormatError>(k.item < items, "[merge] ", where, " holds item ", k.item, " of a study of ", items,
+                       " items per task and seed: the file was edited or comes from another run");
+    const Shard shard = parse_shard(s.value("shard", "0/1"));
+    const std::size_t number = (t * s["seeds"].size() + si) * items + k.item;
+    check<FormatError>(shard.takes(number), "[merge] ", where, " holds (", k.task, ", seed ", k.seed, ", item ", k.item,
+                       "), which shard ", (number % shard.count), "/", shard.count, " runs, not this folder's shard ",
+                       shard.text(), ": the file was edited or comes from another run");
+}
+
+}  // namespace detail
+
 inline MergeResult merge_results(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out,
                                  const BootstrapOptions& bootstrap = {}) {
     namespace fs = std::filesystem;
-    detail::ShardFolders f = detail::read_shard_folders(dirs, out, [](const fs::path& p, const nlohmann::json& run) {
-        check(run.contains("study") && run["study"].contains("conditions"), "[merge] ", p.string(), " has no study definition");
-    });
+    detail::ShardFolders f = detail::read_shard_folders(
+        dirs, out,
+        [](const fs::path& p, const nlohmann::json& run) {
+            check(run.contains("study") && run["study"].contains("conditions"), "[merge] ", p.string(), " has no study definition");
+        },
+        detail::channel_record_check);
     std::vector<nlohmann::json> skipped;
     for (const fs::path& d : dirs)
         if (fs::exists(d / "skipped.jsonl"))
@@ -36,10 +69,11 @@ inline MergeResult merge_results(const std::vector<std::filesystem::path>& dirs,
                std::make_tuple(b["task"].get<std::string>(), b["seed"].get<std::uint64_t>(), b["item"].get<std::size_t>());
     });
     fs::create_directories(out);
-    write_file_atomic(out / "items.jsonl", detail::jsonl_text(f.records));
+    const std::string text = detail::jsonl_text(f.records);
+    write_file_atomic(out / "items.jsonl", text);
     write_file_atomic(out / "skipped.jsonl", detail::jsonl_text(skipped));
     write_summaries(out, f.records, conditions, bootstrap);
-    nlohmann::json run = detail::merged_run(f, f.records.size());
+    nlohmann::json run = detail::merged_run(f, f.records.size(), text);
     run["skipped_items"] = skipped.size();
     write_file_atomic(out / "run.json", run.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     MergeResult res = f.counts;

@@ -11,8 +11,11 @@
 // A new folder (no --resume) must not hold records yet. With --resume, run.json's kind and
 // study must equal this run's (a clear error otherwise), a torn last line of items.jsonl (a
 // killed run) is cut off, and the records on disk are kept: done(key) says which to skip.
-// finish() rewrites items.jsonl in RecordKey order, atomically, and marks run.json complete;
-// the study writes its summaries from records() before calling it.
+// A record on disk twice, or one the study never asks done() for (an edited seed, another
+// shard's item), is a FormatError (check_resumed_records). finish() rewrites items.jsonl in
+// RecordKey order, atomically, and marks run.json complete with the file's fingerprint
+// ("items_fnv1a64"), which a later resume or merge checks; the study writes its summaries
+// from records() before calling it.
 //
 // Sharding: the study numbers its units of work (ordinal 0, 1, ...) in a fixed order; shard I
 // of N runs those with ordinal % N == I. merge_study_folders() joins the shard folders of one
@@ -21,6 +24,7 @@
 #include <algorithm>   // std::sort
 #include <cmath>       // std::isnan
 #include <cstddef>     // std::size_t
+#include <cstdint>     // std::uint64_t
 #include <cstdio>      // std::snprintf
 #include <ctime>       // std::time, std::gmtime, std::strftime
 #include <filesystem>  // std::filesystem
@@ -28,6 +32,7 @@
 #include <functional>  // std::function
 #include <iterator>    // std::istreambuf_iterator
 #include <memory>      // std::unique_ptr
+#include <optional>    // std::optional
 #include <set>         // std::set
 #include <string>      // std::string
 #include <string_view> // std::string_view
@@ -146,6 +151,24 @@ inline std::string pretty_json(const nlohmann::json& j) {
     return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+/// run.json's fingerprint of the items.jsonl a finished run (or a merge) wrote:
+/// fnv1a64_hex of the file's bytes. A resume or a merge of that folder checks it, so a record
+/// edited, added or removed after the run is an error, not a summarised result.
+inline constexpr const char* kItemsFingerprintKey = "items_fnv1a64";
+
+/// FormatError when run.json records an items fingerprint that `items` no longer has.
+inline void check_items_unchanged(const nlohmann::json& run, const std::filesystem::path& items, const std::string& who) {
+    if (!run.is_object() || !run.contains(kItemsFingerprintKey)) return;  // a killed run or an older folder
+    std::ifstream in(items, std::ios::binary);
+    const std::string text = in ? std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()) : "";
+    const std::string now = fnv1a64_hex(text), then = run[kItemsFingerprintKey].is_string()
+                                                          ? run[kItemsFingerprintKey].get<std::string>()
+                                                          : run[kItemsFingerprintKey].dump();
+    check<FormatError>(now == then, who, items.string(), " is not the file its run wrote (run.json's ", kItemsFingerprintKey,
+                       " is ", then, ", the file's ", now,
+                       "): a record was edited, added or removed after the run; rerun that study or shard");
+}
+
 /// Sorts records by RecordKey (task, seed, item, condition).
 inline void sort_by_key(std::vector<nlohmann::json>& records) {
     std::vector<std::pair<RecordKey, std::size_t>> keys;
@@ -235,6 +258,7 @@ public:
             check(prev.value("study", nlohmann::json()) == study, "[", o_.kind, "] --resume: ", run_path.string(),
                   " describes another study (", prev.value("study", nlohmann::json()).dump(), "); this one is ", study.dump());
             detail::check_same_inputs(prev, o_.run_info, run_path, o_.kind);
+            detail::check_items_unchanged(prev, items, "[" + o_.kind + "] --resume: ");
         } else {
             check(!fs::exists(items) || fs::file_size(items) == 0, "[", o_.kind, "] ", items.string(),
                   " already exists: continue it with --resume (Python: resume=True) or choose another output folder");
@@ -263,8 +287,28 @@ public:
     /// Records appended by this run.
     std::size_t written() const noexcept { return records_.size() - resumed_; }
 
-    /// True when the record of `k` is on disk already.
-    bool done(const RecordKey& k) const { return done_.count(k) != 0; }
+    /// True when the record of `k` is on disk already. A study asks this for every key it
+    /// makes in this shard; a resumed record never asked for is not the study's (below).
+    bool done(const RecordKey& k) const {
+        const bool d = done_.count(k) != 0;
+        if (d && resumed_ > 0) claimed_.insert(k);
+        return d;
+    }
+
+    /// Every record found on disk at --resume must be one this study makes in this shard (the
+    /// study asked done() for its key): a record hand-edited to another seed, item or condition,
+    /// or another shard's, would be counted by the summaries as if the study had made it.
+    /// records() checks it; a study may call it earlier, once it has asked for every key.
+    void check_resumed_records() const {
+        for (std::size_t i = 0; i < resumed_; ++i) {
+            const RecordKey k = record_key(records_[i], "record " + std::to_string(i));
+            check<FormatError>(claimed_.count(k) != 0, "[", o_.kind, "] --resume: ", items_path().string(),
+                               " holds record (", k.task, ", seed ", k.seed, ", item ", k.item, ", ", k.condition,
+                               "), which this study does not make in shard ", o_.shard.text(),
+                               " (another task, seed, item, condition or shard): the file was edited or comes from "
+                               "another run; remove that line or resume in the folder that run wrote");
+        }
+    }
     /// True when unit `ordinal` of the study belongs to this shard.
     bool mine(std::size_t ordinal) const noexcept { return o_.shard.takes(ordinal); }
 
@@ -280,8 +324,9 @@ public:
         records_.insert(records_.end(), records.begin(), records.end());
     }
 
-    /// Every record (resumed and new), sorted by RecordKey.
+    /// Every record (resumed and new), sorted by RecordKey; check_resumed_records() first.
     std::vector<nlohmann::json> records() const {
+        check_resumed_records();
         std::vector<nlohmann::json> r = records_;
         detail::sort_by_key(r);
         return r;
@@ -291,7 +336,9 @@ public:
     /// object) is merged into run.json.
     void finish(const nlohmann::json& extra = nlohmann::json::object()) {
         appender_.reset();
-        write_file_atomic(items_path(), detail::jsonl_text(records()));
+        const std::string text = detail::jsonl_text(records());
+        write_file_atomic(items_path(), text);
+        run_[detail::kItemsFingerprintKey] = fnv1a64_hex(text);
         if (extra.is_object())
             for (auto it = extra.begin(); it != extra.end(); ++it) run_[it.key()] = it.value();
         run_["status"] = "complete";
@@ -305,6 +352,7 @@ private:
     StudyFolderOptions o_;
     std::vector<nlohmann::json> records_;
     std::set<RecordKey> done_;
+    mutable std::set<RecordKey> claimed_;  ///< resumed keys the study asked done() for
     std::size_t resumed_ = 0;
     nlohmann::json run_;
     std::unique_ptr<LineAppender> appender_;
@@ -327,13 +375,35 @@ struct ShardFolders {
     std::vector<nlohmann::json> records;     ///< every folder's records, unsorted
 };
 
+/// The seeds a study definition names ("seeds": [...] or "seed": n); none when it names none.
+inline std::optional<std::set<std::uint64_t>> defined_seeds(const nlohmann::json& study) {
+    std::set<std::uint64_t> seeds;
+    if (study.contains("seeds") && study["seeds"].is_array()) {
+        for (const auto& s : study["seeds"])
+            if (s.is_number_unsigned()) seeds.insert(s.get<std::uint64_t>());
+    } else if (study.contains("seed") && study["seed"].is_number_unsigned()) {
+        seeds.insert(study["seed"].get<std::uint64_t>());
+    } else {
+        return std::nullopt;
+    }
+    return seeds;
+}
+
+/// Checks one record of a merged folder (its run.json, the record, "FILE line N"): a
+/// FormatError when the record is not one that folder's study and shard make.
+using MergeRecordCheck = std::function<void(const nlohmann::json&, const nlohmann::json&, const std::string&)>;
+
 /// Reads the folders of a merge into `out`: each must hold a run.json that `accept(path, run)`
 /// takes (it fails otherwise) and the same study definition (shard aside); each shard at most
 /// once, of one shard count N; no record key in two folders; `out` none of them (the merge
-/// would overwrite what it reads). Shards i/N that no folder holds are listed in `missing`: a
-/// merge of some shards is a partial result, not the study's (merged_run marks it incomplete).
+/// would overwrite what it reads). A folder whose run.json records its items fingerprint must
+/// still hold that file (check_items_unchanged); every record's seed must be one the
+/// definition names, and `record_ok` (when given) checks the rest of it. Shards i/N that no
+/// folder holds are listed in `missing`: a merge of some shards is a partial result, not the
+/// study's (merged_run marks it incomplete).
 inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out,
-                                       const std::function<void(const std::filesystem::path&, const nlohmann::json&)>& accept) {
+                                       const std::function<void(const std::filesystem::path&, const nlohmann::json&)>& accept,
+                                       const MergeRecordCheck& record_ok = {}) {
     namespace fs = std::filesystem;
     check(!dirs.empty(), "[merge] no result folder given");
     check(!out.empty(), "[merge] the output folder is an empty path");
@@ -380,8 +450,16 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
         present.insert(sh.index);
         if (run.value("status", "") != "complete") ++f.counts.incomplete;
         f.sources.push_back({{"folder", d.string()}, {"shard", shard}, {"status", run.value("status", "")}});
+        check_items_unchanged(run, d / "items.jsonl", "[merge] ");
+        const std::optional<std::set<std::uint64_t>> seeds = defined_seeds(s);
+        std::size_t line = 0;
         for (auto& r : read_records(d / "items.jsonl", false)) {
-            const RecordKey k = record_key(r, (d / "items.jsonl").string());
+            const std::string where = (d / "items.jsonl").string() + " line " + std::to_string(++line);
+            const RecordKey k = record_key(r, where);
+            check<FormatError>(!seeds || seeds->count(k.seed), "[merge] ", where, " holds a record of seed ", k.seed,
+                               ", which the study does not run (its seeds: ", (s.contains("seeds") ? s["seeds"] : s["seed"]).dump(),
+                               "): the file was edited or comes from another run");
+            if (record_ok) record_ok(run, r, where);
             check(keys.insert(k).second, "[merge] record (", k.task, ", seed ", k.seed, ", item ", k.item, ", ", k.condition,
                   ") appears in more than one folder (", d.string(), ")");
             f.records.push_back(std::move(r));
@@ -396,8 +474,9 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
 }
 
 /// The merged folder's run.json: the first folder's, with "shard": "0/1", "merged_from",
-/// "status" ("incomplete" when a folder was not complete) and "records"; no timings.
-inline nlohmann::json merged_run(const ShardFolders& f, std::size_t records) {
+/// "status" ("incomplete" when a folder was not complete), "records" and the fingerprint of
+/// the merged items.jsonl text; no timings.
+inline nlohmann::json merged_run(const ShardFolders& f, std::size_t records, const std::string& items_text) {
     nlohmann::json run = f.first_run, study = f.study;
     study["shard"] = "0/1";
     run["study"] = study;
@@ -405,6 +484,7 @@ inline nlohmann::json merged_run(const ShardFolders& f, std::size_t records) {
     run["status"] = f.counts.incomplete || f.counts.missing_shards ? "incomplete" : "complete";
     if (!f.missing.empty()) run["missing_shards"] = f.missing;
     run["records"] = records;
+    run[kItemsFingerprintKey] = fnv1a64_hex(items_text);
     run.erase("records_written");
     run.erase("timings");
     return run;
@@ -440,9 +520,10 @@ inline MergeResult merge_study_folders(
     std::filesystem::create_directories(out);
     // An earlier merge into `out` left summaries this one may not write (no records: no summaries).
     for (const char* stale : {"summary.csv", "summary.json", "circuit.json"}) std::filesystem::remove(out / stale);
-    write_file_atomic(out / "items.jsonl", detail::jsonl_text(f.records));
+    const std::string text = detail::jsonl_text(f.records);
+    write_file_atomic(out / "items.jsonl", text);
     if (write_summaries) write_summaries(out, f.records);
-    write_file_atomic(out / "run.json", detail::pretty_json(detail::merged_run(f, f.records.size())));
+    write_file_atomic(out / "run.json", detail::pretty_json(detail::merged_run(f, f.records.size(), text)));
     MergeResult res = f.counts;
     res.records = f.records.size();
     return res;
