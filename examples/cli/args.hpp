@@ -21,6 +21,9 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <system_error>
+
+#include <unistd.h>  // access
 #include <string>
 #include <vector>
 
@@ -45,6 +48,39 @@ inline const CLI::Validator& whole_number() {
             const char* end = s.data() + s.size();
             const auto [p, ec] = std::from_chars(s.data(), end, x);
             if (s.empty() || ec != std::errc() || p != end) return "'" + s + "' is not a whole number (0 to 2^64 - 1)";
+            return {};
+        },
+        "");
+    return v;
+}
+
+/// A whole number of at least `least`. CLI11's PositiveNumber names its range, up to the
+/// largest double, in 309 digits.
+inline CLI::Validator at_least(std::uint64_t least) {
+    return CLI::Validator(
+        [least](std::string& s) -> std::string {
+            std::uint64_t x = 0;
+            const char* end = s.data() + s.size();
+            const auto [p, ec] = std::from_chars(s.data(), end, x);
+            if (ec == std::errc() && p == end && x < least) return "must be at least " + std::to_string(least) + " (got " + s + ")";
+            return {};  // not a whole number: whole_number() says so
+        },
+        "");
+}
+
+/// An output file the command can write, checked before any work (a model loaded and run, then
+/// nothing written): not a folder, in a folder that exists and is writable. "-" is stdout.
+inline const CLI::Validator& writable_file() {
+    static const CLI::Validator v(
+        [](std::string& s) -> std::string {
+            namespace fs = std::filesystem;
+            if (s == "-") return {};
+            if (s.empty()) return "an empty path";
+            std::error_code ec;
+            if (fs::is_directory(s, ec)) return "'" + s + "' is a folder, not a file";
+            const fs::path parent = fs::path(s).parent_path().empty() ? fs::path(".") : fs::path(s).parent_path();
+            if (!fs::is_directory(parent, ec)) return "'" + s + "': the folder " + parent.string() + " does not exist";
+            if (::access(parent.c_str(), W_OK) != 0) return "'" + s + "': the folder " + parent.string() + " is not writable";
             return {};
         },
         "");

@@ -186,7 +186,7 @@ inline int run_experiment(int argc, char** argv) {
                    "comma-separated: FULL, KV_ONLY, REC_ONLY, NONE, KV_A+REC_B, KV_B+REC_A, KV_A+REC_A, KV_B+REC_B, "
                    "each optionally @LAYERS (e.g. KV_ONLY@0-3+5); default: all eight")
         ->capture_default_str();
-    ch->add_option("--items", a.items, "items per task and seed")->capture_default_str()->check(CLI::PositiveNumber);
+    ch->add_option("--items", a.items, "items per task and seed")->capture_default_str()->check(at_least(1));
     ch->add_option("--seeds", a.seeds, "data-generation seeds, comma-separated")->capture_default_str()->delimiter(',');
     ch->add_option("--max-new", a.max_new, "tokens generated per answer (default: each task's own)")
         ->check(CLI::Range(std::size_t{1}, std::size_t{4096}));

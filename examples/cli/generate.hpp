@@ -64,7 +64,10 @@ inline int run_generate(int argc, char** argv) {
     app.add_option("--seed", s.seed, "PRNG seed for sampling (default 0)");
     app.add_flag("--no-stop", no_stop, "do not stop at the end-of-sequence token");
     app.add_flag("--show-ids", show_ids, "also print the generated ids (stderr)");
-    app.add_option("--json", json, "also write prompt, generated ids and text as JSON to FILE (- for stdout)");
+    app.add_option("--json", json,
+                   "also write prompt, generated ids and text as JSON to FILE (- for stdout: the text then goes to stderr, "
+                   "so stdout is one JSON document)")
+        ->check(writable_file());
     prompt.require_in(app);
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
@@ -80,11 +83,12 @@ inline int run_generate(int argc, char** argv) {
         return generate(m, cache, TokenBatch(ids), g).ids[0];
     });
     const std::optional<std::string> text = mi.text(out);
+    std::ostream& shown = json == "-" ? std::cerr : std::cout;
     if (text) {
-        std::cout << *text << "\n";
+        shown << *text << "\n";
     } else {
-        for (std::size_t i = 0; i < out.size(); ++i) std::cout << (i ? " " : "") << out[i];
-        std::cout << "\n";
+        for (std::size_t i = 0; i < out.size(); ++i) shown << (i ? " " : "") << out[i];
+        shown << "\n";
     }
     if (show_ids || !text) {
         std::cerr << "hylens generate: ids";

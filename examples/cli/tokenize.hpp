@@ -50,7 +50,7 @@ inline int run_tokenize(int argc, char** argv, std::istream& in, std::ostream& o
                  "hylens tokenize"};
     std::string path;
     bool offsets = false, add_special = false;
-    app.add_option("--tokenizer", path, "tokenizer.json")->required();
+    app.add_option("--tokenizer", path, "tokenizer.json")->required()->check(CLI::ExistingFile);
     app.add_flag("--offsets", offsets, "print id:start:end triples");
     app.add_flag("--add-special", add_special, "add the post-processor's special tokens");
     if (const int rc = parse(app, argc, argv, out, err); rc >= 0) return rc;
@@ -83,7 +83,7 @@ inline int run_detokenize(int argc, char** argv, std::istream& in, std::ostream&
                  "hylens detokenize"};
     std::string path;
     bool skip_special = false;
-    app.add_option("--tokenizer", path, "tokenizer.json")->required();
+    app.add_option("--tokenizer", path, "tokenizer.json")->required()->check(CLI::ExistingFile);
     app.add_flag("--skip-special", skip_special, "leave special tokens out");
     if (const int rc = parse(app, argc, argv, out, err); rc >= 0) return rc;
     try {

@@ -143,6 +143,32 @@ TEST_SUITE("cli") {
         const Run chat_ids = run_cli("generate --model " + kQwen + " --ids 1,2 --chat");  // --chat was ignored
         CHECK(chat_ids.rc == 1);
         CHECK(chat_ids.err.find("--chat wraps text input") != std::string::npos);
+        // A count below its least value names it (CLI11's PositiveNumber printed a 309-digit range).
+        const Run items0 = run_cli("experiment channels --model " + kQwen + " --task dictionary --items 0 --out " +
+                                   tmp("items0").string());
+        CHECK(items0.rc == 2);
+        CHECK(items0.err.find("--items: must be at least 1 (got 0)") != std::string::npos);
+        CHECK(items0.err.size() < 300);
+        // A tokenizer file that does not exist is a usage error in every command that takes one.
+        for (const std::string& cmd : {std::string("tokenize"), std::string("detokenize"), "generate --model " + kQwen + " --prompt hi"}) {
+            INFO(cmd);
+            const Run r = run_cli(cmd + " --tokenizer /nonexistent/tokenizer.json </dev/null");
+            CHECK(r.rc == 2);
+            CHECK(r.err.find("/nonexistent/tokenizer.json") != std::string::npos);
+        }
+        // An output file that cannot be written is refused before the model runs, and no other
+        // output is written (dump wrote --out, then failed on --json).
+        const fs::path written = tmp("written.safetensors");
+        for (const std::string& cmd : {"dump --model " + kQwen + " --ids 1,2 --out " + written.string(),
+                                       "top-k --model " + kQwen + " --ids 1,2", "generate --model " + kQwen + " --ids 1,2"}) {
+            for (const std::string& bad : {std::string("/nonexistent/x.json"), fs::temp_directory_path().string()}) {
+                INFO(cmd, " --json ", bad);
+                const Run r = run_cli(cmd + " --json " + bad);
+                CHECK(r.rc == 2);
+                CHECK(r.err.find(bad) != std::string::npos);
+                CHECK_FALSE(fs::exists(written));
+            }
+        }
         // Runtime errors (not usage errors) are exit 1 with a message.
         const Run missing = run_cli("generate --model " + kQwen + " --prompt hello");  // no tokenizer.json there
         CHECK(missing.rc == 1);
@@ -161,6 +187,11 @@ TEST_SUITE("cli") {
         g.max_new = 6;
         const auto lib = generate(model, cache, TokenBatch(prompt), g).ids[0];
         CHECK(json_of(j)["generated"]["ids"].get<std::vector<std::int64_t>>() == lib);
+        // --json -: stdout is one JSON document (the ids shown go to stderr instead).
+        const Run to_stdout = run_cli("generate --model " + kQwen + " --ids " + join(prompt) + " --max-new 6 --no-stop --json -");
+        REQUIRE(to_stdout.rc == 0);
+        CHECK(nlohmann::json::parse(to_stdout.out)["generated"]["ids"].get<std::vector<std::int64_t>>() == lib);
+        CHECK(to_stdout.err.find(std::to_string(lib.front())) != std::string::npos);
         // --no-mmap reads the weights into memory: the same answer.
         REQUIRE(run_cli("generate --model " + kQwen + " --ids " + join(prompt) + " --max-new 6 --no-stop --no-mmap --json " +
                         j.string())

@@ -49,15 +49,17 @@ TEST_SUITE("cli/tokenize") {
         CHECK(call(false, {"--tokenizer", kLlama2, "--frobnicate"}, "", out, err) == 2);
         CHECK(err.find("--frobnicate") != std::string::npos);
         CHECK(call(true, {"--tokenizer", kLlama2, "--offsets"}, "", out, err) == 2);  // a tokenize-only flag
-        CHECK(call(false, {"--tokenizer", "/nonexistent.json"}, "x\n", out, err) == 1);
+        CHECK(call(false, {"--tokenizer", "/nonexistent.json"}, "x\n", out, err) == 2);  // a usage error, as in generate
+        CHECK(err.find("/nonexistent.json") != std::string::npos);
         CHECK(call(true, {"--tokenizer", kLlama2}, "12 x7\n", out, err) == 1);
         CHECK(err.find("x7") != std::string::npos);
         // An id the tokenizer has no token for is an error naming it (decode() would drop it).
         CHECK(call(true, {"--tokenizer", kLlama2}, "12 7\n29871 99999\n", out, err) == 1);
         CHECK(err.find("line 2: 99999 is not an id of this tokenizer") != std::string::npos);
-        // A directory as the tokenizer: a message, not a std::bad_alloc.
+        // A directory as the tokenizer: a usage error naming it, not a std::bad_alloc.
         const std::string dir = std::filesystem::temp_directory_path().string();
-        CHECK(call(false, {"--tokenizer", dir}, "x\n", out, err) == 1);
-        CHECK(err.find("is a directory, not a tokenizer.json file") != std::string::npos);
+        CHECK(call(false, {"--tokenizer", dir}, "x\n", out, err) == 2);
+        CHECK(err.find("directory") != std::string::npos);
+        CHECK(err.find(dir) != std::string::npos);
     }
 }

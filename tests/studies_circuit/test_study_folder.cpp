@@ -166,7 +166,9 @@ TEST_CASE("StudyFolder: another kind or definition is refused with --resume and 
     CHECK_THROWS_WITH_AS(ex::StudyFolder{kind}, doctest::Contains("'toy' study, not 'circuit'"), hylens::Error);
     ex::StudyFolderOptions def = options(d.path, true);
     def.definition["per_config"] = 4;
-    CHECK_THROWS_WITH_AS(ex::StudyFolder{def}, doctest::Contains("describes another study"), hylens::Error);
+    // The message names the setting that differs, not both definitions whole.
+    CHECK_THROWS_WITH_AS(ex::StudyFolder{def}, doctest::Contains("describes another study: per_config: 3 and 4 (there and here)"),
+                         hylens::Error);
     // Another shard is another study for --resume.
     CHECK_THROWS_AS(ex::StudyFolder(options(d.path, true, ex::parse_shard("0/2"))), hylens::Error);
     // The definition may not carry the shard itself.
@@ -178,7 +180,12 @@ TEST_CASE("StudyFolder: another kind or definition is refused with --resume and 
     o2.definition["seed"] = 8;
     REQUIRE(toy_study(o2));
     CHECK_THROWS_WITH_AS(ex::merge_study_folders({d.path, other.path}, out.path, "toy", nullptr),
-                         doctest::Contains("is another study"), hylens::Error);
+                         doctest::Contains(("is another study than " + d.path.string() + ": seed: 8 and 7").c_str()), hylens::Error);
+    // Records without a run.json: --resume cannot say which study wrote them.
+    TempDir orphan("mismatch_orphan");
+    write_text(orphan.path / "items.jsonl", read_text(d.path / "items.jsonl"));
+    CHECK_THROWS_WITH_AS(ex::StudyFolder(options(orphan.path, true)), doctest::Contains("holds records but its folder has no run.json"),
+                         hylens::Error);
     CHECK_THROWS_WITH_AS(ex::merge_study_folders({d.path}, out.path, "circuit", nullptr),
                          doctest::Contains("is not a 'circuit' study"), hylens::Error);
 }

@@ -541,6 +541,15 @@ TEST_CASE("stitch study: the host reader's attention on the queried entry (att_t
     o.host_blocks = {{0, 1}};
     o.reader = {3, 0};
     CHECK_THROWS_WITH_AS(run(p, o), doctest::Contains("has no softmax attention"), hylens::Error);
+    // No fit data for conditions that fit adapters: refused before the result folder is made.
+    o.reader = {};
+    o.fit_prompts = 0;
+    o.fit_tokens = 0;
+    CHECK_THROWS_WITH_AS(run(p, o), doctest::Contains("--fit-prompts 0 with --fit-tokens 0 leaves nothing to fit them on"),
+                         hylens::Error);
+    CHECK_FALSE(fs::exists(o.out / "run.json"));
+    o.conditions = {"intact", "removed"};  // nothing to fit: runs
+    CHECK_NOTHROW(run(p, o));
 }
 
 #ifdef HYLENS_CLI

@@ -146,6 +146,9 @@ TEST_CASE("transplant study: blocks, position sets and conditions") {
         CAPTURE(bad);
         CHECK_THROWS_AS(ex::parse_blocks(bad, groups, 7), Error);
     }
+    CHECK_THROWS_WITH_AS(ex::parse_blocks("3-1", groups, 7), doctest::Contains("range 3-1 runs backwards (write 1-3)"), Error);
+    CHECK_THROWS_WITH_AS(ex::parse_blocks("1-9", groups, 7), doctest::Contains("is not inside the model's 7 layers (0-6)"), Error);
+    CHECK_THROWS_WITH_AS(ex::parse_blocks("7", groups, 7), doctest::Contains("layer 7 is not one of the model's 7 layers (0-6)"), Error);
 
     using P = std::vector<std::size_t>;
     CHECK(ex::positions_of(ex::PositionSet::final_position, 5, 9).resolve(9) == P{8});

@@ -1,6 +1,7 @@
 // Tokenizer API, invalid UTF-8, hostile tokenizer.json files and thread safety.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,6 +63,9 @@ TEST_SUITE("text/tokenizer") {
             CHECK_THROWS_WITH_AS(Tokenizer::from_string(other),
                                  doctest::Contains("expected an object at the top level, got "), hylens::FormatError);
         CHECK_THROWS_AS(Tokenizer::from_file("/nonexistent/tokenizer.json"), hylens::FormatError);
+        // A folder: a message, not a std::bad_alloc from reading it as a file.
+        CHECK_THROWS_WITH_AS(Tokenizer::from_file(std::filesystem::temp_directory_path().string()),
+                             doctest::Contains("is a directory, not a tokenizer.json file"), hylens::FormatError);
         auto j = small();
         j.erase("model");
         rejects<hylens::FormatError>(j, "model");

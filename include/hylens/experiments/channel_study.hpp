@@ -147,9 +147,12 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     if (opt.resume && fs::exists(run_path)) {
         const nlohmann::json prev = detail::read_json_file(run_path);
         check(prev.value("study", nlohmann::json()) == definition, "[experiment] --resume: ", run_path.string(),
-              " describes another study (", prev.value("study", nlohmann::json()).dump(), "); this one is ", definition.dump());
+              " describes another study: ", detail::definition_difference(prev.value("study", nlohmann::json()), definition),
+              " (there and here); resume with the same settings or choose another output folder");
         detail::check_same_inputs(prev, run_info, run_path, "experiment");
         detail::check_items_unchanged(prev, items_path, "[experiment] --resume: ");
+    } else if (opt.resume) {
+        detail::check_no_orphan_records(items_path, "experiment");
     } else {
         check(!fs::exists(items_path) || fs::file_size(items_path) == 0, "[experiment] ", items_path.string(),
               " already exists: continue it with --resume (Python: resume=True) or choose another output folder");

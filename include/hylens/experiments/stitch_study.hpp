@@ -511,6 +511,9 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
     const lk::Variant variant = lk::parse_variant(o.variant);
     check(!variant.long_filler && !variant.perm, "[stitch] variant ", o.variant, ": use chat4/chat8/chat16/list8/rev8");
     const std::vector<std::string> conditions = stitch_conditions(o, Ld);
+    for (const std::string& c : conditions)
+        check(o.fit_prompts + o.fit_tokens > 0 || c == "intact" || c == "removed" || c == "mixers_zeroed", "[stitch] condition ",
+              c, " fits adapters, and --fit-prompts 0 with --fit-tokens 0 leaves nothing to fit them on");
     // The reader reads the host's attention: a softmax layer of the host outside every slot
     // (a slot's layers are replaced, skipped or bypassed by the conditions).
     check_reader_head(host.stack(), o.reader, "stitch");

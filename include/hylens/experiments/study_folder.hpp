@@ -84,6 +84,41 @@ inline nlohmann::json read_json_file(const std::filesystem::path& p) {
     }
 }
 
+/// Where two study definitions differ, for a message: "items: 6 and 7; seeds: [1] and [1,2]"
+/// (the keys in order, at most three, each value cut to 120 characters), or both whole when
+/// either is not an object. A definition can be long (the circuit study's structure): a
+/// message printing both whole hid the one setting that differed.
+inline std::string definition_difference(const nlohmann::json& a, const nlohmann::json& b) {
+    const auto shown = [](const nlohmann::json& v) {
+        std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        return s.size() > 120 ? s.substr(0, 117) + "..." : s;
+    };
+    if (!a.is_object() || !b.is_object()) return shown(a) + " and " + shown(b);
+    std::vector<std::string> keys;
+    for (auto it = a.begin(); it != a.end(); ++it)
+        if (!b.contains(it.key()) || b[it.key()] != it.value()) keys.push_back(it.key());
+    for (auto it = b.begin(); it != b.end(); ++it)
+        if (!a.contains(it.key())) keys.push_back(it.key());
+    std::sort(keys.begin(), keys.end());
+    std::string out;
+    for (std::size_t i = 0; i < keys.size() && i < 3; ++i) {
+        const std::string& k = keys[i];
+        out += (i ? "; " : "") + k + ": " + (a.contains(k) ? shown(a[k]) : "(none)") + " and " +
+               (b.contains(k) ? shown(b[k]) : "(none)");
+    }
+    if (keys.size() > 3) out += "; and " + std::to_string(keys.size() - 3) + " more";
+    return out;
+}
+
+/// The refusal of a folder that holds records but no run.json: nothing says which study
+/// wrote them, so --resume cannot continue it.
+inline void check_no_orphan_records(const std::filesystem::path& items, const std::string& kind) {
+    namespace fs = std::filesystem;
+    check(!fs::exists(items) || fs::file_size(items) == 0, "[", kind, "] ", items.string(),
+          " holds records but its folder has no run.json, so nothing says which study wrote them: "
+          "choose another output folder (or move that items.jsonl away)");
+}
+
 /// The run.json keys naming a model's family, compared as written (the keys naming a folder or a
 /// file are input_fingerprint.hpp's kInputPathKeys).
 inline constexpr const char* kInputTypeKeys[] = {"model_type", "host_type", "donor_type"};
@@ -256,9 +291,12 @@ public:
             check(prev_kind == o_.kind, "[", o_.kind, "] --resume: ", run_path.string(), " holds a '",
                   prev_kind.is_string() ? prev_kind.get<std::string>() : std::string("channels"), "' study, not '", o_.kind, "'");
             check(prev.value("study", nlohmann::json()) == study, "[", o_.kind, "] --resume: ", run_path.string(),
-                  " describes another study (", prev.value("study", nlohmann::json()).dump(), "); this one is ", study.dump());
+                  " describes another study: ", detail::definition_difference(prev.value("study", nlohmann::json()), study),
+                  " (there and here); resume with the same settings or choose another output folder");
             detail::check_same_inputs(prev, o_.run_info, run_path, o_.kind);
             detail::check_items_unchanged(prev, items, "[" + o_.kind + "] --resume: ");
+        } else if (o_.resume) {
+            detail::check_no_orphan_records(items, o_.kind);
         } else {
             check(!fs::exists(items) || fs::file_size(items) == 0, "[", o_.kind, "] ", items.string(),
                   " already exists: continue it with --resume (Python: resume=True) or choose another output folder");
@@ -432,8 +470,8 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
             f.study = s;
             f.first_run = run;
         }
-        check(s == f.study, "[merge] ", d.string(), " is another study than ", dirs.front().string(), " (", s.dump(), " vs ",
-              f.study.dump(), ")");
+        check(s == f.study, "[merge] ", d.string(), " is another study than ", dirs.front().string(), ": ",
+              definition_difference(s, f.study), " (there and in the first)");
         // Shards of one study run on two models merged into one result that named the first.
         const std::string other = differing_input(f.first_run, run);
         check(other.empty(), "[merge] ", dirs.front().string(), " and ", d.string(), " were run on other inputs: ", other);

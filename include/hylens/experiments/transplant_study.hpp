@@ -170,12 +170,14 @@ inline std::vector<TransplantBlock> parse_blocks(std::string_view spec, const st
                 blk.layers.insert(blk.layers.end(), groups[g].begin(), groups[g].end());
             } else if (const std::size_t dash = part.find('-'); dash != std::string_view::npos) {
                 const std::size_t lo = number(part.substr(0, dash), item), hi = number(part.substr(dash + 1), item);
-                check(lo <= hi && hi < num_layers, "[transplant] block '", item, "': range ", lo, "-", hi,
-                      " is not inside the model's ", num_layers, " layers");
+                check(lo <= hi, "[transplant] block '", item, "': range ", lo, "-", hi, " runs backwards (write ", hi, "-", lo, ")");
+                check(hi < num_layers, "[transplant] block '", item, "': range ", lo, "-", hi, " is not inside the model's ",
+                      num_layers, " layers (0-", num_layers - 1, ")");
                 for (LayerIndex l = lo; l <= hi; ++l) blk.layers.push_back(l);
             } else {
                 const std::size_t l = number(part, item);
-                check(l < num_layers, "[transplant] block '", item, "': layer ", l, " of ", num_layers);
+                check(l < num_layers, "[transplant] block '", item, "': layer ", l, " is not one of the model's ", num_layers,
+                      " layers (0-", num_layers - 1, ")");
                 blk.layers.push_back(l);
             }
             pb = pe + 1;
