@@ -79,6 +79,9 @@ inline SiteRef to_siteref(pyb::handle obj) {
     if (pyb::isinstance<pyb::tuple>(obj)) {
         const pyb::tuple t = obj.cast<pyb::tuple>();
         if (t.size() < 1 || t.size() > 3) throw pyb::value_error("site tuple: (name, layer[, positions])");
+        if (!pyb::isinstance<pyb::str>(t[0]))
+            throw pyb::type_error("site tuple: (name, layer[, positions]) starts with a site name such as 'mixer_out', not " +
+                                  pyb::repr(t[0]).cast<std::string>());
         r.site = parse_site(t[0].cast<std::string>(), r.write);
         if (t.size() > 1) r.layer = site_layer_index(to_int(t[1], "site layer"));
         if (t.size() > 2) r.positions = to_positions(t[2]);

@@ -75,9 +75,9 @@ inline void bind_text(pyb::module_& m) {
             return t.decode(v, skip_special);
         }, pyb::arg("ids"), pyb::arg("skip_special") = false)
         .def("token_to_id", [](const Tokenizer& t, const std::string& tok) { return t.token_to_id(tok); }, pyb::arg("token"))
-        .def("id_to_token", [](const Tokenizer& t, long long id) -> std::optional<std::string> {
-            if (id < 0 || id > INT32_MAX) return std::nullopt;
-            return t.id_to_token(static_cast<Tokenizer::TokenId>(id));
+        .def("id_to_token", [](const Tokenizer& t, Int id) -> std::optional<std::string> {  // Int: True is not id 1
+            if (id.v < 0 || id.v > INT32_MAX) return std::nullopt;
+            return t.id_to_token(static_cast<Tokenizer::TokenId>(id.v));
         }, pyb::arg("id"))
         .def_property_readonly("vocab_size", &Tokenizer::vocab_size);
 

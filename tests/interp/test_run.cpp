@@ -301,6 +301,15 @@ TEST_CASE("run: Surrogate reports its coverage, ChannelMask touches only its cha
     CHECK(r.coverage[0] == doctest::Approx(3.0 / static_cast<double>(T)));
     const auto& got = flat(r.captures.at("mixer_out.0"));
     for (std::size_t t = 0; t < T; ++t) CHECK(got[t * H] == (kPrompt.at(0, t) == 5 ? 1.0f : -1.0f));
+    // A key that is not a token id of the vocabulary never matches: refused, naming it.
+    for (const std::int64_t key : {std::int64_t{-1}, static_cast<std::int64_t>(m.config().vocab)}) {
+        Surrogate bad = s;
+        bad.tables[0][key] = std::vector<float>(H, 2.0f);
+        CHECK_THROWS_WITH_AS(run(m, kPrompt, {Intervention{Site::mixer_out, {0}, Positions::all(), bad, false}}, {}),
+                             doctest::Contains(("table key " + std::to_string(key) + " is not a token id of the model's vocabulary of " +
+                                                std::to_string(m.config().vocab)).c_str()),
+                             ShapeError);
+    }
 
     ChannelMask cm;
     cm.channels = {0, 3};
@@ -437,6 +446,9 @@ TEST_CASE("run: bad interventions and captures stop before the forward, the cach
     fails({zero(Site::attn_out, {att})}, {}, "has no site attn_out");
     fails({zero(Site::gate_g, {att})}, {}, "has no site gate_g");
     fails({}, {site::q(lin)}, "capture q.");  // a capture too (it failed after the forward)
+    // No layer on a decoder-layer site (it read "layer none is outside the model's N layers").
+    fails({zero(Site::mixer_out, {no_layer})}, {}, "mixer_out is a site of a decoder layer: give one of 0-");
+    fails({}, {SiteRef{Site::mixer_out, no_layer, Positions::all()}}, "mixer_out is a site of a decoder layer");
     // Two captures of one site at different positions: the second overwrote the first.
     fails({}, {site::mixer_out(att, Positions::last()), site::mixer_out(att, Positions::at({0, 1}))}, "is listed twice");
     fails({}, {SiteRef{Site::attn_probs, att, Positions::all(), true}}, "layer_write is a resid_post site");

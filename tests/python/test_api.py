@@ -233,6 +233,14 @@ def test_captures_own_their_buffers_and_interventions_apply(qwen):
     with pytest.raises(ValueError, match="has no site q"):
         qwen.run(IDS, cache=c, interventions=[hylens.zero("q", [0])])
     assert c.next_position == len(IDS)
+    # -1 (no layer) on a decoder-layer site says so (it read "layer none is outside the model's 4 layers")
+    with pytest.raises(ValueError, match="mixer_out is a site of a decoder layer: give one of 0-%d" % (qwen.num_layers - 1)):
+        qwen.run(IDS, interventions=[hylens.zero("mixer_out", -1)])
+    with pytest.raises(ValueError, match="mixer_out is a site of a decoder layer"):
+        qwen.run(IDS, capture=[hylens.site("mixer_out", -1)])
+    # a site tuple must start with the site's name (it was pybind11's "Unable to cast")
+    with pytest.raises(TypeError, match="starts with a site name such as 'mixer_out', not 3"):
+        qwen.run(IDS, capture=[(3, 1)])
     # non-finite values are refused where they are given; NumPy integer arrays are index lists
     with pytest.raises(ValueError, match="value 5 is nan"):
         hylens.mean_ablate("mixer_out", [3], np.where(np.arange(64) == 5, np.nan, 0.0).astype(np.float32))
@@ -409,6 +417,9 @@ def test_tokenizer_ids_offsets_and_chat(tmp_path):
     assert tok.decode(tok.encode_ids("Hello world")) == "Hello world"
     with pytest.raises(ValueError):
         tok.decode([-1])
+    assert tok.id_to_token(1) is not None and tok.id_to_token(-1) is None
+    with pytest.raises(TypeError):
+        tok.id_to_token(True)  # read as id 1
     p = hylens.wrap_chat("qwen35", "What is 2+2?", prefill="The answer")
     assert p.text.startswith("<|im_start|>user\n") and p.text[p.user[0]:p.user[1]] == "What is 2+2?"
     enc = tok.encode_chat(p)

@@ -145,31 +145,42 @@ Cache keep_only(const Cache& cache, const LayerSet& layers = {}) {
 /// the same stack type (else it does not compile) and layout (else ShapeError); their KV
 /// lengths may differ. An explicit layers_kv entry must name a layer holding K/V, a layers_rec
 /// entry one holding a recurrent part (ChannelError). A stitched block's donor layers swap too.
+namespace detail {
+
+/// state_swap_in_place, its errors naming `op` (patch_state is a swap of recurrent parts).
 template <LayeredCache Cache, class Other>
-void state_swap_in_place(Cache& kv_from, const Other& rec_from, const LayerSet& layers_kv = {},
-                         const LayerSet& layers_rec = {}, bool conv_with_state = true) {
-    static_assert(detail::require_same_stack<Cache, Other>());
+void swap_parts(Cache& kv_from, const Other& rec_from, const LayerSet& layers_kv, const LayerSet& layers_rec,
+                bool conv_with_state, const char* op) {
+    static_assert(require_same_stack<Cache, Other>());
     if constexpr (std::is_same_v<Cache, Other>) {  // keeps a mismatch down to the one sentence above
-        detail::check_same_layout(kv_from, rec_from, "state_swap");
-        layers_kv.check_against(kv_from.num_layers(), "state_swap");
-        layers_rec.check_against(kv_from.num_layers(), "state_swap");
-        if (!layers_kv.is_all()) detail::require_channel_held<channel::kv>(kv_from, layers_kv, "state_swap");
-        if (!layers_rec.is_all()) detail::require_channel_held<channel::recurrent>(kv_from, layers_rec, "state_swap");
+        check_same_layout(kv_from, rec_from, op);
+        layers_kv.check_against(kv_from.num_layers(), op);
+        layers_rec.check_against(kv_from.num_layers(), op);
+        if (!layers_kv.is_all()) require_channel_held<channel::kv>(kv_from, layers_kv, op);
+        if (!layers_rec.is_all()) require_channel_held<channel::recurrent>(kv_from, layers_rec, op);
         // Check every layer before copying anything, so a mismatch leaves kv_from untouched.
-        detail::for_each_layer_pair(kv_from, rec_from, [&](std::size_t i, auto& dst, const auto& src) {
-            for_each_kv_pair(dst, src, [&](const KVCache& d, const KVCache& s) { detail::check_same_kv(d, s, i, "state_swap"); });
+        for_each_layer_pair(kv_from, rec_from, [&](std::size_t i, auto& dst, const auto& src) {
+            for_each_kv_pair(dst, src, [&](const KVCache& d, const KVCache& s) { check_same_kv(d, s, i, op); });
             for_each_recurrent_pair(dst, src, [&](const RecurrentCache& d, const RecurrentCache& s) {
-                detail::check_same_recurrent(d, s, i, "state_swap");
+                check_same_recurrent(d, s, i, op);
             });
         });
-        detail::for_each_layer_pair(kv_from, rec_from, [&](std::size_t i, auto& dst, const auto& src) {
+        for_each_layer_pair(kv_from, rec_from, [&](std::size_t i, auto& dst, const auto& src) {
             if (!layers_kv.contains(i)) for_each_kv_pair(dst, src, [](KVCache& d, const KVCache& s) { d = s; });
             if (layers_rec.contains(i))
                 for_each_recurrent_pair(dst, src, [&](RecurrentCache& d, const RecurrentCache& s) {
-                    detail::copy_recurrent(d, s, conv_with_state);
+                    copy_recurrent(d, s, conv_with_state);
                 });
         });
     }
+}
+
+}  // namespace detail
+
+template <LayeredCache Cache, class Other>
+void state_swap_in_place(Cache& kv_from, const Other& rec_from, const LayerSet& layers_kv = {},
+                         const LayerSet& layers_rec = {}, bool conv_with_state = true) {
+    detail::swap_parts(kv_from, rec_from, layers_kv, layers_rec, conv_with_state, "state_swap");
 }
 
 template <LayeredCache Cache, class Other>
@@ -195,7 +206,7 @@ Cache patch_state(const Cache& host, const Other& donor, const LayerSet& layers,
                       host.tokens_seen(), " tokens and the donor ", donor.tokens_seen(),
                       "; a state patch copies between prefixes of equal length");
     Cache out = host;
-    state_swap_in_place(out, donor, LayerSet::all(), layers, include_conv);
+    detail::swap_parts(out, donor, LayerSet::all(), layers, include_conv, "patch_state");
     return out;
 }
 

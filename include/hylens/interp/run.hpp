@@ -363,13 +363,17 @@ inline void check_per_layer_vectors(const std::vector<std::vector<float>>& v, co
     }
 }
 
-/// A Surrogate's tables and fallbacks as check_per_layer_vectors checks vectors.
+/// A Surrogate's tables and fallbacks as check_per_layer_vectors checks vectors; every table
+/// key a token id of the model's vocabulary (a key outside it never matched, so its row was
+/// silently never used).
 inline void check_surrogate(const Surrogate& sg, const std::vector<LayerIndex>& layers,
-                            const std::vector<std::size_t>& widths, const std::string& what) {
+                            const std::vector<std::size_t>& widths, std::size_t vocab, const std::string& what) {
     check<ShapeError>(sg.tables.size() == 1 || sg.tables.size() == widths.size(), what, ": ", sg.tables.size(),
                       " tables for ", widths.size(), " layers (one for all, or one per layer)");
     for (std::size_t j = 0; j < widths.size(); ++j)
         for (const auto& [id, row] : sg.tables.size() == 1 ? sg.tables[0] : sg.tables[j]) {
+            check<ShapeError>(id >= 0 && static_cast<std::size_t>(id) < vocab, what, ": table key ", id,
+                              " is not a token id of the model's vocabulary of ", vocab);
             check<ShapeError>(row.size() == widths[j], what, ": the table row of token ", id, " has ", row.size(),
                               " values for a site of ", widths[j], " channels at layer ", layer_name(layers[j]));
             check_finite_values(row, what, "the table row of token " + std::to_string(id) + ":");
@@ -415,16 +419,20 @@ inline void check_heads(const std::vector<std::size_t>& heads, std::size_t w, st
 /// donor rows, means, tables and fills against the site's width, and their values finite;
 /// heads and channels in range. T and B: the run's tokens and sequences.
 template <class Stack>
-void validate_interventions(const Stack& stack, const std::vector<Intervention>& iv, std::size_t T, std::size_t B) {
+void validate_interventions(const Stack& stack, const std::vector<Intervention>& iv, std::size_t T, std::size_t B,
+                            std::size_t vocab) {
     const LayerIndex L = stack.size();
     for (const Intervention& v : iv) {
         const std::string what = "[run] " + v.describe();
         check<ShapeError>(!v.layers.empty(), what, ": no layers given");
         const bool global = v.site == Site::embed || v.site == Site::final_norm;
-        for (LayerIndex l : v.layers)
+        for (LayerIndex l : v.layers) {
+            check<ShapeError>(global || l != no_layer, what, ": ", site_name(v.site), " is a site of a decoder layer: give one of ",
+                              "0-", L - 1, " (no layer, Python's -1, is for embed and final_norm)");
             check<ShapeError>(global ? l == no_layer : l < L, what, ": layer ", layer_name(l),
                               global ? " (embed and final_norm take no_layer)" : " is outside the model's ",
                               global ? std::string() : std::to_string(L) + " layers");
+        }
         check<UnsupportedError>(v.site != Site::attn_probs && v.site != Site::gate_dt, what, ": ", site_name(v.site),
                                 " is observed after its use, so changing it would change nothing; capture it instead");
         check<ShapeError>(!v.write || v.site == Site::resid_post, what, ": layer_write is a resid_post site");
@@ -460,13 +468,13 @@ void validate_interventions(const Stack& stack, const std::vector<Intervention>&
                 check_heads(a->heads, head_width(stack, v.layers[j], v.site), widths[j], what);
         }
         if (const Mean* a = std::get_if<Mean>(&v.action)) check_per_layer_vectors(a->mu, v.layers, widths, what, "mean");
-        if (const Surrogate* a = std::get_if<Surrogate>(&v.action)) check_surrogate(*a, v.layers, widths, what);
+        if (const Surrogate* a = std::get_if<Surrogate>(&v.action)) check_surrogate(*a, v.layers, widths, vocab, what);
         if (const ChannelMask* a = std::get_if<ChannelMask>(&v.action)) {
             for (std::size_t j = 0; j < widths.size(); ++j)
                 for (std::size_t c : a->channels)
                     check<ShapeError>(c < widths[j], what, ": channel ", c, " out of ", widths[j]);
             if (a->fill == MaskFill::mean) check_per_layer_vectors(a->mean.mu, v.layers, widths, what, "mean");
-            if (a->fill == MaskFill::token_mean) check_surrogate(a->table, v.layers, widths, what);
+            if (a->fill == MaskFill::token_mean) check_surrogate(a->table, v.layers, widths, vocab, what);
         }
         if (const HeadZero* a = std::get_if<HeadZero>(&v.action))
             for (std::size_t j = 0; j < v.layers.size(); ++j)
@@ -480,6 +488,9 @@ template <class Stack>
 void validate_captures(const Stack& stack, const std::vector<SiteRef>& caps) {
     std::vector<std::string> names;
     for (const SiteRef& c : caps) {
+        check<ShapeError>(c.layer != no_layer || c.site == Site::embed || c.site == Site::final_norm, "[run] capture ", c.name(),
+                          ": ", site_name(c.site), " is a site of a decoder layer: give one of 0-", stack.size() - 1,
+                          " (no layer, Python's -1, is for embed and final_norm)");
         check<ShapeError>(c.layer == no_layer || c.layer < stack.size(), "[run] capture ", c.name(), ": layer ",
                           layer_name(c.layer), " is outside the model's ", stack.size(), " layers");
         check<ShapeError>(site_width(stack, c.layer, c.site).has_value(), "[run] capture ", c.name(), ": layer ",
@@ -509,7 +520,7 @@ RunResult run(const Model& model, typename Model::cache_type& cache, const Token
     check<ShapeError>(T >= 1 && ids.ids.size() == B * T, "[run] need B >= 1 sequences of T >= 1 tokens");
     check<ShapeError>(opt.positions.empty() || opt.positions.size() == T, "[run] ", opt.positions.size(),
                       " positions for ", T, " tokens");
-    detail::validate_interventions(model.stack(), interventions, T, B);
+    detail::validate_interventions(model.stack(), interventions, T, B, model.config().vocab);
     detail::validate_captures(model.stack(), opt.capture);
     // final_norm is computed in the head: skip_logits does not run it, and last_only runs it on
     // the final row alone (its positions would index rows the head never computed).
