@@ -69,12 +69,14 @@ inline CLI::Validator at_least(std::uint64_t least) {
 }
 
 /// An output file the command can write, checked before any work (a model loaded and run, then
-/// nothing written): not a folder, in a folder that exists and is writable. "-" is stdout.
-inline const CLI::Validator& writable_file() {
-    static const CLI::Validator v(
-        [](std::string& s) -> std::string {
+/// nothing written): not a folder, in a folder that exists and is writable (root may write
+/// anywhere). "-" is stdout where `stdout_ok` (--json); a safetensors --out refuses it (it
+/// wrote a file named '-').
+inline CLI::Validator writable_file(bool stdout_ok) {
+    return CLI::Validator(
+        [stdout_ok](std::string& s) -> std::string {
             namespace fs = std::filesystem;
-            if (s == "-") return {};
+            if (s == "-") return stdout_ok ? std::string() : "'-' (stdout) is for --json; this output is a file";
             if (s.empty()) return "an empty path";
             std::error_code ec;
             if (fs::is_directory(s, ec)) return "'" + s + "' is a folder, not a file";
@@ -84,7 +86,6 @@ inline const CLI::Validator& writable_file() {
             return {};
         },
         "");
-    return v;
 }
 
 /// A finite number: CLI11's Range lets NaN through (no comparison with NaN is false), and no
@@ -154,9 +155,10 @@ inline std::string empty_list_entry(CLI::App& app, int argc, char** argv) {
             if (list && empty_entry(value)) return shown + " '" + value + "' has an empty entry";
             continue;
         }
-        for (int j = i + 1; j < argc; ++j) {  // its values: the next token always (CLI11 takes it,
-            const std::string v = argv[j];      // whatever it looks like), then up to the next option
-            if (j > i + 1 && v.size() > 1 && v[0] == '-' && !(v[1] >= '0' && v[1] <= '9')) break;
+        const int first = i + 1;  // its values: the next token always (CLI11 takes it, whatever it
+        for (int j = first; j < argc; ++j) {  // looks like), then up to the next option
+            const std::string v = argv[j];
+            if (j > first && v.size() > 1 && v[0] == '-' && !(v[1] >= '0' && v[1] <= '9')) break;
             if (list && empty_entry(v)) return shown + " '" + v + "' has an empty entry";
             i = j;
             if (o->get_items_expected_max() <= 1) break;  // one value

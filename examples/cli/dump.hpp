@@ -58,8 +58,8 @@ inline int run_dump(int argc, char** argv) {
     auto* in_opt = app.add_option("--input", input, "golden-format input file (input_ids, decode.input_ids)")
                        ->check(CLI::ExistingFile);
     app.add_option("--decode-ids", decode, "tokens fed one at a time after the prompt")->delimiter(',')->check(whole_number());
-    app.add_option("--out", out, "safetensors file to write")->check(writable_file());
-    app.add_option("--json", json, "JSON summary to write (- for stdout)")->check(writable_file());
+    app.add_option("--out", out, "safetensors file to write")->check(writable_file(false));
+    app.add_option("--json", json, "JSON summary to write (- for stdout)")->check(writable_file(true));
     app.add_option("--top", k, "predictions per position in the JSON (default 5)")->check(CLI::Range(1, 1 << 20));
     in_opt->excludes(prompt.text_opt)->excludes(prompt.ids_opt);
     app.callback([&] {

@@ -67,7 +67,7 @@ inline int run_generate(int argc, char** argv) {
     app.add_option("--json", json,
                    "also write prompt, generated ids and text as JSON to FILE (- for stdout: the text then goes to stderr, "
                    "so stdout is one JSON document)")
-        ->check(writable_file());
+        ->check(writable_file(true));
     prompt.require_in(app);
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
@@ -90,7 +90,7 @@ inline int run_generate(int argc, char** argv) {
         for (std::size_t i = 0; i < out.size(); ++i) shown << (i ? " " : "") << out[i];
         shown << "\n";
     }
-    if (show_ids || !text) {
+    if (show_ids || (!text && json != "-")) {  // with --json - and no tokenizer the ids were just shown there
         std::cerr << "hylens generate: ids";
         for (auto id : out) std::cerr << " " << id;
         std::cerr << (text ? "\n" : " (no tokenizer: printed ids)\n");

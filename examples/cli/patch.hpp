@@ -53,8 +53,8 @@ inline int run_patch(int argc, char** argv) {
                       ->check(whole_number());
     auto* a_opt = app.add_option("--attn-layer", attn_layer, "attention layer to patch (default: the first)")
                       ->check(whole_number());
-    app.add_option("--out", out, "safetensors file to write")->check(writable_file());
-    app.add_option("--json", json, "JSON summary to write (- for stdout)")->check(writable_file());
+    app.add_option("--out", out, "safetensors file to write")->check(writable_file(false));
+    app.add_option("--json", json, "JSON summary to write (- for stdout)")->check(writable_file(true));
     app.add_option("--top", top, "next tokens per output in the JSON (default 5)")->check(CLI::Range(1, 1 << 20));
     for (auto* o : {donor.text_opt, donor.ids_opt, host.text_opt, host.ids_opt, l_opt, a_opt}) in_opt->excludes(o);
     app.callback([&] {

@@ -131,8 +131,8 @@ inline int run_surgery(int argc, char** argv) {
     auto* sw_opt = app.add_option("--swap-layers", swap_layers, "S of swap_ka_rb_layers (default: as --kv-only-layers)")
                        ->delimiter(',');
     app.add_option("--gen", in.n_gen, "greedy tokens after the query (default 4)")->check(CLI::Range(1, 99999));
-    app.add_option("--out", out, "safetensors file to write")->check(writable_file());
-    app.add_option("--json", json, "JSON summary to write (- for stdout)")->check(writable_file());
+    app.add_option("--out", out, "safetensors file to write")->check(writable_file(false));
+    app.add_option("--json", json, "JSON summary to write (- for stdout)")->check(writable_file(true));
     for (auto* o : {ctx_a.text_opt, ctx_a.ids_opt, ctx_b.text_opt, ctx_b.ids_opt, query.text_opt, query.ids_opt, kv_opt, sw_opt})
         in_opt->excludes(o);
     app.callback([&] {

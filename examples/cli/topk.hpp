@@ -26,7 +26,7 @@ inline int run_top_k(int argc, char** argv) {
     app.add_option("--json", json,
                    "write the list as JSON to FILE (- for stdout) instead of the table (\"text\": null for an id the "
                    "tokenizer has no token for, such as a padding row of the embedding)")
-        ->check(writable_file());
+        ->check(writable_file(true));
     prompt.require_in(app);
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 

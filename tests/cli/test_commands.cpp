@@ -133,6 +133,11 @@ TEST_SUITE("cli") {
             CHECK(r.err.find("has an empty entry") != std::string::npos);
         }
         CHECK(run_cli("tasks --task dictionary --seeds 1,2 --items 1").rc == 0);
+        // A list's values end at the next option: an empty value there is that option's, not the list's.
+        const Run next = run_cli("generate --model " + kQwen + " --ids 1 2 --max-new ''");
+        CHECK(next.rc == 2);
+        CHECK(next.err.find("--ids") == std::string::npos);
+        CHECK(next.err.find("--max-new") != std::string::npos);
         // another option's text value is not scanned as a list or an option
         for (const std::string& text : {std::string("--prompt=--ids=1,,2"), std::string("--prompt 'a,,b'"),
                                         std::string("--prompt '--ids=1,,2'")}) {
@@ -159,6 +164,7 @@ TEST_SUITE("cli") {
         // An output file that cannot be written is refused before the model runs, and no other
         // output is written (dump wrote --out, then failed on --json).
         const fs::path written = tmp("written.safetensors");
+        CHECK(run_cli("dump --model " + kQwen + " --ids 1,2 --out -").err.find("'-' (stdout) is for --json") != std::string::npos);
         for (const std::string& cmd : {"dump --model " + kQwen + " --ids 1,2 --out " + written.string(),
                                        "top-k --model " + kQwen + " --ids 1,2", "generate --model " + kQwen + " --ids 1,2"}) {
             for (const std::string& bad : {std::string("/nonexistent/x.json"), fs::temp_directory_path().string()}) {
@@ -187,11 +193,13 @@ TEST_SUITE("cli") {
         g.max_new = 6;
         const auto lib = generate(model, cache, TokenBatch(prompt), g).ids[0];
         CHECK(json_of(j)["generated"]["ids"].get<std::vector<std::int64_t>>() == lib);
-        // --json -: stdout is one JSON document (the ids shown go to stderr instead).
-        const Run to_stdout = run_cli("generate --model " + kQwen + " --ids " + join(prompt) + " --max-new 6 --no-stop --json -");
+        // --json -: stdout is one JSON document; the answer is shown on stderr instead.
+        const Run to_stdout = run_cli("generate --model " + kQwen + " --tokenizer " + kBytes + " --ids " + join(prompt) +
+                                      " --max-new 6 --no-stop --json -");
         REQUIRE(to_stdout.rc == 0);
-        CHECK(nlohmann::json::parse(to_stdout.out)["generated"]["ids"].get<std::vector<std::int64_t>>() == lib);
-        CHECK(to_stdout.err.find(std::to_string(lib.front())) != std::string::npos);
+        const nlohmann::json shown = nlohmann::json::parse(to_stdout.out);
+        CHECK(shown["generated"]["ids"].get<std::vector<std::int64_t>>() == lib);
+        CHECK(to_stdout.err == shown["generated"]["text"].get<std::string>() + "\n");
         // --no-mmap reads the weights into memory: the same answer.
         REQUIRE(run_cli("generate --model " + kQwen + " --ids " + join(prompt) + " --max-new 6 --no-stop --no-mmap --json " +
                         j.string())

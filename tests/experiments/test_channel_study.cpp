@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -247,7 +248,7 @@ TEST_CASE("channel study: resume and merge refuse records the study does not mak
     StudyOptions o = small_study(seed.path);
     o.seeds = {1};
     o.items = 4;
-    o.conditions = parse_conditions("FULL,KV_ONLY");
+    o.conditions = parse_conditions("FULL,KV_ONLY,KV_A+REC_B");
     const auto resume = [&](const fs::path& dir, const std::string& shard_text = "0/1") {
         StudyOptions r = o;
         r.out = dir;
@@ -288,6 +289,26 @@ TEST_CASE("channel study: resume and merge refuse records the study does not mak
     // The folders as their runs left them merge.
     test::write_text(done.path / "items.jsonl", items);
     CHECK(merge_results({done.path, other.path}, merged.path).records == done_records + other_records);
+    // A record of an item skipped.jsonl lists as left out (item 0 of the swap task is shard 0/2's).
+    const std::string skipped = test::read_text(done.path / "skipped.jsonl");
+    test::write_text(done.path / "skipped.jsonl",
+                     skipped + json_line({{"task", swap_task().name}, {"seed", 1}, {"item", 0}, {"reason", "edited"}}) + "\n");
+    CHECK_THROWS_WITH_AS(merge_results({done.path, other.path}, merged.path),
+                         doctest::Contains("is of an item a skipped.jsonl lists as left out"), FormatError);
+    test::write_text(done.path / "skipped.jsonl", skipped);
+    // A swap condition's record on a task without a B context (the plain task).
+    const std::string all = test::read_text(done.path / "items.jsonl");
+    killed_records_edited(done.path, static_cast<std::size_t>(std::count(all.begin(), all.end(), '\n')),
+                          [](std::vector<nlohmann::json>& l) {
+                              for (auto& r : l)
+                                  if (!r.contains("alt_context")) {
+                                      r["condition"] = "KV_A+REC_B";
+                                      return;
+                                  }
+                              FAIL("no record of the plain task");
+                          });
+    CHECK_THROWS_WITH_AS(merge_results({done.path, other.path}, merged.path),
+                         doctest::Contains("holds a record of the swap condition KV_A+REC_B on"), FormatError);
 }
 
 TEST_CASE("channel study: resuming with another model is an error (its records would mix with the first's)") {

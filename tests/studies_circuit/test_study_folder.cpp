@@ -271,3 +271,43 @@ TEST_CASE("merge_study_folders: a killed shard's record of a seed the study does
     CHECK_THROWS_WITH_AS(ex::merge_study_folders({s0.path, s1.path}, out.path, "toy", nullptr),
                          doctest::Contains("holds a record of seed 9, which the study does not run"), hylens::FormatError);
 }
+
+TEST_CASE("definition_difference names the first differing place of each differing key") {
+    std::vector<std::string> conds;
+    for (int i = 0; i < 11; ++i) conds.push_back("KV_ONLY@" + std::to_string(i));  // longer than a message cuts a value
+    std::vector<std::string> more = conds;
+    more.push_back("NONE@0-3");
+    CHECK(ex::detail::definition_difference({{"conditions", conds}}, {{"conditions", more}}) ==
+          "conditions[11]: (none) and \"NONE@0-3\"");
+    CHECK(ex::detail::definition_difference({{"items", 6}, {"seeds", {1}}, {"x", 1}}, {{"items", 7}, {"seeds", {1, 2}}, {"x", 1}}) ==
+          "items: 6 and 7; seeds[1]: (none) and 2");
+    const nlohmann::json a = {{"structure", {{"groups", {{0, 1}, {2}}}}}}, b = {{"structure", {{"groups", {{0, 1}, {3}}}}}};
+    CHECK(ex::detail::definition_difference(a, b) == "structure.groups[1][0]: 2 and 3");
+    CHECK(ex::detail::definition_difference({{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}}, nlohmann::json::object()) ==
+          "a: 1 and (none); b: 1 and (none); c: 1 and (none); and 1 more");
+}
+
+TEST_CASE("StudyFolder: a refused resume leaves a finished folder's run.json as it was") {
+    TempDir d("refused_keeps");
+    REQUIRE(toy_study(options(d.path)));
+    // An older finished folder (no items fingerprint) with a record edited to another seed.
+    nlohmann::json run = nlohmann::json::parse(read_text(d.path / "run.json"));
+    run.erase("items_fnv1a64");
+    write_text(d.path / "run.json", run.dump(1));
+    write_text(d.path / "items.jsonl", replaced(read_text(d.path / "items.jsonl"), "\"item\":1,\"seed\":7", "\"item\":1,\"seed\":9"));
+    const std::string before = read_text(d.path / "run.json");
+    ex::StudyFolder f(options(d.path, true));
+    for (std::size_t item = 0; item < 7; ++item)
+        for (const std::string& c : kConditions) (void)f.done({"chat8", 7, item, c});
+    CHECK_THROWS_WITH_AS(f.check_resumed_records(), doctest::Contains("seed 9, item 1"), hylens::FormatError);
+    CHECK(read_text(d.path / "run.json") == before);
+}
+
+TEST_CASE("merge_study_folders: a record held twice in one folder is an edited file") {
+    TempDir s0("dup_s0"), s1("dup_s1"), out("dup_out");
+    killed_and_edited(s0.path, 1, [](const std::string& t) { return t + t.substr(0, t.find('\n') + 1); }, ex::parse_shard("0/2"));
+    REQUIRE(toy_study(options(s1.path, false, ex::parse_shard("1/2"))));
+    CHECK_THROWS_WITH_AS(ex::merge_study_folders({s0.path, s1.path}, out.path, "toy", nullptr),
+                         doctest::Contains("line 4 holds record (chat8, seed 7, item 0, baseline) twice: the file was edited"),
+                         hylens::FormatError);
+}

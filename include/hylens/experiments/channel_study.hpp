@@ -184,7 +184,6 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     if (renderer.stop_ids().empty())
         std::fprintf(stderr, "[experiment] warning: the tokenizer has none of the %s end-of-turn tokens; every answer runs to max_new\n",
                      std::string(family_name(family)).c_str());
-    write_file_atomic(run_path, run.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 
     // The work list of this shard, and every key it makes (a resumed record must be one).
     std::vector<detail::Work> work;
@@ -226,6 +225,8 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
                            opt.shard.text(), " (another task, seed, item, condition or shard, or a swap item left out for its "
                            "lengths): the file was edited or comes from another run; remove that line or resume in the folder "
                            "that run wrote");
+    // Only now is the folder this run's: a refused resume leaves a finished run.json as it was.
+    write_file_atomic(run_path, run.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 
     // Batches: same task, token lengths and pending conditions, in work order.
     std::map<std::tuple<std::size_t, std::size_t, std::size_t, std::vector<std::size_t>>, std::vector<std::size_t>> groups;

@@ -215,9 +215,17 @@ EncodeSwapResult run_encode_swap_study(const Model& model, const Tokenizer& tok,
     res.items = set.items.size();
     for (const auto& k : keys) res.key_items += k.has_value();
 
+    // Every key of this shard asked before any forward, so a resumed record the study does not
+    // make stops it here (StudyFolder::check_resumed_records).
     std::size_t total = 0;
-    for (std::size_t i = 0; i < set.items.size(); ++i)
-        if (folder.mine(set.items[i].index)) total += sources.size() * (1 + keys[i].has_value());
+    for (std::size_t i = 0; i < set.items.size(); ++i) {
+        if (!folder.mine(set.items[i].index)) continue;
+        for (const char* swap : {"value", "key"})
+            if (swap == std::string("value") || keys[i])
+                for (const std::string& src : sources)
+                    total += !folder.done({opt.variant, opt.seed, set.items[i].index, std::string(swap) + ":" + src});
+    }
+    folder.check_resumed_records();
     Progress progress(total, "encode-swap " + opt.shard.text(), opt.progress);
     const std::size_t V = model.config().vocab;
     for (std::size_t i = 0; i < set.items.size(); ++i) {

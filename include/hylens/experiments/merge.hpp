@@ -7,6 +7,7 @@
 #include <filesystem>  // std::filesystem
 #include <set>         // std::set
 #include <string>      // std::string
+#include <tuple>       // std::tuple
 #include <vector>      // std::vector
 
 #include <nlohmann/json.hpp>
@@ -37,6 +38,12 @@ inline void channel_record_check(const nlohmann::json& run, const nlohmann::json
     };
     const std::size_t t = index_in("tasks", "task", k.task), si = index_in("seeds", "seed", k.seed);
     (void)index_in("conditions", "condition", k.condition);
+    // A swap condition (KV of A, recurrent part of B, ...) runs on swap tasks only, whose
+    // records carry the B context.
+    check<FormatError>(!parse_condition(k.condition).needs_b() || r.contains("alt_context"), "[merge] ", where,
+                       " holds a record of the swap condition ", k.condition, " on (", k.task,
+                       ", seed ", k.seed, ", item ", k.item, "), which has no B context (not a swap task): the file was "
+                       "edited or comes from another run");
     const std::size_t items = s.value("items", std::size_t{0});
     check<FormatError>(k.item < items, "[merge] ", where, " holds item ", k.item, " of a study of ", items,
                        " items per task and seed: the file was edited or comes from another run");
@@ -62,6 +69,16 @@ inline MergeResult merge_results(const std::vector<std::filesystem::path>& dirs,
     for (const fs::path& d : dirs)
         if (fs::exists(d / "skipped.jsonl"))
             for (auto& r : read_jsonl(d / "skipped.jsonl", false)) skipped.push_back(std::move(r));
+    // A swap item left out for its lengths has no records.
+    std::set<std::tuple<std::string, std::uint64_t, std::size_t>> left_out;
+    for (const nlohmann::json& r : skipped)
+        left_out.insert({r.value("task", ""), r.value("seed", std::uint64_t{0}), r.value("item", std::size_t{0})});
+    for (const nlohmann::json& r : f.records) {
+        const RecordKey k = record_key(r, "a merged record");
+        check<FormatError>(!left_out.count({k.task, k.seed, k.item}), "[merge] record (", k.task, ", seed ", k.seed, ", item ",
+                           k.item, ", ", k.condition, ") is of an item a skipped.jsonl lists as left out: the files were "
+                           "edited or come from another run");
+    }
     std::vector<std::string> conditions = f.study["conditions"].get<std::vector<std::string>>();
     sort_records(f.records, conditions);
     std::sort(skipped.begin(), skipped.end(), [](const nlohmann::json& a, const nlohmann::json& b) {

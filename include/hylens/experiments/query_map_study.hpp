@@ -249,10 +249,36 @@ QueryMapResult run_query_map_study(const RecvModel& recv, const Tokenizer& tok_r
     RunOptions ro;
     ro.last_only = true;
     if (opt.reader.given()) ro.capture = {site::attn_probs(opt.reader.layer, Positions::last())};
+    // The test pairs of every seed, kept in both tokenizations (tokenizers only, no forward),
+    // drawn first so that every key of this shard is asked before any forward: a resumed
+    // record the study does not make stops it here (StudyFolder::check_resumed_records).
+    struct TestPairs {
+        lk::DonorHostSet d, r;
+        std::vector<std::pair<const lk::DonorHostItem*, const lk::DonorHostItem*>> both;  // (receiver, donor)
+    };
+    std::vector<TestPairs> tests;
+    tests.reserve(opt.seeds.size());  // `both` points into d and r: no reallocation
+    for (std::size_t si = 0, ordinal = 0; si < opt.seeds.size(); ++si) {
+        const std::uint64_t seed = opt.seeds[si];
+        const lk::Vocabulary vtest{lk::key_split(opt.vocabulary.keys, seed).test, opt.vocabulary.values};
+        tests.push_back({lk::donor_host_pairs(tok_d, fmt_d, opt.style, vtest, opt.per_config, seed, opt.n_pairs),
+                         lk::donor_host_pairs(tok_r, fmt_r, opt.style, vtest, opt.per_config, seed, opt.n_pairs), {}});
+        TestPairs& t = tests.back();
+        for (std::size_t jr = 0, jd = 0; jr < t.r.items.size(); ++jr) {
+            while (jd < t.d.items.size() && t.d.items[jd].index < t.r.items[jr].index) ++jd;
+            if (jd < t.d.items.size() && t.d.items[jd].index == t.r.items[jr].index) t.both.push_back({&t.r.items[jr], &t.d.items[jd]});
+        }
+        for (const auto& [rp, dp] : t.both)
+            if (folder.mine(ordinal++))
+                for (const QueryMapCondition& c : conds) (void)folder.done({task, seed, rp->index, c.name});
+    }
+    folder.check_resumed_records();
+
     std::size_t ordinal = 0;
-    for (std::uint64_t seed : opt.seeds) {
+    for (std::size_t si = 0; si < opt.seeds.size(); ++si) {
+        const std::uint64_t seed = opt.seeds[si];
         const lk::KeySplit split = lk::key_split(opt.vocabulary.keys, seed);
-        const lk::Vocabulary vfit{split.fit, opt.vocabulary.values}, vtest{split.test, opt.vocabulary.values};
+        const lk::Vocabulary vfit{split.fit, opt.vocabulary.values};
         // The fit set: the same dictionaries in both models' formats.
         const auto fit_d = lk::query_items(tok_d, fmt_d, opt.style, vfit, opt.fit_items, seed, "fit", opt.n_pairs);
         const auto fit_r = lk::query_items(tok_r, fmt_r, opt.style, vfit, opt.fit_items, seed, "fit", opt.n_pairs);
@@ -295,15 +321,7 @@ QueryMapResult run_query_map_study(const RecvModel& recv, const Tokenizer& tok_r
         }
         res.fits[std::to_string(seed)] = fits;
 
-        // The test pairs: kept in both tokenizations.
-        const auto test_d = lk::donor_host_pairs(tok_d, fmt_d, opt.style, vtest, opt.per_config, seed, opt.n_pairs);
-        const auto test_r = lk::donor_host_pairs(tok_r, fmt_r, opt.style, vtest, opt.per_config, seed, opt.n_pairs);
-        std::vector<std::pair<const lk::DonorHostItem*, const lk::DonorHostItem*>> both;  // (receiver, donor)
-        for (std::size_t jr = 0, jd = 0; jr < test_r.items.size(); ++jr) {
-            while (jd < test_d.items.size() && test_d.items[jd].index < test_r.items[jr].index) ++jd;
-            if (jd < test_d.items.size() && test_d.items[jd].index == test_r.items[jr].index)
-                both.push_back({&test_r.items[jr], &test_d.items[jd]});
-        }
+        const auto& [test_d, test_r, both] = tests[si];
         std::size_t mine = 0;
         for (std::size_t i = 0; i < both.size(); ++i) mine += folder.mine(ordinal + i);
         Progress progress(mine * conds.size(), "query-map seed " + std::to_string(seed), opt.progress);

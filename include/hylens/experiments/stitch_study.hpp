@@ -570,17 +570,34 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
     // with every condition.
     const std::string lookup_task = "lookup:" + variant.name();
     const std::size_t per_seed = o.test_items + ppl.size();
+    // Each seed's test items (tokenizer only, no forward), drawn first so that every key of
+    // this shard is asked before any fit or forward: a resumed record the study does not make
+    // stops it here (StudyFolder::check_resumed_records).
+    const auto unit_key = [&](std::uint64_t seed, std::size_t u, std::size_t n_tests, const std::string& c) {
+        const bool is_lookup = u < n_tests;
+        return RecordKey{is_lookup ? lookup_task : "ppl", seed, is_lookup ? u : u - n_tests, c};
+    };
+    std::vector<std::vector<lk::QueryItem>> tests_of;
     std::size_t mine = 0;
-    for (std::size_t u = 0; u < per_seed * o.seeds.size(); ++u) mine += folder.mine(u) ? 1 : 0;
+    for (std::size_t si = 0; si < o.seeds.size(); ++si) {
+        const lk::Vocabulary test_vocab{lk::key_split(vocab.keys, o.seeds[si]).test, vocab.values};
+        tests_of.push_back(lk::query_items(host_tok, hfmt, variant.style, test_vocab, o.test_items, o.seeds[si], "stitch-test",
+                                           variant.n_pairs));
+        for (std::size_t u = 0; u < per_seed; ++u) {
+            if (!folder.mine(si * per_seed + u)) continue;
+            ++mine;
+            for (const std::string& c : conditions) (void)folder.done(unit_key(o.seeds[si], u, tests_of[si].size(), c));
+        }
+    }
+    folder.check_resumed_records();
     Progress progress(mine, "stitch", o.progress);
     const std::size_t V = host.config().vocab;
     for (std::size_t si = 0; si < o.seeds.size(); ++si) {
         const std::uint64_t seed = o.seeds[si];
         const std::string prefix = several ? "seed" + std::to_string(seed) + "." : "";
         const lk::KeySplit split = lk::key_split(vocab.keys, seed);
-        const lk::Vocabulary fit_vocab{split.fit, vocab.values}, test_vocab{split.test, vocab.values};
-        const auto tests = lk::query_items(host_tok, hfmt, variant.style, test_vocab, o.test_items, seed, "stitch-test",
-                                           variant.n_pairs);
+        const lk::Vocabulary fit_vocab{split.fit, vocab.values};
+        const auto& tests = tests_of[si];
 
         // Fits (deterministic; every shard fits the same maps, for every seed).
         const StitchFitSet fit = make_stitch_fit_set(host_tok, hfmt, donor_tok, dfmt, fit_vocab, variant, corpus,
@@ -643,12 +660,12 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
         for (std::size_t u = 0; u < per_seed; ++u) {
             if (!folder.mine(si * per_seed + u)) continue;
             const bool is_lookup = u < tests.size();
-            const std::size_t item = is_lookup ? u : u - tests.size();
-            const std::string task = is_lookup ? lookup_task : "ppl";
             std::vector<nlohmann::json> recs;
             for (const auto& [c, f] : forwards) {
-                if (folder.done({task, seed, item, c})) continue;
-                nlohmann::json r = {{"task", task}, {"seed", seed}, {"item", item}, {"condition", c}};
+                const RecordKey key = unit_key(seed, u, tests.size(), c);
+                if (folder.done(key)) continue;
+                const std::size_t item = key.item;
+                nlohmann::json r = {{"task", key.task}, {"seed", seed}, {"item", item}, {"condition", c}};
                 if (is_lookup) {
                     const auto& t = tests[item];
                     std::vector<float> reader_row;

@@ -21,7 +21,7 @@
 // of N runs those with ordinal % N == I. merge_study_folders() joins the shard folders of one
 // study into one folder whose items.jsonl is byte for byte the unsharded run's.
 
-#include <algorithm>   // std::sort
+#include <algorithm>   // std::sort, std::max
 #include <cmath>       // std::isnan
 #include <cstddef>     // std::size_t
 #include <cstdint>     // std::uint64_t
@@ -84,29 +84,58 @@ inline nlohmann::json read_json_file(const std::filesystem::path& p) {
     }
 }
 
-/// Where two study definitions differ, for a message: "items: 6 and 7; seeds: [1] and [1,2]"
-/// (the keys in order, at most three, each value cut to 120 characters), or both whole when
-/// either is not an object. A definition can be long (the circuit study's structure): a
-/// message printing both whole hid the one setting that differed.
-inline std::string definition_difference(const nlohmann::json& a, const nlohmann::json& b) {
-    const auto shown = [](const nlohmann::json& v) {
-        std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+/// The first place where two JSON values differ, below `path`: "conditions[11]: (none) and
+/// \"NONE@0-3\"" (objects by key, arrays by index; each value cut to 120 characters).
+inline std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& path) {
+    const auto shown = [](const nlohmann::json* v) {
+        if (!v) return std::string("(none)");
+        std::string s = v->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
         return s.size() > 120 ? s.substr(0, 117) + "..." : s;
     };
-    if (!a.is_object() || !b.is_object()) return shown(a) + " and " + shown(b);
-    std::vector<std::string> keys;
-    for (auto it = a.begin(); it != a.end(); ++it)
-        if (!b.contains(it.key()) || b[it.key()] != it.value()) keys.push_back(it.key());
-    for (auto it = b.begin(); it != b.end(); ++it)
-        if (!a.contains(it.key())) keys.push_back(it.key());
-    std::sort(keys.begin(), keys.end());
-    std::string out;
-    for (std::size_t i = 0; i < keys.size() && i < 3; ++i) {
-        const std::string& k = keys[i];
-        out += (i ? "; " : "") + k + ": " + (a.contains(k) ? shown(a[k]) : "(none)") + " and " +
-               (b.contains(k) ? shown(b[k]) : "(none)");
+    if (a.is_object() && b.is_object()) {
+        std::set<std::string> keys;
+        for (auto it = a.begin(); it != a.end(); ++it) keys.insert(it.key());
+        for (auto it = b.begin(); it != b.end(); ++it) keys.insert(it.key());
+        for (const std::string& k : keys)
+            if (!a.contains(k) || !b.contains(k) || a[k] != b[k]) {
+                const std::string p = path.empty() ? k : path + "." + k;
+                if (!a.contains(k) || !b.contains(k)) return p + ": " + shown(a.contains(k) ? &a[k] : nullptr) + " and " +
+                                                             shown(b.contains(k) ? &b[k] : nullptr);
+                return first_difference(a[k], b[k], p);
+            }
     }
-    if (keys.size() > 3) out += "; and " + std::to_string(keys.size() - 3) + " more";
+    if (a.is_array() && b.is_array())
+        for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i)
+            if (i >= a.size() || i >= b.size() || a[i] != b[i]) {
+                const std::string p = path + "[" + std::to_string(i) + "]";
+                if (i >= a.size() || i >= b.size()) return p + ": " + shown(i < a.size() ? &a[i] : nullptr) + " and " +
+                                                           shown(i < b.size() ? &b[i] : nullptr);
+                return first_difference(a[i], b[i], p);
+            }
+    return (path.empty() ? std::string("the definition") : path) + ": " + shown(&a) + " and " + shown(&b);
+}
+
+/// Where two study definitions differ, for a message: the first difference (first_difference)
+/// in each of up to three differing keys, "items: 6 and 7; seeds[1]: (none) and 2". A
+/// definition can be long (the circuit study's structure, a condition list): a message
+/// printing both whole, or each cut short, hid the setting that differed.
+inline std::string definition_difference(const nlohmann::json& a, const nlohmann::json& b) {
+    if (!a.is_object() || !b.is_object()) return first_difference(a, b, "");
+    std::set<std::string> keys;
+    for (auto it = a.begin(); it != a.end(); ++it) keys.insert(it.key());
+    for (auto it = b.begin(); it != b.end(); ++it) keys.insert(it.key());
+    std::string out;
+    std::size_t n = 0;
+    for (const std::string& k : keys) {
+        if (a.contains(k) && b.contains(k) && a[k] == b[k]) continue;
+        if (n++ < 3) {
+            nlohmann::json x = nlohmann::json::object(), y = nlohmann::json::object();
+            if (a.contains(k)) x[k] = a[k];
+            if (b.contains(k)) y[k] = b[k];
+            out += (n > 1 ? "; " : "") + first_difference(x, y, "");
+        }
+    }
+    if (n > 3) out += "; and " + std::to_string(n - 3) + " more";
     return out;
 }
 
@@ -313,7 +342,9 @@ public:
         run_["study"] = study;
         run_["status"] = "running";
         run_["started"] = detail::utc_now();
-        write_file_atomic(run_path, detail::pretty_json(run_));
+        // A resumed folder's run.json is rewritten once its records are known to be the study's
+        // (check_resumed_records), so a refused resume leaves a finished run.json as it was.
+        if (resumed_ == 0) start();
         appender_ = std::make_unique<LineAppender>(items);
     }
 
@@ -336,22 +367,20 @@ public:
     /// Every record found on disk at --resume must be one this study makes in this shard (the
     /// study asked done() for its key): a record hand-edited to another seed, item or condition,
     /// or another shard's, would be counted by the summaries as if the study had made it.
-    /// records() checks it; a study may call it earlier, once it has asked for every key.
-    void check_resumed_records() const {
-        for (std::size_t i = 0; i < resumed_; ++i) {
-            const RecordKey k = record_key(records_[i], "record " + std::to_string(i));
-            check<FormatError>(claimed_.count(k) != 0, "[", o_.kind, "] --resume: ", items_path().string(),
-                               " holds record (", k.task, ", seed ", k.seed, ", item ", k.item, ", ", k.condition,
-                               "), which this study does not make in shard ", o_.shard.text(),
-                               " (another task, seed, item, condition or shard): the file was edited or comes from "
-                               "another run; remove that line or resume in the folder that run wrote");
-        }
+    /// Every study calls it once it has asked for every key of its shard, before its first
+    /// forward; then it marks run.json running. records() checks again (a study that appends
+    /// first is refused only there, its run.json already rewritten).
+    void check_resumed_records() {
+        verify_claims();
+        start();
     }
+
     /// True when unit `ordinal` of the study belongs to this shard.
     bool mine(std::size_t ordinal) const noexcept { return o_.shard.takes(ordinal); }
 
     /// Appends whole lines and fsyncs them. A key already recorded is an error.
     void append(const std::vector<nlohmann::json>& records) {
+        start();
         for (const auto& r : records) {
             const RecordKey k = record_key(r, "new record");
             check(done_.insert(k).second, "[", o_.kind, "] record (", k.task, ", seed ", k.seed, ", item ", k.item, ", ",
@@ -362,9 +391,9 @@ public:
         records_.insert(records_.end(), records.begin(), records.end());
     }
 
-    /// Every record (resumed and new), sorted by RecordKey; check_resumed_records() first.
+    /// Every record (resumed and new), sorted by RecordKey; the resumed ones checked first.
     std::vector<nlohmann::json> records() const {
-        check_resumed_records();
+        verify_claims();
         std::vector<nlohmann::json> r = records_;
         detail::sort_by_key(r);
         return r;
@@ -373,6 +402,7 @@ public:
     /// Rewrites items.jsonl in RecordKey order and marks run.json complete; `extra` (an
     /// object) is merged into run.json.
     void finish(const nlohmann::json& extra = nlohmann::json::object()) {
+        start();
         appender_.reset();
         const std::string text = detail::jsonl_text(records());
         write_file_atomic(items_path(), text);
@@ -387,11 +417,30 @@ public:
     }
 
 private:
+    /// Writes run.json "running" (once).
+    void start() {
+        if (started_) return;
+        write_file_atomic(o_.out / "run.json", detail::pretty_json(run_));
+        started_ = true;
+    }
+
+    void verify_claims() const {
+        for (std::size_t i = 0; i < resumed_; ++i) {
+            const RecordKey k = record_key(records_[i], "record " + std::to_string(i));
+            check<FormatError>(claimed_.count(k) != 0, "[", o_.kind, "] --resume: ", items_path().string(),
+                               " holds record (", k.task, ", seed ", k.seed, ", item ", k.item, ", ", k.condition,
+                               "), which this study does not make in shard ", o_.shard.text(),
+                               " (another task, seed, item, condition or shard): the file was edited or comes from "
+                               "another run; remove that line or resume in the folder that run wrote");
+        }
+    }
+
     StudyFolderOptions o_;
     std::vector<nlohmann::json> records_;
     std::set<RecordKey> done_;
     mutable std::set<RecordKey> claimed_;  ///< resumed keys the study asked done() for
     std::size_t resumed_ = 0;
+    bool started_ = false;  ///< run.json marked running by this run
     nlohmann::json run_;
     std::unique_ptr<LineAppender> appender_;
 };
@@ -491,6 +540,7 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
         check_items_unchanged(run, d / "items.jsonl", "[merge] ");
         const std::optional<std::set<std::uint64_t>> seeds = defined_seeds(s);
         std::size_t line = 0;
+        std::set<RecordKey> own;  // this folder's keys: one held twice is an edited file, not a second folder
         for (auto& r : read_records(d / "items.jsonl", false)) {
             const std::string where = (d / "items.jsonl").string() + " line " + std::to_string(++line);
             const RecordKey k = record_key(r, where);
@@ -498,6 +548,8 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
                                ", which the study does not run (its seeds: ", (s.contains("seeds") ? s["seeds"] : s["seed"]).dump(),
                                "): the file was edited or comes from another run");
             if (record_ok) record_ok(run, r, where);
+            check<FormatError>(own.insert(k).second, "[merge] ", where, " holds record (", k.task, ", seed ", k.seed, ", item ",
+                               k.item, ", ", k.condition, ") twice: the file was edited");
             check(keys.insert(k).second, "[merge] record (", k.task, ", seed ", k.seed, ", item ", k.item, ", ", k.condition,
                   ") appears in more than one folder (", d.string(), ")");
             f.records.push_back(std::move(r));

@@ -748,8 +748,13 @@ TransplantStudyResult run_transplant_study(const Model& model, const Tokenizer& 
                                            {"outside", set.dropped.outside},
                                            {"positions", set.dropped.positions},
                                            {"answer_tokens", set.dropped.answer_tokens}};
-        for (std::size_t i = 0; i < set.items.size(); ++i) mine += folder.mine(ordinal++);
+        for (std::size_t i = 0; i < set.items.size(); ++i) {
+            if (!folder.mine(ordinal++)) continue;
+            ++mine;
+            for (const auto& c : conds) (void)folder.done({task, seed, set.items[i].index, c.name});  // claims resumed keys
+        }
     }
+    folder.check_resumed_records();  // before any forward
     Progress progress(mine * conds.size(), "transplant", opt.progress);
     ordinal = 0;
     for (std::size_t si = 0; si < opt.seeds.size(); ++si) {
