@@ -162,6 +162,9 @@ void check_channel_ops(const Model& m, const std::string& label) {
     SUBCASE("patch_state copies states of the listed layers only; host -> host is the identity") {
         const auto d = m.prefill(test::random_batch(2, n, m.config().vocab, 3));
         CHECK(patch_state(a, a, LayerSet::all()) == a);
+        // Caches of other batch sizes: the error names patch_state (it said state_swap).
+        const auto one = m.prefill(test::random_batch(1, n, m.config().vocab, 3));
+        CHECK_THROWS_WITH_AS((void)patch_state(a, one, LayerSet::all()), "[patch_state] the caches hold 2 and 1 sequences", ShapeError);
         const auto p = patch_state(a, d, rec_some);
         const auto p_noconv = patch_state(a, d, rec_some, false);
         for (std::size_t i = 0; i < L; ++i) {

@@ -200,6 +200,13 @@ TEST_SUITE("cli") {
         const nlohmann::json shown = nlohmann::json::parse(to_stdout.out);
         CHECK(shown["generated"]["ids"].get<std::vector<std::int64_t>>() == lib);
         CHECK(to_stdout.err == shown["generated"]["text"].get<std::string>() + "\n");
+        // Without a tokenizer the answer is its ids, shown on stderr once.
+        const Run ids_only = run_cli("generate --model " + kQwen + " --ids " + join(prompt) + " --max-new 6 --no-stop --json -");
+        REQUIRE(ids_only.rc == 0);
+        CHECK(nlohmann::json::parse(ids_only.out)["generated"]["ids"].get<std::vector<std::int64_t>>() == lib);
+        std::string spaced;
+        for (const auto id : lib) spaced += (spaced.empty() ? "" : " ") + std::to_string(id);
+        CHECK(ids_only.err == spaced + "\n");
         // --no-mmap reads the weights into memory: the same answer.
         REQUIRE(run_cli("generate --model " + kQwen + " --ids " + join(prompt) + " --max-new 6 --no-stop --no-mmap --json " +
                         j.string())

@@ -31,6 +31,11 @@ const std::vector<std::string> kConditions = {"baseline", "drop:G0", "drop:L1"};
 /// Returns false when it stopped early.
 bool toy_study(const ex::StudyFolderOptions& o, std::size_t stop_after = 0) {
     ex::StudyFolder f(o);
+    // As every study does: ask for every key of the shard, then check the resumed records.
+    for (std::size_t item = 0; item < 7; ++item)
+        if (f.mine(item))
+            for (const std::string& c : kConditions) (void)f.done({"chat8", 7, item, c});
+    f.check_resumed_records();
     std::size_t appended = 0;
     for (std::size_t item = 0; item < 7; ++item) {
         if (!f.mine(item)) continue;
@@ -82,8 +87,16 @@ TEST_CASE("StudyFolder: a run resumed after a torn last line equals the uninterr
         CHECK(f.resumed() == 9);
         CHECK(f.done({"chat8", 7, 2, "drop:L1"}));
         CHECK_FALSE(f.done({"chat8", 7, 3, "baseline"}));
+        const nlohmann::json rec = {{"task", "chat8"}, {"seed", 7}, {"item", 3}, {"condition", "baseline"}};
+        // A resumed folder takes records only once its resumed ones are checked.
+        CHECK_THROWS_WITH_AS(f.append({rec}), doctest::Contains("calls check_resumed_records() before its first append"),
+                             hylens::Error);
+        for (std::size_t item = 0; item < 7; ++item)
+            for (const std::string& c : kConditions) (void)f.done({"chat8", 7, item, c});
+        f.check_resumed_records();
         // A key already on disk cannot be written again.
-        CHECK_THROWS_AS(f.append({{{"task", "chat8"}, {"seed", 7}, {"item", 0}, {"condition", "baseline"}}}), hylens::Error);
+        CHECK_THROWS_WITH_AS(f.append({{{"task", "chat8"}, {"seed", 7}, {"item", 0}, {"condition", "baseline"}}}),
+                             doctest::Contains("written twice"), hylens::Error);
     }
     REQUIRE(toy_study(options(cut.path, true)));
     CHECK(read_text(cut.path / "items.jsonl") == expected);

@@ -689,7 +689,7 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
         for (const auto& it : sets[si].items)
             if (folder.mine(it.index))
                 for (const auto& n : names) total += !folder.done({opt.variant, opt.seeds[si], it.index, n});
-    folder.check_resumed_records();  // every key asked: a record the study does not make stops it before any forward
+    folder.check_resumed_records();  // every key asked: a record the study does not make stops it here, before its pairs run
     Progress progress(total, "circuit " + opt.shard.text(), opt.progress);
     for (std::size_t si = 0; si < sets.size(); ++si) {
         const std::uint64_t seed = opt.seeds[si];

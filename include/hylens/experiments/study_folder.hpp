@@ -367,9 +367,10 @@ public:
     /// Every record found on disk at --resume must be one this study makes in this shard (the
     /// study asked done() for its key): a record hand-edited to another seed, item or condition,
     /// or another shard's, would be counted by the summaries as if the study had made it.
-    /// Every study calls it once it has asked for every key of its shard, before its first
-    /// forward; then it marks run.json running. records() checks again (a study that appends
-    /// first is refused only there, its run.json already rewritten).
+    /// A resumed study calls it once it has asked for every key of its shard, before its
+    /// first append (the studies: before their forwards); only then is run.json marked running,
+    /// so a refusal leaves a finished run.json as it was. append() refuses a resumed folder
+    /// not checked yet; finish() checks one that appended nothing.
     void check_resumed_records() {
         verify_claims();
         start();
@@ -380,7 +381,7 @@ public:
 
     /// Appends whole lines and fsyncs them. A key already recorded is an error.
     void append(const std::vector<nlohmann::json>& records) {
-        start();
+        check(started_, "[", o_.kind, "] a resumed study calls check_resumed_records() before its first append");
         for (const auto& r : records) {
             const RecordKey k = record_key(r, "new record");
             check(done_.insert(k).second, "[", o_.kind, "] record (", k.task, ", seed ", k.seed, ", item ", k.item, ", ",
@@ -402,7 +403,7 @@ public:
     /// Rewrites items.jsonl in RecordKey order and marks run.json complete; `extra` (an
     /// object) is merged into run.json.
     void finish(const nlohmann::json& extra = nlohmann::json::object()) {
-        start();
+        if (!started_) check_resumed_records();
         appender_.reset();
         const std::string text = detail::jsonl_text(records());
         write_file_atomic(items_path(), text);
