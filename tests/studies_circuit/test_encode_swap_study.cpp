@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "fixtures.hpp"
+#include "support/damaged_model.hpp"
 #include "support/killed_run.hpp"
 
 namespace {
@@ -182,4 +183,16 @@ TEST_CASE("encode-swap refuses a circuit file found on another model (check_circ
     CHECK_THROWS_WITH_AS(model.visit([&](const auto& m) { return ex::run_encode_swap_study(m, tok, family, o); }),
                          doctest::Contains("[encode-swap] the circuit file was found on another model"), hylens::ShapeError);
     CHECK_FALSE(fs::exists(d.path / "run"));
+}
+
+TEST_CASE("encode-swap: a model that produces a NaN stops the study at the layer and site (no null scores)") {
+    TempDir d("encode_swap_nan");
+    const fs::path src = organism_copy("qwen35-tiny", d.path);
+    const fs::path dir = hylens::test::damaged_model(src, d.path / "damaged", "model.layers.1.mlp.down_proj.weight");
+    const hylens::AnyModel model = hylens::load(dir);
+    const hylens::Tokenizer tok = hylens::Tokenizer::from_file((src / "tokenizer.json").string());
+    const ex::EncodeSwapOptions o = swap_options(d.path / "out");
+    CHECK_THROWS_WITH_AS(model.visit([&](const auto& m) { return ex::run_encode_swap_study(m, tok, hylens::ChatFamily::qwen35, o); }),
+                         doctest::Contains("first non-finite value (nan) at layer 1, site mlp_out"), hylens::NonFiniteError);
+    CHECK_FALSE(fs::exists(d.path / "out" / "summary.json"));
 }

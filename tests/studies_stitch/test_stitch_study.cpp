@@ -23,6 +23,7 @@
 #include <sys/wait.h>  // WEXITSTATUS
 
 #include "studies_circuit/fixtures.hpp"
+#include "support/damaged_model.hpp"
 #include "support/figure_scripts.hpp"
 #include "support/killed_run.hpp"
 #include "../support/nan_max.hpp"
@@ -595,3 +596,14 @@ TEST_CASE("hylens experiment stitch: usage errors, a run equal to the library's,
     }
 }
 #endif
+
+TEST_CASE("stitch study: a host that produces a NaN stops the study at the layer and site (no null scores)") {
+    TempDir d("stitch_nan");
+    const fs::path host = organism_copy("granite-h-tiny", d.path);
+    const fs::path bad = hylens::test::damaged_model(host, d.path / "damaged", "model.layers.1.shared_mlp.output_linear.weight");
+    fs::copy_file(host / "tokenizer.json", bad / "tokenizer.json");
+    const Pair p(bad, organism_copy("qwen35-tiny", d.path));
+    ex::StitchStudyOptions o = small(d.path / "out");
+    CHECK_THROWS_WITH_AS(run(p, o), doctest::Contains("first non-finite value (nan) at layer 1, site mlp_out"), hylens::NonFiniteError);
+    CHECK_FALSE(fs::exists(d.path / "out" / "summary.json"));
+}

@@ -32,11 +32,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "studies_circuit/fixtures.hpp"  // sh
+#include "support/damaged_model.hpp"
 #include "support/figure_scripts.hpp"
 #include "support/killed_run.hpp"
 
@@ -683,6 +686,61 @@ TEST_CASE("query-map study on models/qwen35-tiny (donor = receiver)") {
 #ifdef HYLENS_CLI
 using hylens::test::kCli;
 using hylens::test::sh;
+
+TEST_CASE("transplant and query-map studies: another model's circuit file, and a model that produces a NaN, stop them") {
+    const fs::path root = fresh_dir("stops");
+    const Tokenizer tok = Tokenizer::from_file((kOrganism / "tokenizer.json").string());
+    const ChatFormat fmt = chat_format(ChatFamily::qwen35);
+    const auto transplant = [&](const AnyModel& model, const fs::path& out, std::optional<hylens::CircuitRoles> circuit) {
+        ex::TransplantStudyOptions o;
+        o.out = out;
+        o.per_config = 1;
+        o.seeds = {1};
+        o.blocks = ex::parse_blocks("G0", {{0, 1, 2}}, 4);
+        o.positions = {ex::PositionSet::final_position};
+        o.circuit = std::move(circuit);
+        o.progress = false;
+        return model.visit([&](const auto& m) { return ex::run_transplant_study(m, tok, fmt, o); });
+    };
+    const auto query_map = [&](const AnyModel& model, const fs::path& out, std::optional<hylens::CircuitRoles> circuit) {
+        ex::QueryMapOptions o;
+        o.out = out;
+        o.n_pairs = 4;
+        o.fit_items = 20;
+        o.per_config = 1;
+        o.seeds = {3};
+        o.sources = ex::parse_blocks("1", {}, 4);
+        o.address = {0, 1, 2};
+        o.vocabulary = lk::in_family_vocabulary(tok);
+        o.circuit = std::move(circuit);
+        o.progress = false;
+        return model.visit([&](const auto& m) { return ex::run_query_map_study(m, tok, fmt, m, tok, fmt, o); });
+    };
+    // A Granite-layout circuit (linear layers 0, 1, 3; softmax layer 2) on the Qwen3.5-layout organism.
+    const AnyModel model = load(kOrganism);
+    nlohmann::json j = {{"encode", {{"layers", {0, 1}}}}, {"address", {{"layers", {0, 1, 2}}}}, {"reader", {{"layer", 2}, {"head", 0}}}};
+    for (int l : {0, 1, 3}) j["layers"].push_back({{"layer", l}});
+    j["reader_candidates"].push_back({{"layer", 2}, {"head", 0}});
+    const hylens::CircuitRoles foreign = hylens::circuit_from_json(j);
+    CHECK_THROWS_WITH_AS(transplant(model, root / "t_foreign", foreign),
+                         doctest::Contains("[transplant] the circuit file was found on another model"), ShapeError);
+    CHECK_THROWS_WITH_AS(query_map(model, root / "q_foreign", foreign),
+                         doctest::Contains("[query-map] the circuit file was found on another model"), ShapeError);
+    CHECK_FALSE(fs::exists(root / "t_foreign" / "items.jsonl"));
+    CHECK_FALSE(fs::exists(root / "q_foreign" / "items.jsonl"));
+
+    // NaN weights in layer 1's MLP: the study stops there (it ran to the end with null scores).
+    const fs::path damaged = hylens::test::damaged_model(kOrganism, root / "damaged", "model.layers.1.mlp.down_proj.weight");
+    const AnyModel bad = load(damaged);
+    for (const auto& [name, runs] : std::vector<std::pair<std::string, std::function<void(const fs::path&)>>>{
+             {"transplant", [&](const fs::path& out) { (void)transplant(bad, out, std::nullopt); }},
+             {"query-map", [&](const fs::path& out) { (void)query_map(bad, out, std::nullopt); }}}) {
+        INFO(name);
+        CHECK_THROWS_WITH_AS(runs(root / name), doctest::Contains("first non-finite value (nan) at layer 1, site mlp_out"),
+                             hylens::NonFiniteError);
+        CHECK_FALSE(fs::exists(root / name / "summary.json"));
+    }
+}
 
 TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
     const fs::path root = fresh_dir("cli");
