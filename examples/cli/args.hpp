@@ -41,13 +41,18 @@ inline std::string usage_line(const CLI::App& app) {
 /// A whole number written in decimal digits that fits in 64 bits. CLI11 2.1 reads "-1" into an
 /// unsigned option as 2^64 - 1, a number past 2^64 as 2^64 - 1 and "" as 0, so every unsigned
 /// option gets this check (parse() below), and the token-id options too.
+inline std::optional<std::uint64_t> whole_value(const std::string& s) {
+    std::uint64_t x = 0;
+    const char* end = s.data() + s.size();
+    const auto [p, ec] = std::from_chars(s.data(), end, x);
+    if (s.empty() || ec != std::errc() || p != end) return std::nullopt;
+    return x;
+}
+
 inline const CLI::Validator& whole_number() {
     static const CLI::Validator v(
         [](std::string& s) -> std::string {
-            std::uint64_t x = 0;
-            const char* end = s.data() + s.size();
-            const auto [p, ec] = std::from_chars(s.data(), end, x);
-            if (s.empty() || ec != std::errc() || p != end) return "'" + s + "' is not a whole number (0 to 2^64 - 1)";
+            if (!whole_value(s)) return "'" + s + "' is not a whole number (0 to 2^64 - 1)";
             return {};
         },
         "");
@@ -59,10 +64,8 @@ inline const CLI::Validator& whole_number() {
 inline CLI::Validator at_least(std::uint64_t least) {
     return CLI::Validator(
         [least](std::string& s) -> std::string {
-            std::uint64_t x = 0;
-            const char* end = s.data() + s.size();
-            const auto [p, ec] = std::from_chars(s.data(), end, x);
-            if (ec == std::errc() && p == end && x < least) return "must be at least " + std::to_string(least) + " (got " + s + ")";
+            if (const auto x = whole_value(s); x && *x < least)
+                return "must be at least " + std::to_string(least) + " (got " + s + ")";
             return {};  // not a whole number: whole_number() says so
         },
         "");

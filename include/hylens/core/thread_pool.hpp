@@ -35,7 +35,10 @@
 #include <condition_variable>  // std::condition_variable
 #include <cstddef>             // std::size_t
 #include <cstdint>             // std::uint64_t
-#include <cstdlib>             // std::getenv, std::strtol
+#include <charconv>            // std::from_chars
+#include <cstdlib>             // std::getenv
+#include <cstring>             // std::strlen
+#include <system_error>        // std::errc
 #include <functional>          // std::function
 #include <mutex>               // std::mutex
 #include <string>              // std::string
@@ -162,15 +165,10 @@ public:
     static std::size_t threads_from_env() {
         const char* env = std::getenv("HYLENS_THREADS");
         if (env == nullptr || *env == '\0') return 0;
-        std::size_t n = 0, digits = 0;
-        for (const char* p = env; *p != '\0'; ++p, ++digits) {
-            if (*p < '0' || *p > '9' || digits >= 5) {
-                n = 0;
-                break;
-            }
-            n = n * 10 + static_cast<std::size_t>(*p - '0');
-        }
-        check(n >= 1 && n <= 4096,
+        std::size_t n = 0;  // from_chars: digits only (no sign, space or suffix), overflow an error
+        const char* end = env + std::strlen(env);
+        const auto [p, ec] = std::from_chars(env, end, n);
+        check(ec == std::errc() && p == end && n >= 1 && n <= 4096,
               "[ThreadPool] HYLENS_THREADS must be a whole number from 1 to 4096, got '" + std::string(env) + "'");
         return n;
     }

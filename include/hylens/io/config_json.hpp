@@ -104,10 +104,15 @@ public:
     double get_double(std::string_view key, double fallback) const { return has(key) ? get_double(key) : fallback; }
     /// A scale factor (a µP multiplier, logits_scaling): finite, above zero and within a float.
     /// ConfigError otherwise: a zero or negative one made every logit 0 or flipped them, silently.
+    /// A scale factor (a multiplier, logits_scaling): positive, finite and a normal float
+    /// (a negative one flipped a path, zero erased it).
+    static bool is_scale_factor(double v) noexcept {
+        return std::isfinite(v) && v > 0.0 && v <= std::numeric_limits<float>::max() &&
+               static_cast<float>(v) >= std::numeric_limits<float>::min();
+    }
     float get_multiplier(std::string_view key, double fallback = 1.0) const {
         const double v = get_double(key, fallback);
-        if (!(std::isfinite(v) && v > 0.0 && v <= std::numeric_limits<float>::max() &&
-              static_cast<float>(v) >= std::numeric_limits<float>::min()))
+        if (!is_scale_factor(v))
             fail<ConfigError>("[config] ", origin_, ": ", key_path(key), " must be a positive finite number (a scale "
                               "factor), got ", v);
         return static_cast<float>(v);

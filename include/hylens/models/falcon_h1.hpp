@@ -4,9 +4,7 @@
 // multipliers are applied where Hugging Face applies them (not folded into the weights, so
 // every site and cache holds the same quantities as the reference).
 
-#include <cmath>    // std::isfinite
 #include <cstddef>  // std::size_t
-#include <limits>   // std::numeric_limits
 #include <string>   // std::string
 #include <vector>   // std::vector
 
@@ -32,9 +30,9 @@ inline FalconH1Model load_falcon_h1(const io::Checkpoint& ckpt, const io::Config
         if (!c.has(key)) return fallback;
         std::vector<double> v = c.get_double_list(key);
         check<ConfigError>(v.size() == n, "[load] ", c.path(), ": ", key, " must have ", n, " entries, has ", v.size());
-        for (std::size_t i = 0; i < n; ++i)  // scale factors, as get_multiplier's: a negative one flipped a path
-            check<ConfigError>(std::isfinite(v[i]) && v[i] > 0.0 && v[i] <= std::numeric_limits<float>::max(), "[load] ",
-                               c.path(), ": ", key, "[", i, "] must be a positive finite number (a scale factor), got ", v[i]);
+        for (std::size_t i = 0; i < n; ++i)  // scale factors, checked as get_multiplier checks one
+            check<ConfigError>(io::Config::is_scale_factor(v[i]), "[load] ", c.path(), ": ", key, "[", i,
+                               "] must be a positive finite number (a scale factor), got ", v[i]);
         return v;
     };
     const std::vector<double> mlp_mult = list_or("mlp_multipliers", {1.0, 1.0}, 2);
