@@ -163,6 +163,12 @@ TEST_CASE("templates: chat, list, rev and long render the texts of §A.4.3 with 
     const LookupText g = render(chat_format(ChatFamily::granite4), Style::chat, k, v, 1);
     CHECK(substr_chars(g.text, g.span("user")) == substr_chars(chat.text, chat.span("user")));
     CHECK(substr_chars(g.text, g.entry(1)) == " fig=blue,");
+    // the prompt carries its format's special-token strings; a tokenizer without them is refused
+    // (it spelled "<|start_of_role|>" as ordinary tokens)
+    CHECK(g.specials == std::vector<std::string>{"<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>"});
+    REQUIRE(!qwen().token_to_id("<|start_of_role|>").has_value());
+    CHECK_THROWS_WITH_AS(tokenize(qwen(), g, 3), doctest::Contains("the tokenizer has no token '<|start_of_role|>'"), FormatError);
+    CHECK(tokenize(qwen(), chat, 3).ids.front() == *qwen().token_to_id("<|im_start|>"));
     // filler_text: the corpus' first n tokens, trimmed and wrapped in newlines
     const std::string f = filler_text(qwen(), "The quick brown fox jumps over the lazy dog again and again.  ", 5);
     CHECK(f.front() == '\n');

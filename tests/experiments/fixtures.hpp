@@ -1,7 +1,8 @@
 #pragma once
 // Fixtures of the study tests: a byte-level tokenizer small enough for the golden models'
-// 320-token vocabulary (256 byte tokens, no merges, and the chat specials <|endoftext|>,
-// <|im_start|>, <|im_end|> as ids 256..258), and two small tasks (a dictionary lookup with a
+// 320-token vocabulary (256 byte tokens, no merges, and the chat specials of the three
+// families: <|endoftext|>, <|im_start|>, <|im_end|>, <|begin_of_text|>, <|end_of_text|>,
+// <|start_of_role|>, <|end_of_role|> as ids 256..262), and two small tasks (a dictionary lookup with a
 // B source for the swaps, and one without) defined here, independent of tasks/. The same
 // tokenizer ships as tests/experiments/byte_tokenizer.json for the demo study of the docs.
 // Also the helpers the study tests share: a temporary folder, a file read, and a shell
@@ -48,8 +49,9 @@ inline std::string tiny_tokenizer_json() {
     nlohmann::json vocab = nlohmann::json::object();
     for (int b = 0; b < 256; ++b) vocab[byte_char(b)] = b;
     nlohmann::json added = nlohmann::json::array();
-    const char* specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
-    for (int i = 0; i < 3; ++i)
+    const char* specials[] = {"<|endoftext|>",    "<|im_start|>",      "<|im_end|>",     "<|begin_of_text|>",
+                              "<|end_of_text|>", "<|start_of_role|>", "<|end_of_role|>"};
+    for (int i = 0; i < 7; ++i)
         added.push_back({{"id", 256 + i}, {"content", specials[i]}, {"single_word", false}, {"lstrip", false},
                          {"rstrip", false}, {"normalized", false}, {"special", true}});
     nlohmann::json j = {

@@ -431,8 +431,33 @@ TEST_CASE("channel study: a parallel hybrid (Falcon-H1) runs every condition and
     CHECK(r.records == 2 * (8 + 5 * 7));
 }
 
+TEST_CASE("channel study: a tokenizer without the chat format's special tokens is refused before the folder is made") {
+    // The test tokenizer without Granite's role tokens: the renderer spelled "<|start_of_role|>"
+    // as 17 byte tokens, a prompt the model was never trained on.
+    nlohmann::json j = nlohmann::json::parse(test::tiny_tokenizer_json());
+    nlohmann::json kept = nlohmann::json::array();
+    for (const auto& a : j["added_tokens"])
+        if (a["content"] != "<|start_of_role|>" && a["content"] != "<|end_of_role|>") kept.push_back(a);
+    j["added_tokens"] = kept;
+    const Tokenizer without = Tokenizer::from_string(j.dump());
+    REQUIRE(!without.token_to_id("<|start_of_role|>").has_value());
+    test::TempDir dir("no_specials");
+    const fs::path out = dir.path / "run";
+    StudyOptions o = small_study(out);
+    o.seeds = {1};
+    const auto granite = [&](const Tokenizer& tok) {
+        return qwen_model().visit([&](const auto& m) { return run_channel_study(m, tok, ChatFamily::granite4, o); });
+    };
+    CHECK_THROWS_WITH_AS(granite(without), doctest::Contains("the tokenizer has no token '<|start_of_role|>'"), FormatError);
+    CHECK(!fs::exists(out));
+    // the same tokenizer serves the Qwen format, whose specials it has, and the full one Granite's
+    CHECK(qwen_model().visit([&](const auto& m) { return run_channel_study(m, without, ChatFamily::qwen35, o); }).records > 0);
+    o.out = dir.path / "granite";
+    CHECK(granite(test::tiny_tokenizer()).records > 0);
+}
+
 TEST_CASE("channel study: the shipped byte-level tokenizer (docs' demo study) is the test tokenizer") {
     const fs::path shipped = fs::path(HYLENS_GOLDEN_DIR).parent_path() / "experiments" / "byte_tokenizer.json";
     CHECK(nlohmann::json::parse(test::read_text(shipped)) == nlohmann::json::parse(test::tiny_tokenizer_json()));
-    CHECK(Tokenizer::from_file(shipped.string()).vocab_size() == 259);
+    CHECK(Tokenizer::from_file(shipped.string()).vocab_size() == 263);
 }

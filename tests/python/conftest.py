@@ -105,8 +105,9 @@ def byte_char(b):
 @pytest.fixture(scope="session")
 def byte_tokenizer(tmp_path_factory):
     """A byte-level tokenizer small enough for the golden models' 320-token vocabulary (256 byte
-    tokens and the chat specials, as in tests/experiments/fixtures.hpp)."""
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tokens and the three families' chat specials, as in tests/experiments/fixtures.hpp)."""
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<|end_of_text|>",
+                "<|start_of_role|>", "<|end_of_role|>"]
     j = {
         "version": "1.0", "truncation": None, "padding": None,
         "added_tokens": [{"id": 256 + i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,

@@ -76,6 +76,25 @@ inline void add_specials(std::string_view text, std::vector<std::string>& out) {
 }
 }  // namespace detail
 
+/// The special-token strings a chat format writes (its BOS, prefix and suffix), in order.
+inline std::vector<std::string> chat_specials(const ChatFormat& format) {
+    std::vector<std::string> out;
+    detail::add_specials(format.bos, out);
+    detail::add_specials(format.prefix, out);
+    detail::add_specials(format.suffix, out);
+    return out;
+}
+
+/// Checks that each of a chat format's special-token strings is a token of `tok` (FormatError
+/// otherwise): a tokenizer without them (another model's, or one with its added tokens removed)
+/// spells "<|im_start|>" as ten ordinary tokens, and the model reads a prompt it was never
+/// trained on.
+inline void require_chat_specials(const Tokenizer& tok, const std::vector<std::string>& specials) {
+    for (const std::string& s : specials)
+        check<FormatError>(tok.token_to_id(s).has_value(), "[chat] the tokenizer has no token '", s,
+                           "', which the chat format writes (is it the model's tokenizer.json?)");
+}
+
 /// Renders user + prefill in the family's chat format.
 inline ChatPrompt wrap_chat(const ChatFormat& format, std::string_view user, std::string_view prefill = {},
                             ChatOptions options = {}) {
@@ -103,13 +122,9 @@ inline ChatPrompt wrap_chat(ChatFamily family, std::string_view user, std::strin
 /// Encodes a rendered prompt as a chat template's output is encoded: the special-token strings
 /// in it become their tokens, and the post-processor adds nothing (add_special = false), so the
 /// only BOS is the one the template wrote. Offsets refer to prompt.text. Each of the format's
-/// special-token strings must be a token of `tok` (FormatError otherwise): a tokenizer without
-/// them (another model's, or one with its added tokens removed) spelled "<|im_start|>" as ten
-/// ordinary tokens, and the model read a prompt it was never trained on.
+/// special-token strings must be a token of `tok` (require_chat_specials).
 inline Encoding encode_chat(const Tokenizer& tok, const ChatPrompt& prompt) {
-    for (const std::string& s : prompt.specials)
-        check<FormatError>(tok.token_to_id(s).has_value(), "[chat] the tokenizer has no token '", s,
-                           "', which the chat format writes (is it the model's tokenizer.json?)");
+    require_chat_specials(tok, prompt.specials);
     return tok.encode(prompt.text, {.add_special = false});
 }
 

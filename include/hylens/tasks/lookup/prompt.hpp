@@ -72,6 +72,7 @@ inline Variant parse_variant(std::string_view name) {
 struct LookupText {
     std::string text;
     std::vector<TextSpan> spans;  ///< in = "prompt"
+    std::vector<std::string> specials{};  ///< the chat format's special-token strings in `text`
 
     /// The span `name` (an error when missing).
     CharSpan span(std::string_view name) const {
@@ -135,6 +136,7 @@ inline LookupText render(const ChatFormat& format, Style style, const std::vecto
     const ChatPrompt cp = wrap_chat(format, u.str(), p.str());
     LookupText out;
     out.text = cp.text;
+    out.specials = cp.specials;
     for (TextSpan s : user_spans) {
         s.begin += cp.user.begin;
         s.end += cp.user.begin;
@@ -164,8 +166,10 @@ struct LookupTokens {
 };
 
 /// Encodes a prompt (no special tokens added: the chat format writes its own) and recovers the
-/// token positions of its parts from the character offsets.
+/// token positions of its parts from the character offsets. The chat format's special-token
+/// strings must be tokens of `tok` (require_chat_specials).
 inline LookupTokens tokenize(const Tokenizer& tok, const LookupText& t, std::size_t n_entries) {
+    require_chat_specials(tok, t.specials);
     LookupTokens out;
     out.encoding = tok.encode(t.text);
     check<ShapeError>(!out.encoding.empty(), "[lookup::tokenize] the prompt encodes to no tokens");
