@@ -251,12 +251,7 @@ inline void add_no_mmap(CLI::App& app, bool& no_mmap) {
 /// not use (AnyModel::unused_tensors: a config.json describing less than the weights).
 inline AnyModel load_model(const std::filesystem::path& dir, const LoadOptions& options = {}) {
     AnyModel m = load(dir, options);
-    if (const auto& unused = m.unused_tensors(); !unused.empty()) {
-        std::cerr << "hylens: warning: " << dir.string() << ": " << unused.size()
-                  << " tensor(s) of the checkpoint are not used by its config.json (is it the checkpoint's?): ";
-        for (std::size_t i = 0; i < unused.size() && i < 5; ++i) std::cerr << (i ? ", " : "") << unused[i];
-        std::cerr << (unused.size() > 5 ? ", ...\n" : "\n");
-    }
+    if (const std::string w = m.unused_tensors_warning(dir.string()); !w.empty()) std::cerr << "hylens: warning: " << w << "\n";
     return m;
 }
 

@@ -73,11 +73,8 @@ def load(path, **kwargs):
     import warnings
 
     model = _core.load(path, **kwargs)
-    unused = model.unused_tensors
-    if unused:
-        warnings.warn(f"{model.path}: {len(unused)} tensor(s) of the checkpoint are not used by its config.json "
-                      f"(is it the checkpoint's?): {', '.join(unused[:5])}{', ...' if len(unused) > 5 else ''}",
-                      stacklevel=2)
+    if model.unused_tensors_warning:
+        warnings.warn(model.unused_tensors_warning, stacklevel=2)
     return model
 
 

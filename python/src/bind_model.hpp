@@ -43,6 +43,7 @@ public:
     const std::string& model_type() const { return m_->config().model_type; }
     const std::string& path() const noexcept { return path_; }
     const std::vector<std::string>& unused_tensors() const noexcept { return m_->unused_tensors(); }
+    std::string unused_tensors_warning() const { return m_->unused_tensors_warning(path_); }
     std::size_t family_index() const {
         return visit([](const auto& m) {
             using M = std::remove_cvref_t<decltype(m)>;
@@ -144,6 +145,10 @@ inline void bind_model(pyb::module_& m) {
         .def_property_readonly("unused_tensors", &PyModel::unused_tensors,
                                "The checkpoint's tensors the model does not use (config.json describes less than "
                                "the file holds); empty for a matching checkpoint.")
+        .def_property_readonly("unused_tensors_warning",
+                               &PyModel::unused_tensors_warning,
+                               "The warning hylens.load gives for unused_tensors (the tool's text); empty for a "
+                               "matching checkpoint.")
         .def_property_readonly("num_layers", [](const PyModel& s) { return s.visit([](const auto& x) { return x.num_layers(); }); })
         .def_property_readonly("vocab", [](const PyModel& s) { return s.config().vocab; })
         .def_property_readonly("hidden", [](const PyModel& s) { return s.config().hidden; })

@@ -199,6 +199,13 @@ TEST_CASE("load: the checkpoint's tensors a model does not use are listed (a con
             if (n.rfind(last, 0) == 0) want.push_back(n);
         REQUIRE_FALSE(want.empty());
         CHECK(fewer.unused_tensors() == want);
+        // the warning the tool and hylens.load print: the folder, the count, the first five names
+        REQUIRE(want.size() > 5);
+        const std::string warning = fewer.unused_tensors_warning("DIR");
+        CHECK(warning == "DIR: " + std::to_string(want.size()) +
+                             " tensor(s) of the checkpoint are not used by its config.json (is it the checkpoint's?): " +
+                             want[0] + ", " + want[1] + ", " + want[2] + ", " + want[3] + ", " + want[4] + ", ...");
+        CHECK(load(src).unused_tensors_warning("DIR").empty());
     }
     // An extra tensor no family has is listed; those released checkpoints hold beside the
     // language model are not: a Qwen3.5 vision tensor, a Falcon-H1 mup_vector, and an

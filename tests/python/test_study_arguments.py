@@ -88,6 +88,9 @@ def test_load_warns_of_tensors_the_config_does_not_use(organisms, tmp_path):
     text["num_hidden_layers"] = n - 1
     text["layer_types"] = text["layer_types"][:-1]
     (fewer / "config.json").write_text(json.dumps(cfg))
-    with pytest.warns(UserWarning, match="tensor\\(s\\) of the checkpoint are not used by its config.json"):
+    with pytest.warns(UserWarning, match="tensor\\(s\\) of the checkpoint are not used by its config.json") as caught:
         m = hylens.load(fewer)
+    assert str(caught[0].message) == m.unused_tensors_warning
+    assert m.unused_tensors_warning.startswith(f"{m.path}: {len(m.unused_tensors)} tensor(s)")
+    assert hylens.load(qwen).unused_tensors_warning == ""
     assert m.unused_tensors and all(f"layers.{n - 1}." in t for t in m.unused_tensors)

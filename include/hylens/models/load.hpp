@@ -52,6 +52,15 @@ public:
     /// experts) or the file holds tensors no family has; the model runs without them, which is
     /// rarely what was meant (the tool warns).
     const std::vector<std::string>& unused_tensors() const noexcept { return unused_; }
+    /// The warning the tool and hylens.load give for unused_tensors(), naming `where` (the model
+    /// folder) and up to five of them; empty when there are none.
+    std::string unused_tensors_warning(std::string_view where) const {
+        if (unused_.empty()) return {};
+        std::string s = std::string(where) + ": " + std::to_string(unused_.size()) +
+                        " tensor(s) of the checkpoint are not used by its config.json (is it the checkpoint's?): ";
+        for (std::size_t i = 0; i < unused_.size() && i < 5; ++i) s += (i ? ", " : "") + unused_[i];
+        return unused_.size() > 5 ? s + ", ..." : s;
+    }
     void set_unused_tensors(std::vector<std::string> names) { unused_ = std::move(names); }
 
 private:
