@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -73,6 +74,9 @@ int main(int argc, char** argv) {
         std::cerr << "hylens: unknown command '" << cmd << "'\n\n" << kHelp;
         return 2;
     } catch (const hylens::Error& e) {
+        std::cerr << "hylens " << cmd << ": error: " << e.what() << "\n";
+        return 1;
+    } catch (const std::filesystem::filesystem_error& e) {  // a file or folder the command could not read or write
         std::cerr << "hylens " << cmd << ": error: " << e.what() << "\n";
         return 1;
     } catch (const std::exception& e) {

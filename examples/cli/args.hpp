@@ -91,6 +91,29 @@ inline CLI::Validator writable_file(bool stdout_ok) {
         "");
 }
 
+/// A result folder the study can make or write in, checked before any work: an existing path
+/// must be a folder, and the nearest existing folder above it must be one the user can write
+/// (root may write anywhere). A file on the way ('results.txt/run1') was a filesystem error
+/// after the model had loaded.
+inline const CLI::Validator& result_folder() {
+    static const CLI::Validator v(
+        [](std::string& s) -> std::string {
+            namespace fs = std::filesystem;
+            if (s.empty()) return "an empty path";
+            std::error_code ec;
+            fs::path p = fs::path(s).lexically_normal();
+            if (fs::exists(p, ec) && !fs::is_directory(p, ec)) return "'" + s + "' is a file, not a folder";
+            fs::path up = p;
+            while (!up.empty() && !fs::exists(up, ec)) up = up.has_relative_path() ? up.parent_path() : fs::path();
+            if (up.empty()) up = ".";
+            if (!fs::is_directory(up, ec)) return "'" + s + "': " + up.string() + " is a file, not a folder";
+            if (::access(up.c_str(), W_OK) != 0) return "'" + s + "': the folder " + up.string() + " is not writable";
+            return {};
+        },
+        "");
+    return v;
+}
+
 /// A finite number: CLI11's Range lets NaN through (no comparison with NaN is false), and no
 /// option of ours means anything at infinity. Every floating-point option gets this check.
 inline const CLI::Validator& finite_number() {

@@ -200,7 +200,7 @@ inline int run_experiment(int argc, char** argv) {
     ch->add_option("--judge-tokenizer", a.judge_tokenizer, "the judge's tokenizer.json (default: the judge folder's)")
         ->check(CLI::ExistingFile)
         ->needs(judge);
-    ch->add_option("--out", a.out, "result folder")->required();
+    ch->add_option("--out", a.out, "result folder")->required()->check(result_folder());
     app.add_subcommand("circuit", "Encode / Address / reader-head identification (B1-B7) on dictionary pairs; circuit.json");
     app.add_subcommand("encode-swap", "Encode (Bind) sufficiency swaps (exp29) at the value and key tokens, with a circuit.json");
     app.add_subcommand("transplant", "mixer-output, layer-write (exp22) and state (exp32) transplants on donor/host pairs, reader attention");
@@ -210,7 +210,7 @@ inline int run_experiment(int argc, char** argv) {
     std::string merge_out;
     CLI::App* mg = app.add_subcommand("merge", "merge the result folders of a sharded study (recomputes the summaries)");
     mg->add_option("dirs", merge_dirs, "result folders (one per shard)")->required()->check(CLI::ExistingDirectory);
-    mg->add_option("--out", merge_out, "merged result folder")->required();
+    mg->add_option("--out", merge_out, "merged result folder")->required()->check(result_folder());
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
     if (ch->parsed()) {
         const std::vector<std::string> all(argv, argv + argc);

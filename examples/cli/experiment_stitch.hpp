@@ -90,7 +90,7 @@ inline int run_experiment_stitch(int argc, char** argv) {
     app.add_option("--shard", shard, "run shard I of N (test items, then perplexity sequences, taken by index mod N)");
     app.add_flag("--resume", opt.resume, "continue a killed run in --out (records already there are kept)");
     app.add_flag("--no-progress", no_progress, "no progress line on stderr");
-    app.add_option("--out", out, "result folder")->required();
+    app.add_option("--out", out, "result folder")->required()->check(result_folder());
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
     try {

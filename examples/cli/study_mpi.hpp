@@ -162,7 +162,7 @@ struct LookupStudyArgs {
         app.add_option("--shard", shard, "run shard I of N (items taken by draw index mod N)");
         app.add_flag("--resume", resume, "continue a killed run in --out (records already there are kept)");
         app.add_flag("--no-progress", no_progress, "no progress line on stderr");
-        app.add_option("--out", out, "result folder")->required();
+        app.add_option("--out", out, "result folder")->required()->check(result_folder());
     }
 
     /// --seeds LIST (instead of --seed) for the studies that pool seeds (transplant,

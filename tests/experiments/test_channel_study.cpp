@@ -431,6 +431,20 @@ TEST_CASE("channel study: a parallel hybrid (Falcon-H1) runs every condition and
     CHECK(r.records == 2 * (8 + 5 * 7));
 }
 
+TEST_CASE("channel study: a --layers set left out for a condition is named in run.json") {
+    test::TempDir dir("left_out");
+    StudyOptions o = small_study(dir.path);
+    o.tasks = {&plain_task()};
+    o.conditions = parse_conditions("KV_ONLY,REC_ONLY");
+    o.layers = parse_layer_spec("3");  // the golden Qwen3.5 model: attention at 3, recurrent 0-2
+    o.items = 1;
+    o.seeds = {1};
+    CHECK(run(o).records == 3);
+    const nlohmann::json j = nlohmann::json::parse(test::read_text(dir.path / "run.json"));
+    CHECK(j["study"]["conditions"] == nlohmann::json{"KV_ONLY", "REC_ONLY", "REC_ONLY@3"});
+    CHECK(j["layers_left_out"] == nlohmann::json{"KV_ONLY@3 left out: no layer of 3 holds a recurrent state, which KV_ONLY edits"});
+}
+
 TEST_CASE("channel study: a tokenizer without the chat format's special tokens is refused before the folder is made") {
     // The test tokenizer without Granite's role tokens: the renderer spelled "<|start_of_role|>"
     // as 17 byte tokens, a prompt the model was never trained on.

@@ -109,6 +109,19 @@ TEST_CASE("cli: hylens experiment rejects bad arguments with a usage error") {
         CHECK(sh(kCli + " experiment merge " + (dir.path / "odd").string() + " --out " + (dir.path / "m").string() + quiet) == 1);
         CHECK_FALSE(fs::exists(dir.path / "m"));
     }
+    {  // an --out through a file is a usage error naming it, before the model loads (it was a
+       // filesystem error after it; merge's said "unexpected error")
+        std::ofstream(dir.path / "file.txt") << "x";
+        const std::string through = " --out " + (dir.path / "file.txt" / "run").string();
+        const std::string says = " 2>&1 | grep -q \"file.txt is a file, not a folder\"";
+        CHECK(sh(kCli + " experiment channels --model " + model.string() + " --task dictionary" + through + quiet) == 2);
+        CHECK(sh(kCli + " experiment channels --model " + model.string() + " --task dictionary" + through + says) == 0);
+        CHECK(sh(kCli + " experiment merge " + dir.path.string() + through + says) == 0);
+        CHECK(sh(kCli + " experiment circuit --model " + model.string() + through + says) == 0);
+        CHECK(sh(kCli + " experiment stitch --host " + model.string() + " --donor " + model.string() + through + says) == 0);
+        CHECK(sh(kCli + " experiment channels --model " + model.string() + " --task dictionary --out " +
+                 (dir.path / "file.txt").string() + " 2>&1 | grep -q \"is a file, not a folder\"") == 0);
+    }
     CHECK_FALSE(fs::exists(dir.path / "o" / "items.jsonl"));
     // A layer beyond the model is an error of the run (exit 1), before any record.
     CHECK(sh(base + " --task dictionary --items 1 --conditions KV_ONLY@8" + quiet) == 1);

@@ -69,8 +69,17 @@ TEST_CASE("conditions: --layers expands per edited channel (single, cumulative, 
     CHECK(cum == std::vector<std::string>{"REC_ONLY", "KV_B+REC_A", "REC_ONLY@0-3", "REC_ONLY@0-7", "REC_ONLY@3-7",
                                           "REC_ONLY@7", "REC_ONLY@1+3", "KV_B+REC_A@0-3", "KV_B+REC_A@0-7",
                                           "KV_B+REC_A@3-7", "KV_B+REC_A@7", "KV_B+REC_A@1+3"});
-    CHECK(names(expand_conditions(parse_conditions("REC_ONLY"), parse_layer_spec("0-2"), qwen)) ==
-          std::vector<std::string>{"REC_ONLY"});
+    // A set left out for a condition is described; one left out for every listed condition runs
+    // nothing it asks for and is refused (it ran the study without a sweep, silently).
+    std::vector<std::string> left_out;
+    CHECK(names(expand_conditions(parse_conditions("KV_ONLY,REC_ONLY"), parse_layer_spec("3"), qwen, &left_out)) ==
+          std::vector<std::string>{"KV_ONLY", "REC_ONLY", "REC_ONLY@3"});
+    CHECK(left_out == std::vector<std::string>{"KV_ONLY@3 left out: no layer of 3 holds a recurrent state, which KV_ONLY edits"});
+    CHECK_THROWS_WITH_AS(expand_conditions(parse_conditions("REC_ONLY"), parse_layer_spec("0-2"), qwen),
+                         "[layers] --layers set 0-2 runs for no listed condition: no layer of it holds a channel one of "
+                         "them edits (layers with KV: 3+7; with a recurrent state: 0-2+4-6)", Error);
+    CHECK_THROWS_WITH_AS(expand_conditions(parse_conditions("REC_ONLY,KV_B+REC_A"), parse_layer_spec("single,0-2"), qwen, &left_out),
+                         doctest::Contains("--layers set 0-2 runs for no listed condition"), Error);
     CHECK(edited_layers(parse_condition("KV_ONLY@0-4"), qwen) == std::vector<std::size_t>{0, 1, 2, 4});
     CHECK(edited_layers(parse_condition("NONE@2-3"), qwen) == std::vector<std::size_t>{2, 3});
     CHECK(edited_layers(parse_condition("KV_B+REC_A"), qwen) == std::vector<std::size_t>{3, 7});
@@ -81,8 +90,12 @@ TEST_CASE("conditions: --layers expands per edited channel (single, cumulative, 
                          "with KV: 3+7; with a recurrent state: 0-2+4-6)", Error);
     CHECK_THROWS_AS(expand_conditions(parse_conditions("KV_B+REC_A@0-2"), {}, qwen), Error);
     CHECK(names(expand_conditions(parse_conditions("NONE@2-3"), {}, qwen)) == std::vector<std::string>{"NONE@2-3"});
-    // FULL and the same-source controls edit nothing: no sweep.
-    CHECK(expand_conditions(parse_conditions("FULL,KV_B+REC_B"), parse_layer_spec("single"), qwen).size() == 2);
+    // FULL and the same-source controls edit nothing: no sweep, and --layers with only them is
+    // refused (it ran the whole-model conditions alone).
+    CHECK_THROWS_WITH_AS(expand_conditions(parse_conditions("FULL,KV_B+REC_B"), parse_layer_spec("single"), qwen),
+                         doctest::Contains("asks for layer sweeps, but no listed condition edits a channel"), Error);
+    CHECK(names(expand_conditions(parse_conditions("FULL,KV_B+REC_B,NONE"), parse_layer_spec("3"), qwen)) ==
+          std::vector<std::string>{"FULL", "KV_B+REC_B", "NONE", "NONE@3"});
     // Falcon-H1: both channels in every layer, swept independently.
     const ChannelLayers falcon{2, {0, 1}, {0, 1}};
     CHECK(names(expand_conditions(parse_conditions("NONE"), parse_layer_spec("single"), falcon)) ==

@@ -134,7 +134,9 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
         for (std::size_t j = 0; j < i; ++j)
             check(opt.tasks[i]->name != opt.tasks[j]->name, "[experiment] task ", opt.tasks[i]->name, " is listed twice");
     const auto t0 = std::chrono::steady_clock::now();
-    const std::vector<Condition> conds = expand_conditions(opt.conditions, opt.layers, channel_layers(model.new_cache(1)));
+    std::vector<std::string> left_out;  // (condition, --layers set) pairs that edit nothing
+    const std::vector<Condition> conds =
+        expand_conditions(opt.conditions, opt.layers, channel_layers(model.new_cache(1)), &left_out);
     std::vector<std::string> cond_names;
     for (const auto& c : conds) cond_names.push_back(c.name());
     const PromptRenderer renderer(tok, family);
@@ -175,12 +177,14 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     if (opt.layers.cumulative) sweeps.push_back("cumulative");
     if (opt.layers.cumulative_top) sweeps.push_back("cumulative-top");
     run["layer_sweeps"] = sweeps;
+    run["layers_left_out"] = left_out;
     run["stop_ids"] = renderer.stop_ids();
     run["batch"] = opt.batch;
     run["judge"] = opt.judge ? (opt.judge_info.is_null() ? nlohmann::json("unnamed") : opt.judge_info) : nlohmann::json("rubric");
     run["check_finite"] = opt.check_finite;
     run["status"] = "running";
     run["started"] = detail::utc_now();
+    for (const std::string& note : left_out) std::fprintf(stderr, "[experiment] note: %s\n", note.c_str());
     if (renderer.stop_ids().empty())
         std::fprintf(stderr, "[experiment] warning: the tokenizer has none of the %s end-of-turn tokens; every answer runs to max_new\n",
                      std::string(family_name(family)).c_str());

@@ -17,7 +17,7 @@
 // "KV_A+REC_B@0-2+4"): the edit happens in the layers of S only, every other layer stays as in
 // FULL on A. SET is a '+'-separated list of layer indices and inclusive ranges a-b.
 
-#include <algorithm>    // std::find, std::sort
+#include <algorithm>    // std::any_of, std::find, std::sort
 #include <cstddef>      // std::size_t
 #include <optional>     // std::optional
 #include <string>       // std::string
@@ -244,8 +244,13 @@ inline std::string held_text(const std::vector<std::size_t>& layers) {
 /// The conditions of a study: `listed` (whole-model or explicit @SET conditions), then, for
 /// every listed whole-model condition that edits something, its layer-restricted forms of
 /// `spec` in spec order. Layer indices are checked against the model.
+///
+/// A set of `spec.sets` in which no layer holds a channel a condition edits is left out for that
+/// condition; each left-out pair is described in `left_out` (when given). A `spec` no listed
+/// condition can sweep (none edits a channel), or a set of `spec.sets` that every listed
+/// condition leaves out, runs nothing it asks for and is an error.
 inline std::vector<Condition> expand_conditions(const std::vector<Condition>& listed, const LayerSpec& spec,
-                                                const ChannelLayers& model) {
+                                                const ChannelLayers& model, std::vector<std::string>* left_out = nullptr) {
     std::vector<Condition> out;
     std::vector<std::string> names;
     const auto add = [&](Condition c) {
@@ -264,8 +269,14 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
     };
     for (const Condition& c : listed) add(c);
     if (spec.empty()) return out;
+    const auto sweeps = [](const Condition& c) { return !c.layers && (c.edits_kv() || c.edits_recurrent()); };
+    check(std::any_of(listed.begin(), listed.end(), sweeps), "[layers] --layers (Python: layers=) asks for layer "
+          "sweeps, but no listed condition edits a channel (FULL and the same-source controls edit nothing, and a "
+          "condition with @SET is not swept): list KV_ONLY, REC_ONLY, NONE, KV_A+REC_B or KV_B+REC_A");
+    std::vector<bool> set_run(spec.sets.size(), false);
+    std::vector<std::string> notes;
     for (const Condition& c : listed) {
-        if (c.layers || (!c.edits_kv() && !c.edits_recurrent())) continue;
+        if (!sweeps(c)) continue;
         const std::vector<std::size_t> edited = edited_layers(c, model);  // every layer holding an edited channel
         // A sweep's set is run when a layer of it holds an edited channel (the set 0-2 of
         // REC_ONLY on Qwen3.5, attention at 3, edits nothing and is left out).
@@ -275,8 +286,13 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
                       " is out of range (the model has ", model.num_layers, " layers)");
             Condition s = c;
             s.layers = layers;
-            if (edited_layers(s, model).empty()) return;
+            if (edited_layers(s, model).empty()) {
+                notes.push_back(s.name() + " left out: no layer of " + format_layer_set(layers) + " holds " +
+                                detail::edited_channels(c) + ", which " + c.base + " edits");
+                return false;
+            }
             add(std::move(s));
+            return true;
         };
         if (spec.single)
             for (std::size_t l : edited) with({l});
@@ -292,8 +308,14 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
                 for (std::size_t i = l; i < model.num_layers; ++i) r.push_back(i);
                 with(r);
             }
-        for (const auto& set : spec.sets) with(set);
+        for (std::size_t k = 0; k < spec.sets.size(); ++k)
+            if (with(spec.sets[k])) set_run[k] = true;
     }
+    for (std::size_t k = 0; k < spec.sets.size(); ++k)
+        check(set_run[k], "[layers] --layers set ", format_layer_set(spec.sets[k]), " runs for no listed condition: ",
+              "no layer of it holds a channel one of them edits (layers with KV: ", detail::held_text(model.kv),
+              "; with a recurrent state: ", detail::held_text(model.recurrent), ")");
+    if (left_out) left_out->insert(left_out->end(), notes.begin(), notes.end());
     return out;
 }
 
