@@ -65,6 +65,8 @@ inline int run_experiment_query_map(int argc, char** argv) {
     ex::QueryMapOptions opt;
     try {
         ex::set_donor_host_variant(opt, a.variant, "query-map");
+        td::check_block_syntax("--address", address);  // the rest is checked against the models
+        td::check_block_syntax("--sources", sources);
         if (!reader.empty()) opt.reader = parse_reader(reader);
         if (!a.shard.empty()) opt.shard = ex::parse_shard(a.shard);
         for (std::size_t n : curve) check(n >= 10 && n < fit, "--curve: ", n, " is not in [10, --fit)");

@@ -53,6 +53,17 @@ inline std::size_t group_size_of(const std::string& model_type, long size) {
     return size >= 0 ? static_cast<std::size_t>(size) : default_group_size(model_type);
 }
 
+/// The syntax of a block list option (parse_block_spec), before a model is loaded; empty is
+/// the option's default.
+inline void check_block_syntax(const char* option, const std::string& spec) {
+    if (spec.empty()) return;
+    try {
+        experiments::parse_block_spec(spec);
+    } catch (const Error& e) {
+        fail(option, ": ", e.what());
+    }
+}
+
 }  // namespace transplant_detail
 
 /// argv[1] is "transplant".
@@ -98,6 +109,8 @@ inline int run_experiment_transplant(int argc, char** argv) {
         const bool wants_upstream = std::find(opt.kinds.begin(), opt.kinds.end(), ex::TransplantKind::upstream) != opt.kinds.end();
         check(wants_upstream == !upstream.empty(), wants_upstream ? "--kind upstream needs --upstream BLOCKS"
                                                                   : "--upstream is read by --kind upstream alone");
+        td::check_block_syntax("--blocks", blocks);  // the rest is checked against the model
+        td::check_block_syntax("--upstream", upstream);
         if (!reader.empty()) opt.reader = parse_reader(reader);
         if (!watch.empty())
             for (const std::string& w : td::split_list(watch, "watch")) opt.watch.push_back(parse_reader(w, "--watch"));

@@ -768,6 +768,21 @@ TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
         CHECK(sh(kCli + " experiment transplant --model " + kOrganism.string() + " --blocks G7 --out " + (root / "x").string() +
                  quiet) == 1);  // checked against the model: an error, not a usage error
         CHECK(read_text(root / "log").find("G7") != std::string::npos);
+        // The syntax of a block list is a usage error before the model loads (a backwards range
+        // exited 1 after it): --blocks, --upstream, and query-map's --address and --sources.
+        CHECK(sh(kCli + " experiment transplant --model " + kOrganism.string() + " --blocks 3-1 --out " + (root / "x").string() +
+                 quiet) == 2);
+        CHECK(read_text(root / "log").find("--blocks: [transplant] block '3-1': range 3-1 runs backwards (write 1-3)") !=
+              std::string::npos);
+        CHECK(sh(no_kind + " --kind upstream --upstream 0,,1" + quiet) == 2);
+        CHECK(read_text(root / "log").find("--upstream: [transplant] empty block in '0,,1'") != std::string::npos);
+        CHECK(sh(kCli + " experiment query-map --model " + kOrganism.string() + " --address G --out " + (root / "x").string() +
+                 quiet) == 2);
+        CHECK(read_text(root / "log").find("--address: [transplant] block 'G': '' is not a layer number") != std::string::npos);
+        CHECK(sh(kCli + " experiment query-map --model " + kOrganism.string() + " --sources 2-x --out " + (root / "x").string() +
+                 quiet) == 2);
+        CHECK(read_text(root / "log").find("--sources: [transplant] block '2-x'") != std::string::npos);
+        CHECK_FALSE(fs::exists(root / "x" / "items.jsonl"));
         // A head the reader layer does not have (it failed inside the attention capture).
         CHECK(sh(kCli + " experiment transplant --model " + kOrganism.string() +
                  " --per-config 1 --blocks G0 --positions final --kind mixer --reader 3:99 --out " + (root / "h").string() +

@@ -142,50 +142,85 @@ struct TransplantBlock {
     std::vector<LayerIndex> layers;
 };
 
-/// Parses a block list "G0,G1+G2,12-14,3" against the model's layer groups (`groups[i]` is
-/// G<i>) and its layer count; layers of a union are sorted and deduplicated.
-inline std::vector<TransplantBlock> parse_blocks(std::string_view spec, const std::vector<std::vector<LayerIndex>>& groups,
-                                                 std::size_t num_layers) {
-    const auto number = [&](std::string_view s, std::string_view whole) {
-        check(!s.empty() && s.size() < 7 && s.find_first_not_of("0123456789") == std::string_view::npos,
-              "[transplant] block '", whole, "': '", s, "' is not a layer number, a range a-b or a group G<i>");
-        return static_cast<std::size_t>(std::stoul(std::string(s)));
-    };
-    std::vector<TransplantBlock> out;
+/// One '+'-joined part of a block as written: a layer group G<index>, or the layers lo-hi
+/// (a single layer: lo == hi).
+struct BlockPart {
+    bool group = false;
+    std::size_t lo = 0, hi = 0;  ///< group: lo is the group index
+};
+
+/// A block as written: its name (the text) and its parts.
+struct BlockSpec {
+    std::string name;
+    std::vector<BlockPart> parts;
+};
+
+/// Parses the syntax of a block list "G0,G1+G2,12-14,3" without a model: malformed numbers,
+/// empty blocks and backwards ranges are errors here, so a command line can refuse them before
+/// it loads a model (parse_blocks checks the rest against the model).
+inline std::vector<BlockSpec> parse_block_spec(std::string_view spec) {
+    std::vector<BlockSpec> out;
     std::size_t b = 0;
     while (b <= spec.size()) {
         const std::size_t e = std::min(spec.find(',', b), spec.size());
         const std::string_view item = spec.substr(b, e - b);
         check(!item.empty(), "[transplant] empty block in '", spec, "'");
-        TransplantBlock blk{std::string(item), {}};
+        const auto number = [&](std::string_view s) {
+            check(!s.empty() && s.size() < 7 && s.find_first_not_of("0123456789") == std::string_view::npos,
+                  "[transplant] block '", item, "': '", s, "' is not a layer number, a range a-b or a group G<i>");
+            return static_cast<std::size_t>(std::stoul(std::string(s)));
+        };
+        BlockSpec blk{std::string(item), {}};
         std::size_t pb = 0;
         while (pb <= item.size()) {
             const std::size_t pe = std::min(item.find('+', pb), item.size());
             const std::string_view part = item.substr(pb, pe - pb);
             if (!part.empty() && part[0] == 'G') {
-                const std::size_t g = number(part.substr(1), item);
-                check(g < groups.size(), "[transplant] block '", item, "': the model has ", groups.size(),
-                      " layer groups (G0..G", groups.empty() ? 0 : groups.size() - 1, ")");
-                check(!groups[g].empty(), "[transplant] block '", item, "': group G", g, " has no layers");
-                blk.layers.insert(blk.layers.end(), groups[g].begin(), groups[g].end());
+                const std::size_t g = number(part.substr(1));
+                blk.parts.push_back({true, g, g});
             } else if (const std::size_t dash = part.find('-'); dash != std::string_view::npos) {
-                const std::size_t lo = number(part.substr(0, dash), item), hi = number(part.substr(dash + 1), item);
+                const std::size_t lo = number(part.substr(0, dash)), hi = number(part.substr(dash + 1));
                 check(lo <= hi, "[transplant] block '", item, "': range ", lo, "-", hi, " runs backwards (write ", hi, "-", lo, ")");
-                check(hi < num_layers, "[transplant] block '", item, "': range ", lo, "-", hi, " is not inside the model's ",
-                      num_layers, " layers (0-", num_layers - 1, ")");
-                for (LayerIndex l = lo; l <= hi; ++l) blk.layers.push_back(l);
+                blk.parts.push_back({false, lo, hi});
             } else {
-                const std::size_t l = number(part, item);
-                check(l < num_layers, "[transplant] block '", item, "': layer ", l, " is not one of the model's ", num_layers,
-                      " layers (0-", num_layers - 1, ")");
-                blk.layers.push_back(l);
+                const std::size_t l = number(part);
+                blk.parts.push_back({false, l, l});
             }
             pb = pe + 1;
+        }
+        out.push_back(std::move(blk));
+        b = e + 1;
+    }
+    return out;
+}
+
+/// Parses a block list "G0,G1+G2,12-14,3" (parse_block_spec) against the model's layer groups
+/// (`groups[i]` is G<i>) and its layer count; layers of a union are sorted and deduplicated.
+inline std::vector<TransplantBlock> parse_blocks(std::string_view spec, const std::vector<std::vector<LayerIndex>>& groups,
+                                                 std::size_t num_layers) {
+    std::vector<TransplantBlock> out;
+    for (const BlockSpec& bs : parse_block_spec(spec)) {
+        TransplantBlock blk{bs.name, {}};
+        for (const BlockPart& part : bs.parts) {
+            if (part.group) {
+                const std::size_t g = part.lo;
+                check(g < groups.size(), "[transplant] block '", bs.name, "': the model has ", groups.size(),
+                      " layer groups (G0..G", groups.empty() ? 0 : groups.size() - 1, ")");
+                check(!groups[g].empty(), "[transplant] block '", bs.name, "': group G", g, " has no layers");
+                blk.layers.insert(blk.layers.end(), groups[g].begin(), groups[g].end());
+            } else if (part.lo != part.hi) {
+                check(part.hi < num_layers, "[transplant] block '", bs.name, "': range ", part.lo, "-", part.hi,
+                      " is not inside the model's ", num_layers, " layers (0-", num_layers - 1, ")");
+                for (LayerIndex l = part.lo; l <= part.hi; ++l) blk.layers.push_back(l);
+            } else {
+                check(part.lo < num_layers, "[transplant] block '", bs.name, "': layer ", part.lo, " is not one of the model's ",
+                      num_layers, " layers (0-", num_layers - 1, ")");
+                blk.layers.push_back(part.lo);
+            }
         }
         std::sort(blk.layers.begin(), blk.layers.end());
         blk.layers.erase(std::unique(blk.layers.begin(), blk.layers.end()), blk.layers.end());
         out.push_back(std::move(blk));
-        b = e + 1;
     }
     return out;
 }
