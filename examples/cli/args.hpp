@@ -92,22 +92,36 @@ inline CLI::Validator writable_file(bool stdout_ok) {
 }
 
 /// A result folder the study can make or write in, checked before any work: an existing path
-/// must be a folder, and the nearest existing folder above it must be one the user can write
-/// (root may write anywhere). A file on the way ('results.txt/run1') was a filesystem error
-/// after the model had loaded.
+/// must be a folder, and the nearest existing path above it (as written, so 'file/../run' goes
+/// through 'file', as the system resolves it) must be a folder the user can write (root may
+/// write anywhere). A file on the way ('results.txt/run1') or a dangling link was a filesystem
+/// error after the model had loaded.
 inline const CLI::Validator& result_folder() {
     static const CLI::Validator v(
         [](std::string& s) -> std::string {
             namespace fs = std::filesystem;
             if (s.empty()) return "an empty path";
             std::error_code ec;
-            fs::path p = fs::path(s).lexically_normal();
-            if (fs::exists(p, ec) && !fs::is_directory(p, ec)) return "'" + s + "' is a file, not a folder";
-            fs::path up = p;
-            while (!up.empty() && !fs::exists(up, ec)) up = up.has_relative_path() ? up.parent_path() : fs::path();
-            if (up.empty()) up = ".";
-            if (!fs::is_directory(up, ec)) return "'" + s + "': " + up.string() + " is a file, not a folder";
-            if (::access(up.c_str(), W_OK) != 0) return "'" + s + "': the folder " + up.string() + " is not writable";
+            fs::path up = fs::path(s);
+            // The nearest path that exists; a path through a file is "not a directory" to stat,
+            // so the walk goes on up to the file's own entry.
+            for (;;) {
+                const fs::file_status st = fs::symlink_status(up, ec);
+                if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+                    return "'" + s + "': " + up.string() + ": " + ec.message();
+                if (fs::exists(st)) break;
+                if (!up.has_relative_path() || up.parent_path() == up) break;
+                up = up.parent_path();
+                if (up.empty()) {
+                    up = ".";
+                    break;
+                }
+            }
+            if (fs::is_symlink(fs::symlink_status(up, ec)) && !fs::exists(up, ec))
+                return "'" + s + "': " + up.string() + " is a link to nothing";
+            const std::string where = up == fs::path(s) ? "'" + s + "'" : "'" + s + "': " + up.string();
+            if (!fs::is_directory(up, ec)) return where + " is a file, not a folder";
+            if (::access(up.c_str(), W_OK) != 0) return where + " is a folder that is not writable";
             return {};
         },
         "");

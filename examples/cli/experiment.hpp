@@ -105,7 +105,7 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
                   " does not exist: the judge reads text, pass --judge-tokenizer FILE");
             judge_tok.emplace(Tokenizer::from_file(jt.string()));
             const ChatFamily jf = ex::chat_family(judge_model->config().model_type);
-            judge.emplace(*judge_model, *judge_tok, jf, 4, ex::PromptRenderer(*judge_tok, jf).stop_ids());
+            judge.emplace(*judge_model, *judge_tok, jf, 4, ex::PromptRenderer(*judge_tok, jf, "the judge's tokenizer").stop_ids());
             opt.judge = &*judge;
             opt.judge_info = {{"model", std::filesystem::absolute(a.judge).string()},
                               {"model_type", judge_model->config().model_type},

@@ -12,6 +12,7 @@ import csv
 import json
 import numbers
 import os
+import warnings
 from pathlib import Path
 
 DEFAULT_CONDITIONS = "FULL,KV_ONLY,REC_ONLY,NONE,KV_A+REC_B,KV_B+REC_A,KV_A+REC_A,KV_B+REC_B"
@@ -213,7 +214,12 @@ def experiment(model, tokenizer, tasks, out, conditions=DEFAULT_CONDITIONS, item
                                  seeds, _whole_or_raise(max_new, "max_new"), _text(layers, "layers", "experiment"),
                                  _text(shard, "shard", "experiment"), bool(resume),
                                  _whole_or_raise(batch, "batch"), bool(progress))
-    return ExperimentResult(out, stats, frames)
+    result = ExperimentResult(out, stats, frames)
+    # The --layers sets left out for a condition (the tool prints them on stderr, which a
+    # notebook does not show).
+    for note in result.run.get("layers_left_out", []):
+        warnings.warn(f"experiment: {note}", stacklevel=2)
+    return result
 
 
 def circuit_study(model, tokenizer, out, variant="chat8", per_config=20, seeds=(1,), group_size=None, top=8,

@@ -166,6 +166,7 @@ TEST_CASE("templates: chat, list, rev and long render the texts of §A.4.3 with 
     // the prompt carries its format's special-token strings; a tokenizer without them is refused
     // (it spelled "<|start_of_role|>" as ordinary tokens)
     CHECK(g.specials == std::vector<std::string>{"<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>"});
+    CHECK(chat.specials == std::vector<std::string>{"<|im_start|>", "<|im_end|>", "<think>", "</think>"});
     REQUIRE(!qwen().token_to_id("<|start_of_role|>").has_value());
     CHECK_THROWS_WITH_AS(tokenize(qwen(), g, 3), doctest::Contains("the tokenizer has no token '<|start_of_role|>'"), FormatError);
     CHECK(tokenize(qwen(), chat, 3).ids.front() == *qwen().token_to_id("<|im_start|>"));

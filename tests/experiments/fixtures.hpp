@@ -2,7 +2,8 @@
 // Fixtures of the study tests: a byte-level tokenizer small enough for the golden models'
 // 320-token vocabulary (256 byte tokens, no merges, and the chat specials of the three
 // families: <|endoftext|>, <|im_start|>, <|im_end|>, <|begin_of_text|>, <|end_of_text|>,
-// <|start_of_role|>, <|end_of_role|> as ids 256..262), and two small tasks (a dictionary lookup with a
+// <|start_of_role|>, <|end_of_role|> as ids 256..262, and Qwen's <think>, </think> as 263, 264,
+// not special as in Qwen's tokenizer), and two small tasks (a dictionary lookup with a
 // B source for the swaps, and one without) defined here, independent of tasks/. The same
 // tokenizer ships as tests/experiments/byte_tokenizer.json for the demo study of the docs.
 // Also the helpers the study tests share: a temporary folder, a file read, and a shell
@@ -54,6 +55,10 @@ inline std::string tiny_tokenizer_json() {
     for (int i = 0; i < 7; ++i)
         added.push_back({{"id", 256 + i}, {"content", specials[i]}, {"single_word", false}, {"lstrip", false},
                          {"rstrip", false}, {"normalized", false}, {"special", true}});
+    const char* tags[] = {"<think>", "</think>"};
+    for (int i = 0; i < 2; ++i)
+        added.push_back({{"id", 263 + i}, {"content", tags[i]}, {"single_word", false}, {"lstrip", false},
+                         {"rstrip", false}, {"normalized", false}, {"special", false}});
     nlohmann::json j = {
         {"version", "1.0"},
         {"truncation", nullptr},

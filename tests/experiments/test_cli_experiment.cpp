@@ -121,6 +121,14 @@ TEST_CASE("cli: hylens experiment rejects bad arguments with a usage error") {
         CHECK(sh(kCli + " experiment stitch --host " + model.string() + " --donor " + model.string() + through + says) == 0);
         CHECK(sh(kCli + " experiment channels --model " + model.string() + " --task dictionary --out " +
                  (dir.path / "file.txt").string() + " 2>&1 | grep -q \"is a file, not a folder\"") == 0);
+        // through the file by '..' (the system resolves file.txt/.. through the file), and a link to nothing
+        CHECK(sh(kCli + " experiment merge " + dir.path.string() + " --out " + (dir.path / "file.txt" / ".." / "m").string() +
+                 says) == 0);
+        fs::create_symlink(dir.path / "nothing", dir.path / "dangling");
+        CHECK(sh(kCli + " experiment merge " + dir.path.string() + " --out " + (dir.path / "dangling").string() +
+                 " 2>&1 | grep -q \"dangling is a link to nothing\"") == 0);
+        // a folder that exists, and one to make below it, pass the check (merge then finds no results: exit 1)
+        CHECK(sh(kCli + " experiment merge " + dir.path.string() + " --out " + (dir.path / "new" / "m").string() + quiet) == 1);
     }
     CHECK_FALSE(fs::exists(dir.path / "o" / "items.jsonl"));
     // A layer beyond the model is an error of the run (exit 1), before any record.

@@ -100,6 +100,16 @@ TEST_CASE("conditions: --layers expands per edited channel (single, cumulative, 
     const ChannelLayers falcon{2, {0, 1}, {0, 1}};
     CHECK(names(expand_conditions(parse_conditions("NONE"), parse_layer_spec("single"), falcon)) ==
           std::vector<std::string>{"NONE", "NONE@0", "NONE@1"});
+    // A model without attention (Granite-4.0-H all Mamba-2): REC_ONLY (it drops KV) has nothing
+    // to sweep; beside KV_ONLY it is noted, alone it is refused (it ran without a sweep, silently).
+    const ChannelLayers allmamba{3, {}, {0, 1, 2}};
+    left_out.clear();
+    CHECK(names(expand_conditions(parse_conditions("KV_ONLY,REC_ONLY"), parse_layer_spec("single"), allmamba, &left_out)) ==
+          std::vector<std::string>{"KV_ONLY", "REC_ONLY", "KV_ONLY@0", "KV_ONLY@1", "KV_ONLY@2"});
+    CHECK(left_out == std::vector<std::string>{"REC_ONLY not swept: no layer of the model holds KV, which REC_ONLY edits"});
+    CHECK_THROWS_WITH_AS(expand_conditions(parse_conditions("REC_ONLY"), parse_layer_spec("cumulative"), allmamba),
+                         "[layers] --layers (Python: layers=) adds no condition: no layer of the model holds a channel a "
+                         "listed condition edits (layers with KV: none; with a recurrent state: 0-2)", Error);
     CHECK_THROWS_AS(expand_conditions(parse_conditions("KV_ONLY@8"), {}, qwen), Error);
     CHECK_THROWS_AS(expand_conditions(parse_conditions("KV_ONLY"), parse_layer_spec("9"), qwen), Error);
 }

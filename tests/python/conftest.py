@@ -111,7 +111,9 @@ def byte_tokenizer(tmp_path_factory):
     j = {
         "version": "1.0", "truncation": None, "padding": None,
         "added_tokens": [{"id": 256 + i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
-                          "normalized": False, "special": True} for i, s in enumerate(specials)],
+                          "normalized": False, "special": True} for i, s in enumerate(specials)]
+                        + [{"id": 263 + i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+                            "normalized": False, "special": False} for i, s in enumerate(["<think>", "</think>"])],
         "normalizer": None,
         "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
         "post_processor": None,

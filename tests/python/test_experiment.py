@@ -72,7 +72,7 @@ def test_channel_study_records_and_summaries(byte_tokenizer, tmp_path):
                               items=2, seeds=[1], max_new=2, resume=True, frames=False)
     assert again.stats["written"] == 0
     other = json.loads(Path(tokenizer.path).read_text())
-    other["added_tokens"].append({"id": 263, "content": "<|other|>", "single_word": False, "lstrip": False,
+    other["added_tokens"].append({"id": 265, "content": "<|other|>", "single_word": False, "lstrip": False,
                                   "rstrip": False, "normalized": False, "special": True})
     other_path = tmp_path / "other_tokenizer.json"
     other_path.write_text(json.dumps(other))

@@ -58,6 +58,23 @@ def test_channel_study_conditions_as_a_list(byte_tokenizer, tmp_path):
     assert not (tmp_path / "bad").exists()
 
 
+def test_channel_study_layers_left_out_warn_and_sets_that_run_nothing_raise(byte_tokenizer, tmp_path):
+    from conftest import GOLDEN
+
+    model = hylens.load(str(GOLDEN / "models" / "qwen3_5_dense"))  # attention at 3 and 7
+    run = lambda out, conds, layers: hylens.experiment(model, byte_tokenizer, ["drm"], tmp_path / out, conditions=conds,
+                                                       items=1, seeds=[1], max_new=1, layers=layers, frames=False)
+    with pytest.warns(UserWarning, match=re.escape("experiment: KV_ONLY@3 left out: no layer of 3 holds a recurrent "
+                                                   "state, which KV_ONLY edits")):
+        r = run("noted", "KV_ONLY,REC_ONLY", "3")
+    assert {x["condition"] for x in r.records} == {"KV_ONLY", "REC_ONLY", "REC_ONLY@3"}
+    assert r.run["layers_left_out"] == ["KV_ONLY@3 left out: no layer of 3 holds a recurrent state, which KV_ONLY edits"]
+    with pytest.raises(ValueError, match="--layers set 0-2 runs for no listed condition"):
+        run("none", "REC_ONLY", "0-2")
+    with pytest.raises(ValueError, match="asks for layer sweeps, but no listed condition edits a channel"):
+        run("full", "FULL", "single")
+
+
 def test_paths_are_str_or_pathlike_and_tokenizers_are_checked(organisms, tmp_path):
     qwen, _ = organisms
     model = hylens.load(qwen)  # a pathlib.Path, as the studies take

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -26,6 +27,7 @@
 #include "support/damaged_model.hpp"
 #include "support/figure_scripts.hpp"
 #include "support/killed_run.hpp"
+#include "support/tokenizer_without.hpp"
 #include "../support/nan_max.hpp"
 
 namespace {
@@ -596,6 +598,18 @@ TEST_CASE("hylens experiment stitch: usage errors, a run equal to the library's,
     }
 }
 #endif
+
+TEST_CASE("stitch study: a tokenizer without a token of its chat format is refused before the folder is made") {
+    TempDir d("stitch_specials");
+    const fs::path donor = organism_copy("qwen35-tiny", d.path);
+    const std::string without = hylens::test::tokenizer_without(donor / "tokenizer.json", "<think>");
+    std::ofstream(donor / "tokenizer.json") << without;
+    const Pair p(organism_copy("granite-h-tiny", d.path), donor);
+    REQUIRE_FALSE(p.donor_tok.token_to_id("<think>").has_value());
+    CHECK_THROWS_WITH_AS(run(p, small(d.path / "out")),
+                         doctest::Contains("[chat] the donor's tokenizer has no token '<think>'"), hylens::FormatError);
+    CHECK_FALSE(fs::exists(d.path / "out"));
+}
 
 TEST_CASE("stitch study: a host that produces a NaN stops the study at the layer and site (no null scores)") {
     TempDir d("stitch_nan");

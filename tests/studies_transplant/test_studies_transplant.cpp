@@ -42,6 +42,7 @@
 #include "support/damaged_model.hpp"
 #include "support/figure_scripts.hpp"
 #include "support/killed_run.hpp"
+#include "support/tokenizer_without.hpp"
 
 using namespace hylens;
 namespace ex = hylens::experiments;
@@ -728,6 +729,29 @@ TEST_CASE("transplant and query-map studies: another model's circuit file, and a
                          doctest::Contains("[query-map] the circuit file was found on another model"), ShapeError);
     CHECK_FALSE(fs::exists(root / "t_foreign" / "items.jsonl"));
     CHECK_FALSE(fs::exists(root / "q_foreign" / "items.jsonl"));
+
+    // A tokenizer without a token of the chat format is refused before the folder is made (the
+    // prompts' check came after it: an empty items.jsonl and a "running" run.json were left),
+    // and query-map names which of its two tokenizers it is.
+    const Tokenizer stripped =
+        Tokenizer::from_string(hylens::test::tokenizer_without(kOrganism / "tokenizer.json", "<|im_start|>"));
+    REQUIRE_FALSE(stripped.token_to_id("<|im_start|>").has_value());
+    ex::TransplantStudyOptions to;
+    to.out = root / "t_stripped";
+    to.seeds = {1};
+    to.blocks = ex::parse_blocks("G0", {{0, 1, 2}}, 4);
+    CHECK_THROWS_WITH_AS(model.visit([&](const auto& m) { return ex::run_transplant_study(m, stripped, fmt, to); }),
+                         "[chat] the tokenizer has no token '<|im_start|>', which the chat format writes (is it the "
+                         "model's tokenizer.json?)", hylens::FormatError);
+    ex::QueryMapOptions qo;
+    qo.out = root / "q_stripped";
+    qo.seeds = {3};
+    CHECK_THROWS_WITH_AS(model.visit([&](const auto& m) { return ex::run_query_map_study(m, tok, fmt, m, stripped, fmt, qo); }),
+                         doctest::Contains("[chat] the donor's tokenizer has no token '<|im_start|>'"), hylens::FormatError);
+    CHECK_THROWS_WITH_AS(model.visit([&](const auto& m) { return ex::run_query_map_study(m, stripped, fmt, m, tok, fmt, qo); }),
+                         doctest::Contains("[chat] the receiver's tokenizer has no token '<|im_start|>'"), hylens::FormatError);
+    CHECK_FALSE(fs::exists(root / "t_stripped"));
+    CHECK_FALSE(fs::exists(root / "q_stripped"));
 
     // NaN weights in layer 1's MLP: the study stops there (it ran to the end with null scores).
     const fs::path damaged = hylens::test::damaged_model(kOrganism, root / "damaged", "model.layers.1.mlp.down_proj.weight");

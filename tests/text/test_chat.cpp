@@ -45,7 +45,7 @@ TEST_SUITE("text/chat") {
 
     TEST_CASE("encode_chat refuses a tokenizer without the format's special tokens (they were spelled as text)") {
         const auto p = wrap_chat(ChatFamily::qwen35, "hi");
-        CHECK(p.specials == std::vector<std::string>{"<|im_start|>", "<|im_end|>"});
+        CHECK(p.specials == std::vector<std::string>{"<|im_start|>", "<|im_end|>", "<think>", "</think>"});
         CHECK(wrap_chat(ChatFamily::falcon_h1, "hi").specials ==
               std::vector<std::string>{"<|begin_of_text|>", "<|im_start|>", "<|im_end|>"});
         CHECK(wrap_chat(ChatFamily::falcon_h1, "hi", "", {.add_bos = false}).specials ==

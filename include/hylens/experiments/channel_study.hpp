@@ -185,9 +185,6 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     run["status"] = "running";
     run["started"] = detail::utc_now();
     for (const std::string& note : left_out) std::fprintf(stderr, "[experiment] note: %s\n", note.c_str());
-    if (renderer.stop_ids().empty())
-        std::fprintf(stderr, "[experiment] warning: the tokenizer has none of the %s end-of-turn tokens; every answer runs to max_new\n",
-                     std::string(family_name(family)).c_str());
 
     // The work list of this shard, and every key it makes (a resumed record must be one).
     std::vector<detail::Work> work;

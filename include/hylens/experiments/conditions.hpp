@@ -246,9 +246,10 @@ inline std::string held_text(const std::vector<std::size_t>& layers) {
 /// `spec` in spec order. Layer indices are checked against the model.
 ///
 /// A set of `spec.sets` in which no layer holds a channel a condition edits is left out for that
-/// condition; each left-out pair is described in `left_out` (when given). A `spec` no listed
-/// condition can sweep (none edits a channel), or a set of `spec.sets` that every listed
-/// condition leaves out, runs nothing it asks for and is an error.
+/// condition, and a condition whose channel no layer of the model holds is not swept; each is
+/// described in `left_out` (when given). A `spec` that adds no condition (none listed edits a
+/// channel, or none the model holds), or a set of `spec.sets` that every listed condition leaves
+/// out, runs nothing it asks for and is an error.
 inline std::vector<Condition> expand_conditions(const std::vector<Condition>& listed, const LayerSpec& spec,
                                                 const ChannelLayers& model, std::vector<std::string>* left_out = nullptr) {
     std::vector<Condition> out;
@@ -275,9 +276,13 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
           "condition with @SET is not swept): list KV_ONLY, REC_ONLY, NONE, KV_A+REC_B or KV_B+REC_A");
     std::vector<bool> set_run(spec.sets.size(), false);
     std::vector<std::string> notes;
+    bool swept = false;
     for (const Condition& c : listed) {
         if (!sweeps(c)) continue;
         const std::vector<std::size_t> edited = edited_layers(c, model);  // every layer holding an edited channel
+        if (edited.empty() && (spec.single || spec.cumulative || spec.cumulative_top))
+            notes.push_back(c.name() + " not swept: no layer of the model holds " + detail::edited_channels(c) + ", which " +
+                            c.base + " edits");
         // A sweep's set is run when a layer of it holds an edited channel (the set 0-2 of
         // REC_ONLY on Qwen3.5, attention at 3, edits nothing and is left out).
         const auto with = [&](const std::vector<std::size_t>& layers) {
@@ -292,6 +297,7 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
                 return false;
             }
             add(std::move(s));
+            swept = true;
             return true;
         };
         if (spec.single)
@@ -315,6 +321,9 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
         check(set_run[k], "[layers] --layers set ", format_layer_set(spec.sets[k]), " runs for no listed condition: ",
               "no layer of it holds a channel one of them edits (layers with KV: ", detail::held_text(model.kv),
               "; with a recurrent state: ", detail::held_text(model.recurrent), ")");
+    check(swept, "[layers] --layers (Python: layers=) adds no condition: no layer of the model holds a channel a listed "
+          "condition edits (layers with KV: ", detail::held_text(model.kv), "; with a recurrent state: ",
+          detail::held_text(model.recurrent), ")");
     if (left_out) left_out->insert(left_out->end(), notes.begin(), notes.end());
     return out;
 }

@@ -75,9 +75,11 @@ struct RenderedItem {
 
 class PromptRenderer {
 public:
-    /// The format's special-token strings must be tokens of `tok` (require_chat_specials).
-    PromptRenderer(const Tokenizer& tok, ChatFamily family) : tok_(tok), format_(chat_format(family)) {
-        require_chat_specials(tok, chat_specials(format_));
+    /// The format's special-token strings must be tokens of `tok` (require_chat_specials; an
+    /// error names the tokenizer as `whose`).
+    PromptRenderer(const Tokenizer& tok, ChatFamily family, std::string_view whose = "the tokenizer")
+        : tok_(tok), format_(chat_format(family)) {
+        require_chat_specials(tok, chat_specials(format_), whose);
         for (const auto& s : end_of_turn_tokens(family))
             if (auto id = tok.token_to_id(s)) stop_ids_.push_back(*id);
     }

@@ -200,6 +200,9 @@ QueryMapResult run_query_map_study(const RecvModel& recv, const Tokenizer& tok_r
                                    const DonorModel& donor, const Tokenizer& tok_d, const ChatFormat& fmt_d,
                                    const QueryMapOptions& opt) {
     const CheckFiniteScope finite_check;  // a NaN stops the study at its layer and site (stack/finite_check.hpp)
+    // before the folder is made (the prompts check it too), naming which of the two it is
+    require_chat_specials(tok_r, chat_specials(fmt_r), "the receiver's tokenizer");
+    require_chat_specials(tok_d, chat_specials(fmt_d), "the donor's tokenizer");
     if (opt.circuit) check_circuit_model(*opt.circuit, recv.stack(), "query-map");
     namespace lk = tasks::lookup;
     check(!opt.address.empty(), "[query-map] no receiver Address layers");

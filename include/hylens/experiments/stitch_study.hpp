@@ -495,6 +495,9 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
                                    const Tokenizer& donor_tok, ChatFamily donor_family,
                                    const tasks::lookup::FitCorpus& corpus, const StitchStudyOptions& o) {
     const CheckFiniteScope finite_check;  // a NaN stops the study at its layer and site (stack/finite_check.hpp)
+    // before the folder is made (the prompts check it too), naming which of the two it is
+    require_chat_specials(host_tok, chat_specials(chat_format(host_family)), "the host's tokenizer");
+    require_chat_specials(donor_tok, chat_specials(chat_format(donor_family)), "the donor's tokenizer");
     namespace lk = tasks::lookup;
     const auto t0 = std::chrono::steady_clock::now();
     const std::size_t Lh = host.num_layers(), Ld = donor.num_layers();

@@ -723,6 +723,7 @@ template <class Model>
 TransplantStudyResult run_transplant_study(const Model& model, const Tokenizer& tok, const ChatFormat& format,
                                            const TransplantStudyOptions& opt) {
     const CheckFiniteScope finite_check;  // a NaN stops the study at its layer and site (stack/finite_check.hpp)
+    require_chat_specials(tok, chat_specials(format));  // before the folder is made (the prompts check it too)
     if (opt.circuit) check_circuit_model(*opt.circuit, model.stack(), "transplant");
     check(!opt.blocks.empty() || opt.kinds.empty(), "[transplant] no blocks to transplant");
     check(!opt.seeds.empty() && opt.per_config >= 1, "[transplant] need at least one seed and one item per configuration");

@@ -30,6 +30,7 @@ public:
                std::vector<std::int64_t> stop_ids = {})
         : model_(&model), tok_(&tokenizer), family_(family), max_new_(max_new), stop_ids_(std::move(stop_ids)) {
         check(max_new_ > 0, "[ModelJudge] max_new must be at least 1");
+        require_chat_specials(*tok_, chat_specials(chat_format(family_)), "the judge's tokenizer");
     }
 
     bool yes(std::string_view question) override {

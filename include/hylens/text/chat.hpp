@@ -61,17 +61,30 @@ struct ChatPrompt {
     std::string text;
     CharSpan user;     // the user message
     CharSpan prefill;  // the assistant prefill (empty span at the end if none)
-    std::vector<std::string> specials{};  // the format's special-token strings ("<|im_start|>", ...)
+    std::vector<std::string> specials{};  // the format's special-token strings ("<|im_start|>", "<think>", ...)
 };
 
 namespace detail {
-/// The "<|...|>" strings of a chat format's text, in order, each once.
+/// The special-token strings of a chat format's text, in order, each once: the "<|...|>"
+/// strings and the tags "<name>" / "</name>" (Qwen's "<think>" and "</think>", added tokens of
+/// its tokenizer).
 inline void add_specials(std::string_view text, std::vector<std::string>& out) {
-    for (std::size_t b = text.find("<|"); b != std::string_view::npos; b = text.find("<|", b + 2)) {
-        const std::size_t e = text.find("|>", b + 2);
-        if (e == std::string_view::npos) break;
-        std::string tok(text.substr(b, e + 2 - b));
+    const auto tag_name = [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; };
+    for (std::size_t b = text.find('<'); b != std::string_view::npos; b = text.find('<', b + 1)) {
+        std::size_t e = std::string_view::npos;
+        if (b + 1 < text.size() && text[b + 1] == '|') {
+            const std::size_t close = text.find("|>", b + 2);
+            if (close != std::string_view::npos) e = close + 2;
+        } else {
+            std::size_t i = b + 1 + (b + 1 < text.size() && text[b + 1] == '/');
+            const std::size_t name = i;
+            while (i < text.size() && tag_name(text[i])) ++i;
+            if (i > name && i < text.size() && text[i] == '>') e = i + 1;
+        }
+        if (e == std::string_view::npos) continue;
+        std::string tok(text.substr(b, e - b));
         if (std::find(out.begin(), out.end(), tok) == out.end()) out.push_back(std::move(tok));
+        b = e - 1;
     }
 }
 }  // namespace detail
@@ -86,12 +99,13 @@ inline std::vector<std::string> chat_specials(const ChatFormat& format) {
 }
 
 /// Checks that each of a chat format's special-token strings is a token of `tok` (FormatError
-/// otherwise): a tokenizer without them (another model's, or one with its added tokens removed)
-/// spells "<|im_start|>" as ten ordinary tokens, and the model reads a prompt it was never
-/// trained on.
-inline void require_chat_specials(const Tokenizer& tok, const std::vector<std::string>& specials) {
+/// otherwise, naming the tokenizer as `whose`, e.g. "the judge's tokenizer"): a tokenizer
+/// without them (another model's, or one with its added tokens removed) spells "<|im_start|>"
+/// as ten ordinary tokens, and the model reads a prompt it was never trained on.
+inline void require_chat_specials(const Tokenizer& tok, const std::vector<std::string>& specials,
+                                  std::string_view whose = "the tokenizer") {
     for (const std::string& s : specials)
-        check<FormatError>(tok.token_to_id(s).has_value(), "[chat] the tokenizer has no token '", s,
+        check<FormatError>(tok.token_to_id(s).has_value(), "[chat] ", whose, " has no token '", s,
                            "', which the chat format writes (is it the model's tokenizer.json?)");
 }
 
