@@ -121,7 +121,7 @@ inline const CLI::Validator& result_folder() {
                 return "'" + s + "': " + up.string() + " is a link to nothing";
             const std::string where = up == fs::path(s) ? "'" + s + "'" : "'" + s + "': " + up.string();
             if (!fs::is_directory(up, ec)) return where + " is a file, not a folder";
-            if (::access(up.c_str(), W_OK) != 0) return where + " is a folder that is not writable";
+            if (::access(up.c_str(), W_OK | X_OK) != 0) return where + " is a folder that is not writable";
             return {};
         },
         "");

@@ -49,10 +49,10 @@ namespace detail {
 struct ChannelsArgs {
     std::string model, tokenizer, conditions = "FULL,KV_ONLY,REC_ONLY,NONE,KV_A+REC_B,KV_B+REC_A,KV_A+REC_A,KV_B+REC_B";
     std::vector<std::string> tasks;
-    std::size_t items = 600, max_new = 0;
+    std::size_t items = 600, max_new = 0, batch = 16;
     std::vector<std::uint64_t> seeds{1, 2, 3};
     std::string layers, shard, out, judge, judge_tokenizer;
-    bool resume = false, no_mmap = false;
+    bool resume = false, no_mmap = false, no_progress = false;
 };
 
 inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& argv_all, const std::string& usage) {
@@ -87,6 +87,8 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
     opt.seeds = a.seeds;
     opt.max_new = a.max_new;
     opt.resume = a.resume;
+    opt.batch = a.batch;
+    opt.progress = !a.no_progress;
 
     bool ok = true;
     std::string error;
@@ -193,6 +195,10 @@ inline int run_experiment(int argc, char** argv) {
     ch->add_option("--layers", a.layers,
                    "layer sweeps, comma-separated: single, cumulative, cumulative-top, or a layer set like 0-3+5");
     ch->add_option("--shard", a.shard, "run shard I of N (items numbered in study order, taken I mod N)");
+    ch->add_option("--batch", a.batch, "most items per forward (1: one at a time; the records are the same)")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1024}));
+    ch->add_flag("--no-progress", a.no_progress, "no progress line on stderr");
     add_no_mmap(*ch, a.no_mmap);
     ch->add_flag("--resume", a.resume, "continue a killed run in --out (records already there are kept)");
     CLI::Option* judge = ch->add_option(

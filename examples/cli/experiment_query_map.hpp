@@ -66,6 +66,8 @@ inline int run_experiment_query_map(int argc, char** argv) {
     try {
         ex::set_donor_host_variant(opt, a.variant, "query-map");
         td::check_block_syntax("--address", address);  // the rest is checked against the models
+        check(address.empty() || ex::parse_block_spec(address).size() == 1, "--address '", address,
+              "' names more than one block: the receiver's Address layers are one block (join layers with +)");
         td::check_block_syntax("--sources", sources);
         if (!reader.empty()) opt.reader = parse_reader(reader);
         if (!a.shard.empty()) opt.shard = ex::parse_shard(a.shard);

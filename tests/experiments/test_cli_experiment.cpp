@@ -154,6 +154,13 @@ TEST_CASE("cli: hylens experiment channels on real tasks, shards merged == unsha
     // Rerunning into a finished folder without --resume is refused; with it, nothing is added.
     CHECK(sh(study + " --out " + whole.string() + " >/dev/null 2>&1") == 1);
     CHECK(sh(study + " --resume --out " + whole.string() + " >/dev/null 2>&1") == 0);
+    // --batch 1 (one item at a time) writes the same results; --no-progress prints no progress line.
+    const fs::path one = dir.path / "one";
+    REQUIRE(sh(study + " --batch 1 --no-progress --out " + one.string() + " 2>" + (dir.path / "one.err").string()) == 0);
+    CHECK(hylens::test::differing_results(whole, one).empty());
+    CHECK(nlohmann::json::parse(hylens::test::read_text(one / "run.json"))["batch"] == 1);
+    CHECK(hylens::test::read_text(dir.path / "one.err").find("ETA") == std::string::npos);  // the progress line's
+    CHECK(sh(study + " --batch 0 --out " + (dir.path / "zero").string() + " >/dev/null 2>&1") == 2);
     REQUIRE(sh(study + " --shard 0/2 --out " + s0.string() + " 2>/dev/null") == 0);
     REQUIRE(sh(study + " --shard 1/2 --out " + s1.string() + " 2>/dev/null") == 0);
     REQUIRE(sh(kCli + " experiment merge " + s0.string() + " " + s1.string() + " --out " + merged.string() + " 2>/dev/null") == 0);

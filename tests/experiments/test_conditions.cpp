@@ -107,9 +107,14 @@ TEST_CASE("conditions: --layers expands per edited channel (single, cumulative, 
     CHECK(names(expand_conditions(parse_conditions("KV_ONLY,REC_ONLY"), parse_layer_spec("single"), allmamba, &left_out)) ==
           std::vector<std::string>{"KV_ONLY", "REC_ONLY", "KV_ONLY@0", "KV_ONLY@1", "KV_ONLY@2"});
     CHECK(left_out == std::vector<std::string>{"REC_ONLY not swept: no layer of the model holds KV, which REC_ONLY edits"});
-    CHECK_THROWS_WITH_AS(expand_conditions(parse_conditions("REC_ONLY"), parse_layer_spec("cumulative"), allmamba),
-                         "[layers] --layers (Python: layers=) adds no condition: no layer of the model holds a channel a "
-                         "listed condition edits (layers with KV: none; with a recurrent state: 0-2)", Error);
+    CHECK_THROWS_WITH_AS(expand_conditions(parse_conditions("REC_ONLY,KV_ONLY@1"), parse_layer_spec("cumulative"), allmamba),
+                         "[layers] --layers (Python: layers=) adds no condition (REC_ONLY: no layer of the model holds KV, "
+                         "which REC_ONLY edits; a condition listed with @SET is not swept; layers with KV: none; with a "
+                         "recurrent state: 0-2)", Error);
+    // a sweep whose every set is listed already adds nothing either (it passed silently)
+    CHECK_THROWS_WITH_AS(expand_conditions(parse_conditions("KV_ONLY,KV_ONLY@1"), parse_layer_spec("1"), allmamba),
+                         doctest::Contains("adds no condition (KV_ONLY: each of its sets is listed already or holds none of it;"),
+                         Error);
     CHECK_THROWS_AS(expand_conditions(parse_conditions("KV_ONLY@8"), {}, qwen), Error);
     CHECK_THROWS_AS(expand_conditions(parse_conditions("KV_ONLY"), parse_layer_spec("9"), qwen), Error);
 }

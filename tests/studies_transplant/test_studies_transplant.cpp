@@ -869,8 +869,8 @@ TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
         CHECK(sh(qm_head + " --out " + (root / "qh").string() + quiet) == 1);
         CHECK(read_text(root / "log").find("the reader head 77 is not a head of layer 3 (4 query heads)") != std::string::npos);
         // The address is one block; a source or a curve size twice is refused before the folder is made.
-        CHECK(sh(qm + " --address 0,1 --out " + (root / "qa").string() + quiet) == 1);
-        CHECK(read_text(root / "log").find("the address '0,1' names 2 blocks; give one (join layers with +)") != std::string::npos);
+        CHECK(sh(qm + " --address 0,1 --out " + (root / "qa").string() + quiet) == 2);  // before the model loads
+        CHECK(read_text(root / "log").find("--address '0,1' names more than one block") != std::string::npos);
         CHECK(sh(qm + " --sources G9 --out " + (root / "qa").string() + quiet) == 1);
         CHECK(read_text(root / "log").find("[query-map] the donor's sources 'G9': ") != std::string::npos);
         CHECK(sh(kCli + " experiment query-map --model " + kOrganism.string() +

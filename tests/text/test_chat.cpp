@@ -46,6 +46,11 @@ TEST_SUITE("text/chat") {
     TEST_CASE("encode_chat refuses a tokenizer without the format's special tokens (they were spelled as text)") {
         const auto p = wrap_chat(ChatFamily::qwen35, "hi");
         CHECK(p.specials == std::vector<std::string>{"<|im_start|>", "<|im_end|>", "<think>", "</think>"});
+        // Other text in angle brackets, in an edited system message or the user's text, is text.
+        ChatFormat edited = chat_format(ChatFamily::granite4);
+        edited.prefix.insert(edited.prefix.find("You are"), "Wrap the answer in <answer></answer> tags. ");
+        CHECK(chat_specials(edited) == std::vector<std::string>{"<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>"});
+        CHECK(wrap_chat(ChatFamily::qwen35, "<b>x</b> <|fake|> <think>").specials == p.specials);
         CHECK(wrap_chat(ChatFamily::falcon_h1, "hi").specials ==
               std::vector<std::string>{"<|begin_of_text|>", "<|im_start|>", "<|im_end|>"});
         CHECK(wrap_chat(ChatFamily::falcon_h1, "hi", "", {.add_bos = false}).specials ==

@@ -264,9 +264,10 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
                   " edits (layers with KV: ", detail::held_text(model.kv), "; with a recurrent state: ",
                   detail::held_text(model.recurrent), ")");
         }
-        if (std::find(names.begin(), names.end(), c.name()) != names.end()) return;
+        if (std::find(names.begin(), names.end(), c.name()) != names.end()) return false;
         names.push_back(c.name());
         out.push_back(std::move(c));
+        return true;
     };
     for (const Condition& c : listed) add(c);
     if (spec.empty()) return out;
@@ -276,13 +277,15 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
           "condition with @SET is not swept): list KV_ONLY, REC_ONLY, NONE, KV_A+REC_B or KV_B+REC_A");
     std::vector<bool> set_run(spec.sets.size(), false);
     std::vector<std::string> notes;
-    bool swept = false;
+    bool swept = false;             // a condition added by spec
+    std::string why_none;           // per swept condition, why it added none
     for (const Condition& c : listed) {
         if (!sweeps(c)) continue;
         const std::vector<std::size_t> edited = edited_layers(c, model);  // every layer holding an edited channel
+        const bool swept_before = swept;
+        const std::string holds_none = "no layer of the model holds " + detail::edited_channels(c) + ", which " + c.base + " edits";
         if (edited.empty() && (spec.single || spec.cumulative || spec.cumulative_top))
-            notes.push_back(c.name() + " not swept: no layer of the model holds " + detail::edited_channels(c) + ", which " +
-                            c.base + " edits");
+            notes.push_back(c.name() + " not swept: " + holds_none);
         // A sweep's set is run when a layer of it holds an edited channel (the set 0-2 of
         // REC_ONLY on Qwen3.5, attention at 3, edits nothing and is left out).
         const auto with = [&](const std::vector<std::size_t>& layers) {
@@ -296,8 +299,7 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
                                 detail::edited_channels(c) + ", which " + c.base + " edits");
                 return false;
             }
-            add(std::move(s));
-            swept = true;
+            if (add(std::move(s))) swept = true;
             return true;
         };
         if (spec.single)
@@ -316,14 +318,17 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
             }
         for (std::size_t k = 0; k < spec.sets.size(); ++k)
             if (with(spec.sets[k])) set_run[k] = true;
+        if (swept == swept_before)  // only meaningful when nothing at all is added
+            why_none += (why_none.empty() ? "" : "; ") + c.name() + ": " +
+                        (edited.empty() ? holds_none : "each of its sets is listed already or holds none of it");
     }
     for (std::size_t k = 0; k < spec.sets.size(); ++k)
         check(set_run[k], "[layers] --layers set ", format_layer_set(spec.sets[k]), " runs for no listed condition: ",
               "no layer of it holds a channel one of them edits (layers with KV: ", detail::held_text(model.kv),
               "; with a recurrent state: ", detail::held_text(model.recurrent), ")");
-    check(swept, "[layers] --layers (Python: layers=) adds no condition: no layer of the model holds a channel a listed "
-          "condition edits (layers with KV: ", detail::held_text(model.kv), "; with a recurrent state: ",
-          detail::held_text(model.recurrent), ")");
+    check(swept, "[layers] --layers (Python: layers=) adds no condition (", why_none,
+          "; a condition listed with @SET is not swept; layers with KV: ", detail::held_text(model.kv),
+          "; with a recurrent state: ", detail::held_text(model.recurrent), ")");
     if (left_out) left_out->insert(left_out->end(), notes.begin(), notes.end());
     return out;
 }

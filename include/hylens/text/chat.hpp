@@ -66,25 +66,23 @@ struct ChatPrompt {
 
 namespace detail {
 /// The special-token strings of a chat format's text, in order, each once: the "<|...|>"
-/// strings and the tags "<name>" / "</name>" (Qwen's "<think>" and "</think>", added tokens of
-/// its tokenizer).
+/// strings and Qwen's "<think>" and "</think>" (added tokens of its tokenizer). Other text in
+/// angle brackets (an edited system message's "<answer>") is text.
 inline void add_specials(std::string_view text, std::vector<std::string>& out) {
-    const auto tag_name = [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; };
+    const auto add = [&](std::string_view tok) {
+        if (std::find(out.begin(), out.end(), tok) == out.end()) out.emplace_back(tok);
+    };
     for (std::size_t b = text.find('<'); b != std::string_view::npos; b = text.find('<', b + 1)) {
-        std::size_t e = std::string_view::npos;
-        if (b + 1 < text.size() && text[b + 1] == '|') {
+        const std::string_view rest = text.substr(b);
+        if (rest.rfind("<|", 0) == 0) {
             const std::size_t close = text.find("|>", b + 2);
-            if (close != std::string_view::npos) e = close + 2;
+            if (close == std::string_view::npos) break;
+            add(text.substr(b, close + 2 - b));
+            b = close + 1;
         } else {
-            std::size_t i = b + 1 + (b + 1 < text.size() && text[b + 1] == '/');
-            const std::size_t name = i;
-            while (i < text.size() && tag_name(text[i])) ++i;
-            if (i > name && i < text.size() && text[i] == '>') e = i + 1;
+            for (std::string_view tag : {std::string_view("<think>"), std::string_view("</think>")})
+                if (rest.rfind(tag, 0) == 0) add(tag);
         }
-        if (e == std::string_view::npos) continue;
-        std::string tok(text.substr(b, e - b));
-        if (std::find(out.begin(), out.end(), tok) == out.end()) out.push_back(std::move(tok));
-        b = e - 1;
     }
 }
 }  // namespace detail
