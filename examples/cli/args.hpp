@@ -85,7 +85,8 @@ inline CLI::Validator writable_file(bool stdout_ok) {
             if (fs::is_directory(s, ec)) return "'" + s + "' is a folder, not a file";
             const fs::path parent = fs::path(s).parent_path().empty() ? fs::path(".") : fs::path(s).parent_path();
             if (!fs::is_directory(parent, ec)) return "'" + s + "': the folder " + parent.string() + " does not exist";
-            if (::access(parent.c_str(), W_OK) != 0) return "'" + s + "': the folder " + parent.string() + " is not writable";
+            if (::access(parent.c_str(), W_OK | X_OK) != 0)
+                return "'" + s + "': the folder " + parent.string() + " is one this user cannot write or enter";
             return {};
         },
         "");
@@ -121,7 +122,7 @@ inline const CLI::Validator& result_folder() {
                 return "'" + s + "': " + up.string() + " is a link to nothing";
             const std::string where = up == fs::path(s) ? "'" + s + "'" : "'" + s + "': " + up.string();
             if (!fs::is_directory(up, ec)) return where + " is a file, not a folder";
-            if (::access(up.c_str(), W_OK | X_OK) != 0) return where + " is a folder that is not writable";
+            if (::access(up.c_str(), W_OK | X_OK) != 0) return where + " is a folder this user cannot write or enter";
             return {};
         },
         "");

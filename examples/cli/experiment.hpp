@@ -3,8 +3,8 @@
 // the merge of sharded result folders. See docs/experiments.md.
 //
 //   hylens experiment channels --model DIR [--tokenizer FILE] --task T[,T...] [--conditions LIST]
-//       [--items N] [--seeds LIST] [--max-new N] [--layers SPEC] [--shard I/N] [--resume]
-//       [--judge DIR [--judge-tokenizer FILE]] --out DIR
+//       [--items N] [--seeds LIST] [--max-new N] [--layers SPEC] [--shard I/N] [--batch N] [--resume]
+//       [--judge DIR [--judge-tokenizer FILE]] [--no-progress] --out DIR
 //   hylens experiment merge DIR... --out DIR
 //
 // Built with HYLENS_WITH_MPI, `mpirun -np N hylens experiment channels ...` runs shard r/N on

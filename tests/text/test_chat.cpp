@@ -50,7 +50,10 @@ TEST_SUITE("text/chat") {
         ChatFormat edited = chat_format(ChatFamily::granite4);
         edited.prefix.insert(edited.prefix.find("You are"), "Wrap the answer in <answer></answer> tags. ");
         CHECK(chat_specials(edited) == std::vector<std::string>{"<|start_of_role|>", "<|end_of_role|>", "<|end_of_text|>"});
-        CHECK(wrap_chat(ChatFamily::qwen35, "<b>x</b> <|fake|> <think>").specials == p.specials);
+        // a "<|" that opens no special does not hide the ones after it
+        ChatFormat odd = chat_format(ChatFamily::qwen35);
+        odd.suffix.insert(0, "Use <| to start a list, <|x as well. ");
+        CHECK(chat_specials(odd) == std::vector<std::string>{"<|im_start|>", "<|im_end|>", "<think>", "</think>"});
         CHECK(wrap_chat(ChatFamily::falcon_h1, "hi").specials ==
               std::vector<std::string>{"<|begin_of_text|>", "<|im_start|>", "<|im_end|>"});
         CHECK(wrap_chat(ChatFamily::falcon_h1, "hi", "", {.add_bos = false}).specials ==

@@ -326,8 +326,9 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
         check(set_run[k], "[layers] --layers set ", format_layer_set(spec.sets[k]), " runs for no listed condition: ",
               "no layer of it holds a channel one of them edits (layers with KV: ", detail::held_text(model.kv),
               "; with a recurrent state: ", detail::held_text(model.recurrent), ")");
+    const bool any_set = std::any_of(listed.begin(), listed.end(), [](const Condition& c) { return c.layers.has_value(); });
     check(swept, "[layers] --layers (Python: layers=) adds no condition (", why_none,
-          "; a condition listed with @SET is not swept; layers with KV: ", detail::held_text(model.kv),
+          any_set ? "; a condition listed with @SET is not swept" : "", "; layers with KV: ", detail::held_text(model.kv),
           "; with a recurrent state: ", detail::held_text(model.recurrent), ")");
     if (left_out) left_out->insert(left_out->end(), notes.begin(), notes.end());
     return out;

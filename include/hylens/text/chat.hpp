@@ -65,20 +65,26 @@ struct ChatPrompt {
 };
 
 namespace detail {
-/// The special-token strings of a chat format's text, in order, each once: the "<|...|>"
-/// strings and Qwen's "<think>" and "</think>" (added tokens of its tokenizer). Other text in
-/// angle brackets (an edited system message's "<answer>") is text.
+/// The special-token strings of a chat format's text, in order, each once: "<|name|>" (a name
+/// of letters, digits and '_') and Qwen's "<think>" and "</think>" (added tokens of its
+/// tokenizer). Other text in angle brackets (an edited system message's "<answer>" or "<| to
+/// start a list") is text.
 inline void add_specials(std::string_view text, std::vector<std::string>& out) {
     const auto add = [&](std::string_view tok) {
         if (std::find(out.begin(), out.end(), tok) == out.end()) out.emplace_back(tok);
     };
+    const auto name_char = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    };
     for (std::size_t b = text.find('<'); b != std::string_view::npos; b = text.find('<', b + 1)) {
         const std::string_view rest = text.substr(b);
         if (rest.rfind("<|", 0) == 0) {
-            const std::size_t close = text.find("|>", b + 2);
-            if (close == std::string_view::npos) break;
-            add(text.substr(b, close + 2 - b));
-            b = close + 1;
+            std::size_t e = 2;
+            while (e < rest.size() && name_char(rest[e])) ++e;
+            if (e > 2 && rest.substr(e).rfind("|>", 0) == 0) {
+                add(rest.substr(0, e + 2));
+                b += e + 1;
+            }
         } else {
             for (std::string_view tag : {std::string_view("<think>"), std::string_view("</think>")})
                 if (rest.rfind(tag, 0) == 0) add(tag);
