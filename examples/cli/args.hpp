@@ -94,8 +94,8 @@ inline CLI::Validator writable_file(bool stdout_ok) {
 
 /// A result folder the study can make or write in, checked before any work: an existing path
 /// must be a folder, and the nearest existing path above it (as written, so 'file/../run' goes
-/// through 'file', as the system resolves it) must be a folder the user can write (root may
-/// write anywhere). A file on the way ('results.txt/run1') or a dangling link was a filesystem
+/// through 'file', as the system resolves it) must be a folder the user can write and enter
+/// (root may write anywhere). A file on the way ('results.txt/run1') or a dangling link was a filesystem
 /// error after the model had loaded.
 inline const CLI::Validator& result_folder() {
     static const CLI::Validator v(

@@ -73,8 +73,9 @@ def load(path, **kwargs):
     import warnings
 
     model = _core.load(path, **kwargs)
-    if model.unused_tensors_warning:
-        warnings.warn(model.unused_tensors_warning, stacklevel=2)
+    warning = model.unused_tensors_warning
+    if warning:
+        warnings.warn(warning, stacklevel=2)
     return model
 
 

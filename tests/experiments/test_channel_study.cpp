@@ -18,6 +18,7 @@
 
 #include "fixtures.hpp"
 #include "support/killed_run.hpp"
+#include "support/tokenizer_without.hpp"
 
 using namespace hylens;
 using namespace hylens::experiments;
@@ -449,12 +450,8 @@ TEST_CASE("channel study: a --layers set left out for a condition is named in ru
 TEST_CASE("channel study: a tokenizer without the chat format's special tokens is refused before the folder is made") {
     // The test tokenizer without Granite's role tokens: the renderer spelled "<|start_of_role|>"
     // as 17 byte tokens, a prompt the model was never trained on.
-    nlohmann::json j = nlohmann::json::parse(test::tiny_tokenizer_json());
-    nlohmann::json kept = nlohmann::json::array();
-    for (const auto& a : j["added_tokens"])
-        if (a["content"] != "<|start_of_role|>" && a["content"] != "<|end_of_role|>") kept.push_back(a);
-    j["added_tokens"] = kept;
-    const Tokenizer without = Tokenizer::from_string(j.dump());
+    const Tokenizer without = Tokenizer::from_string(test::tokenizer_text_without(
+        test::tokenizer_text_without(test::tiny_tokenizer_json(), "<|start_of_role|>"), "<|end_of_role|>"));
     REQUIRE(!without.token_to_id("<|start_of_role|>").has_value());
     test::TempDir dir("no_specials");
     const fs::path out = dir.path / "run";

@@ -13,18 +13,23 @@
 
 namespace hylens::test {
 
-/// The text of `file` (a tokenizer.json) without the added token `content`.
-inline std::string tokenizer_without(const std::filesystem::path& file, std::string_view content) {
-    std::ifstream in(file);
-    std::stringstream text;
-    text << in.rdbuf();
-    nlohmann::json j = nlohmann::json::parse(text.str());
+/// A tokenizer.json's text without the added token `content`.
+inline std::string tokenizer_text_without(const std::string& json_text, std::string_view content) {
+    nlohmann::json j = nlohmann::json::parse(json_text);
     nlohmann::json kept = nlohmann::json::array();
     for (const auto& a : j["added_tokens"])
         if (a["content"] != content) kept.push_back(a);
     j["added_tokens"] = kept;
     if (j["model"].contains("vocab") && j["model"]["vocab"].is_object()) j["model"]["vocab"].erase(std::string(content));
     return j.dump();
+}
+
+/// The text of `file` (a tokenizer.json) without the added token `content`.
+inline std::string tokenizer_without(const std::filesystem::path& file, std::string_view content) {
+    std::ifstream in(file);
+    std::stringstream text;
+    text << in.rdbuf();
+    return tokenizer_text_without(text.str(), content);
 }
 
 }  // namespace hylens::test

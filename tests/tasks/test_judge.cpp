@@ -9,6 +9,7 @@
 #include <hylens/tasks/registry.hpp>
 
 #include "experiments/fixtures.hpp"
+#include "support/tokenizer_without.hpp"
 
 #include <doctest/doctest.h>
 
@@ -66,12 +67,7 @@ TEST_CASE("judge: ModelJudge answers with the judge model's greedy reply to the 
     CHECK_THROWS_AS(ModelJudge(model, tok, ChatFamily::qwen35, 0), Error);
     // A judge tokenizer without its chat format's tokens is refused when the judge is made, and
     // the message says it is the judge's (the study's own tokenizer gives the same text).
-    nlohmann::json j = nlohmann::json::parse(test::tiny_tokenizer_json());
-    nlohmann::json kept = nlohmann::json::array();
-    for (const auto& a : j["added_tokens"])
-        if (a["content"] != "<think>") kept.push_back(a);
-    j["added_tokens"] = kept;
-    const Tokenizer without = Tokenizer::from_string(j.dump());
+    const Tokenizer without = Tokenizer::from_string(test::tokenizer_text_without(test::tiny_tokenizer_json(), "<think>"));
     CHECK_THROWS_WITH_AS(ModelJudge(model, without, ChatFamily::qwen35, 6),
                          doctest::Contains("[chat] the judge's tokenizer has no token '<think>'"), FormatError);
 }

@@ -235,6 +235,11 @@ inline std::string edited_channels(const Condition& c) {
     return c.edits_kv() ? "KV" : "a recurrent state";
 }
 
+/// "no layer of WHERE holds C, which BASE edits": why `c` edits nothing in WHERE.
+inline std::string holds_none(const std::string& where, const Condition& c) {
+    return "no layer of " + where + " holds " + edited_channels(c) + ", which " + c.base + " edits";
+}
+
 inline std::string held_text(const std::vector<std::size_t>& layers) {
     return layers.empty() ? "none" : format_layer_set(layers);
 }
@@ -259,10 +264,10 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
             check(!c.layers->empty(), "[conditions] ", c.base, ": empty layer set");
             check(c.layers->back() < model.num_layers, "[conditions] ", c.name(), ": layer ", c.layers->back(),
                   " is out of range (the model has ", model.num_layers, " layers)");
-            check(!edited_layers(c, model).empty(), "[conditions] ", c.name(), ": no layer of ",
-                  format_layer_set(*c.layers), " holds ", detail::edited_channels(c), ", which ", c.base,
-                  " edits (layers with KV: ", detail::held_text(model.kv), "; with a recurrent state: ",
-                  detail::held_text(model.recurrent), ")");
+            if (edited_layers(c, model).empty())
+                fail("[conditions] ", c.name(), ": ", detail::holds_none(format_layer_set(*c.layers), c),
+                     " (layers with KV: ", detail::held_text(model.kv), "; with a recurrent state: ",
+                     detail::held_text(model.recurrent), ")");
         }
         if (std::find(names.begin(), names.end(), c.name()) != names.end()) return false;
         names.push_back(c.name());
@@ -283,7 +288,7 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
         if (!sweeps(c)) continue;
         const std::vector<std::size_t> edited = edited_layers(c, model);  // every layer holding an edited channel
         const bool swept_before = swept;
-        const std::string holds_none = "no layer of the model holds " + detail::edited_channels(c) + ", which " + c.base + " edits";
+        const std::string holds_none = detail::holds_none("the model", c);
         if (edited.empty() && (spec.single || spec.cumulative || spec.cumulative_top))
             notes.push_back(c.name() + " not swept: " + holds_none);
         // A sweep's set is run when a layer of it holds an edited channel (the set 0-2 of
@@ -295,8 +300,7 @@ inline std::vector<Condition> expand_conditions(const std::vector<Condition>& li
             Condition s = c;
             s.layers = layers;
             if (edited_layers(s, model).empty()) {
-                notes.push_back(s.name() + " left out: no layer of " + format_layer_set(layers) + " holds " +
-                                detail::edited_channels(c) + ", which " + c.base + " edits");
+                notes.push_back(s.name() + " left out: " + detail::holds_none(format_layer_set(layers), c));
                 return false;
             }
             if (add(std::move(s))) swept = true;
