@@ -35,17 +35,17 @@ print("attention layers:", model.attention_layers, " recurrent layers:", model.r
 tok_path = Path(args.model) / "tokenizer.json"
 tok = hylens.Tokenizer(str(tok_path)) if tok_path.exists() else None
 if tok:  # text: a DRM recognition item (the organisms' `drm` task), chat-wrapped as the study runner does
+    prompt = hylens.StudyPrompt(tok, model.model_type)  # checks the tokenizer holds the chat format's tokens
+
     def segments(context, query):
         """Context segment (bos + prefix + context) and query segment (query + suffix) of the chat prompt."""
-        p = hylens.wrap_chat(model.model_type, context + query)
-        cut = p.user[0] + len(context)
-        return tok.encode(p.text[:cut]).ids, tok.encode(p.text[cut:]).ids
+        return tok.encode(prompt.context_text(context)).ids, tok.encode(prompt.query_text(query)).ids
 
     probe = "Was the word chair in the list? Answer yes or no."
     ctx_a, query = segments("Study these words: table, chair, legs, seat, couch, desk, sofa, wood.", probe)  # "yes"
     ctx_b, _ = segments("Study these words: table, sit, legs, seat, couch, desk, sofa, wood.", probe)  # "no"
     show = tok.decode
-    stop = [i for i in (tok.token_to_id("<|im_end|>"), tok.token_to_id("<|end_of_text|>")) if i is not None]
+    stop = prompt.stop_ids
 else:  # token ids (numpy's PCG64: the same ids on every machine)
     rng = np.random.default_rng(7)
     ctx_a = rng.integers(0, model.vocab, 24)

@@ -62,6 +62,7 @@ from ._experiment import (  # noqa: E402,F401
     stitch_study,
     transplant_study,
 )
+from ._tasks import StudyPrompt, score_answer, task_info, task_items  # noqa: E402,F401
 
 
 

@@ -12,6 +12,7 @@
 #include "bind_interp.hpp"
 #include "bind_merge.hpp"
 #include "bind_model.hpp"
+#include "bind_tasks.hpp"
 #include "bind_text.hpp"
 #include "bind_transplant.hpp"
 #include "errors.hpp"
@@ -23,6 +24,7 @@ PYBIND11_MODULE(_core, m) {
     hylens::python::bind_cache(m);
     hylens::python::bind_interp(m);
     hylens::python::bind_text(m);
+    hylens::python::bind_tasks(m);
     hylens::python::bind_model(m);
     hylens::python::bind_experiment(m);
     hylens::python::bind_circuit(m);

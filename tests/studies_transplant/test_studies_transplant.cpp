@@ -796,16 +796,16 @@ TEST_CASE("hylens experiment transplant end to end on models/qwen35-tiny") {
         // exited 1 after it): --blocks, --upstream, and query-map's --address and --sources.
         CHECK(sh(kCli + " experiment transplant --model " + kOrganism.string() + " --blocks 3-1 --out " + (root / "x").string() +
                  quiet) == 2);
-        CHECK(read_text(root / "log").find("--blocks: [transplant] block '3-1': range 3-1 runs backwards (write 1-3)") !=
+        CHECK(read_text(root / "log").find("--blocks: [blocks] block '3-1': range 3-1 runs backwards (write 1-3)") !=
               std::string::npos);
         CHECK(sh(no_kind + " --kind upstream --upstream 0,,1" + quiet) == 2);
-        CHECK(read_text(root / "log").find("--upstream: [transplant] empty block in '0,,1'") != std::string::npos);
+        CHECK(read_text(root / "log").find("--upstream: [blocks] empty block in '0,,1'") != std::string::npos);
         CHECK(sh(kCli + " experiment query-map --model " + kOrganism.string() + " --address G --out " + (root / "x").string() +
                  quiet) == 2);
-        CHECK(read_text(root / "log").find("--address: [transplant] block 'G': '' is not a layer number") != std::string::npos);
+        CHECK(read_text(root / "log").find("--address: [blocks] block 'G': '' is not a layer number") != std::string::npos);
         CHECK(sh(kCli + " experiment query-map --model " + kOrganism.string() + " --sources 2-x --out " + (root / "x").string() +
                  quiet) == 2);
-        CHECK(read_text(root / "log").find("--sources: [transplant] block '2-x'") != std::string::npos);
+        CHECK(read_text(root / "log").find("--sources: [blocks] block '2-x'") != std::string::npos);
         CHECK_FALSE(fs::exists(root / "x" / "items.jsonl"));
         // A head the reader layer does not have (it failed inside the attention capture).
         CHECK(sh(kCli + " experiment transplant --model " + kOrganism.string() +

@@ -164,10 +164,10 @@ inline std::vector<BlockSpec> parse_block_spec(std::string_view spec) {
     while (b <= spec.size()) {
         const std::size_t e = std::min(spec.find(',', b), spec.size());
         const std::string_view item = spec.substr(b, e - b);
-        check(!item.empty(), "[transplant] empty block in '", spec, "'");
+        check(!item.empty(), "[blocks] empty block in '", spec, "'");
         const auto number = [&](std::string_view s) {
             check(!s.empty() && s.size() < 7 && s.find_first_not_of("0123456789") == std::string_view::npos,
-                  "[transplant] block '", item, "': '", s, "' is not a layer number, a range a-b or a group G<i>");
+                  "[blocks] block '", item, "': '", s, "' is not a layer number, a range a-b or a group G<i>");
             return static_cast<std::size_t>(std::stoul(std::string(s)));
         };
         BlockSpec blk{std::string(item), {}};
@@ -180,7 +180,7 @@ inline std::vector<BlockSpec> parse_block_spec(std::string_view spec) {
                 blk.parts.push_back({true, g, g});
             } else if (const std::size_t dash = part.find('-'); dash != std::string_view::npos) {
                 const std::size_t lo = number(part.substr(0, dash)), hi = number(part.substr(dash + 1));
-                check(lo <= hi, "[transplant] block '", item, "': range ", lo, "-", hi, " runs backwards (write ", hi, "-", lo, ")");
+                check(lo <= hi, "[blocks] block '", item, "': range ", lo, "-", hi, " runs backwards (write ", hi, "-", lo, ")");
                 blk.parts.push_back({false, lo, hi});
             } else {
                 const std::size_t l = number(part);
@@ -204,16 +204,16 @@ inline std::vector<TransplantBlock> parse_blocks(std::string_view spec, const st
         for (const BlockPart& part : bs.parts) {
             if (part.group) {
                 const std::size_t g = part.lo;
-                check(g < groups.size(), "[transplant] block '", bs.name, "': the model has ", groups.size(),
+                check(g < groups.size(), "[blocks] block '", bs.name, "': the model has ", groups.size(),
                       " layer groups (G0..G", groups.empty() ? 0 : groups.size() - 1, ")");
-                check(!groups[g].empty(), "[transplant] block '", bs.name, "': group G", g, " has no layers");
+                check(!groups[g].empty(), "[blocks] block '", bs.name, "': group G", g, " has no layers");
                 blk.layers.insert(blk.layers.end(), groups[g].begin(), groups[g].end());
             } else if (part.lo != part.hi) {
-                check(part.hi < num_layers, "[transplant] block '", bs.name, "': range ", part.lo, "-", part.hi,
+                check(part.hi < num_layers, "[blocks] block '", bs.name, "': range ", part.lo, "-", part.hi,
                       " is not inside the model's ", num_layers, " layers (0-", num_layers - 1, ")");
                 for (LayerIndex l = part.lo; l <= part.hi; ++l) blk.layers.push_back(l);
             } else {
-                check(part.lo < num_layers, "[transplant] block '", bs.name, "': layer ", part.lo, " is not one of the model's ",
+                check(part.lo < num_layers, "[blocks] block '", bs.name, "': layer ", part.lo, " is not one of the model's ",
                       num_layers, " layers (0-", num_layers - 1, ")");
                 blk.layers.push_back(part.lo);
             }
