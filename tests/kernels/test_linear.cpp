@@ -65,11 +65,11 @@ TEST_CASE("linear: shape errors name the weight") {
 }
 
 TEST_CASE("linear: bf16 sgemm row blocks cover the rows in equal shares of at most 512") {
-    for (std::size_t threads : {1u, 2u, 3u, 8u})
-        for (std::size_t out : {1u, 15u, 16u, 17u, 40u, 128u, 256u, 301u, 512u, 768u, 1100u, 3376u, 3584u, 6144u,
-                                17888u, 248320u}) {
-            const auto b = kernels::bf16_row_blocks(out, threads);
-            INFO("out " << out << " threads " << threads << " count " << b.count);
+    const std::size_t shares = kernels::kBf16BlockShares;
+    for (std::size_t out : {1u, 15u, 16u, 17u, 40u, 128u, 256u, 301u, 512u, 768u, 1100u, 3376u, 3584u, 6144u, 17888u,
+                            248320u}) {
+            const auto b = kernels::bf16_row_blocks(out);
+            INFO("out " << out << " count " << b.count);
             REQUIRE(b.count >= 1);
             CHECK(b.begin(0) == 0);
             CHECK(b.begin(b.count) == out);
@@ -83,10 +83,10 @@ TEST_CASE("linear: bf16 sgemm row blocks cover the rows in equal shares of at mo
             CHECK(smallest >= 1);                            // no empty block
             CHECK(largest <= kernels::kBf16BlockRows);       // fits the scratch
             CHECK(largest - smallest < 32);                  // equal up to the alignment
-            if (out >= 16 * threads) CHECK(b.count % threads == 0);  // equal shares of blocks
-        }
-    // A pool of 2 on the Qwen3.5-0.8B MLP's [3584 x 1024]: 8 blocks (fixed 512-row blocks: 7,
-    // 4 + 3); on a [512 x 1024] projection: 2 (fixed: 1, the second thread idle).
-    CHECK(kernels::bf16_row_blocks(3584, 2).count == 8);
-    CHECK(kernels::bf16_row_blocks(512, 2).count == 2);
+            if (out >= 16 * shares) CHECK(b.count % shares == 0);  // equal shares for 1, 2 or 4 threads
+    }
+    // The Qwen3.5-0.8B MLP's [3584 x 1024]: 8 blocks (fixed 512-row blocks: 7, 4 + 3 on two
+    // threads); a [512 x 1024] projection: 4 (fixed: 1, the second thread idle).
+    CHECK(kernels::bf16_row_blocks(3584).count == 8);
+    CHECK(kernels::bf16_row_blocks(512).count == 4);
 }

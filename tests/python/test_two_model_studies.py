@@ -117,6 +117,24 @@ def test_stitch_study_equals_the_cli(organisms, tmp_path, cli):
     assert again.stats["written"] == 0 and again.stats["resumed"] == len(r.records)
 
 
+def test_stitch_study_is_the_same_at_any_thread_count(organisms, tmp_path, cli):
+    """The adapters' fit and the records do not depend on the pool's size. With these sizes a
+    fit chunk of 494 tokens crosses blas::gemm's split threshold: before its column blocks were
+    fixed (256 columns a call), 2 threads made two 32-column sgemm calls where 1 made one of 64,
+    and out.W, out.x_mean and the stitched records differed in the last bits."""
+    import os
+    import subprocess
+
+    qwen, granite = organisms
+    for threads in ("1", "2"):
+        subprocess.run([cli, "experiment", "stitch", "--host", str(granite), "--donor", str(qwen), "--host-block", "0-1",
+                        "--donor-block", "0-2", "--fit-prompts", "40", "--fit-tokens", "2000", "--test-items", "20",
+                        "--ppl-seqs", "2", "--ppl-len", "64", "--conditions", "stitched", "--no-progress",
+                        "--out", str(tmp_path / threads)],
+                       check=True, capture_output=True, env={**os.environ, "HYLENS_THREADS": threads})
+    same_files(tmp_path / "1", tmp_path / "2", ("items.jsonl", "summary.csv", "summary.json", "adapters.safetensors"))
+
+
 def test_stitch_study_refuses_bad_arguments(organisms, tmp_path):
     qwen, granite = organisms
     host, donor = hylens.load(str(granite)), hylens.load(str(qwen))

@@ -26,9 +26,11 @@
 //    row against 2*M*in FLOPs, negligible once M >= 16. Why up to 512 rows: each sgemm call
 //    repacks the M x in activations, so small blocks repack them often (64-row blocks: 8x more
 //    often, 5 % slower at [512 x 1024] x [3584 x 1024]ᵀ, one thread). The blocks are of (nearly)
-//    equal size and their number a multiple of the pool's threads (bf16_row_blocks), so every
-//    thread gets the same work: with fixed 512-row blocks a [3584 x 1024] weight made 7 blocks
-//    (4 + 3 on 2 threads) and a [512 x 1024] one a single block, the second thread idle.
+//    equal size and their number a multiple of 4 (bf16_row_blocks), so 1, 2 or 4 threads get the
+//    same work each: with fixed 512-row blocks a [3584 x 1024] weight made 7 blocks (4 + 3 on 2
+//    threads) and a [512 x 1024] one a single block, the second thread idle. The blocks do not
+//    depend on the pool's size: OpenBLAS rounds a column by how many its call covers, so blocks
+//    cut by the thread count made the result depend on it.
 //  * bfloat16 with precision::round_activations() (opt-in, core/precision.hpp): x rounded to
 //    bf16 first. At simd level avx512bf16 the products run on VDPBF16PS: matvec with bf16 x, or
 //    isa::avx512bf16::gemm_rows over panels of 32 rows of W split over the pool; at the other
@@ -58,21 +60,22 @@ inline constexpr std::size_t kMatvecMaxRows = 4;
 /// Most rows of W one bf16 sgemm block widens at a time (the scratch is this many rows).
 inline constexpr std::size_t kBf16BlockRows = 512;
 
-/// How the bf16 sgemm path cuts the `out` rows of W into blocks for a pool of `threads`:
-/// count blocks, the smallest multiple of threads that keeps every block within kBf16BlockRows
-/// rows (fewer only when that would leave fewer than 16 rows a block); block b is the rows
-/// [begin(b), begin(b + 1)), its start a multiple of 16 (whole sgemm panels), so the blocks
-/// differ by less than 32 rows and the pool's contiguous ranges of blocks are equal in count.
+/// How the bf16 sgemm path cuts the `out` rows of W into blocks, whatever the pool's size: count
+/// blocks, the smallest multiple of kBf16BlockShares that keeps every block within
+/// kBf16BlockRows rows (fewer only when that would leave fewer than 16 rows a block); block b is
+/// the rows [begin(b), begin(b + 1)), its start a multiple of 16 (whole sgemm panels), so the
+/// blocks differ by less than 32 rows and a pool of 1, 2 or 4 threads gets equal counts.
 struct RowBlocks {
     static constexpr std::size_t kAlign = 16;
     std::size_t out, count;
     std::size_t begin(std::size_t b) const noexcept { return b >= count ? out : b * out / count / kAlign * kAlign; }
 };
-inline RowBlocks bf16_row_blocks(std::size_t out, std::size_t threads) noexcept {
+inline constexpr std::size_t kBf16BlockShares = 4;
+inline RowBlocks bf16_row_blocks(std::size_t out) noexcept {
     constexpr std::size_t kA = RowBlocks::kAlign, per = kBf16BlockRows - kA;  // + kA: the aligned starts
-    threads = std::max<std::size_t>(threads, 1);
+    constexpr std::size_t shares = kBf16BlockShares;
     std::size_t count = (out + per - 1) / per;
-    count = (count + threads - 1) / threads * threads;
+    count = (count + shares - 1) / shares * shares;
     count = std::min(count, std::max<std::size_t>(out / kA, 1));  // >= 16 rows a block: none empty
     return {out, count};
 }
@@ -138,7 +141,7 @@ inline void products(const float* x, std::size_t ldx, std::size_t M, const Weigh
     } else if (!W.is_bf16()) {
         blas::gemm(false, true, M, out, in, alpha, x, ldx, W.f32(), in, 0.0f, y, ldy);
     } else {
-        const RowBlocks blocks = bf16_row_blocks(out, ThreadPool::instance().size());
+        const RowBlocks blocks = bf16_row_blocks(out);
         parallel_for(blocks.count, [&](std::size_t b0, std::size_t b1) {
             thread_local std::vector<float> scratch;
             scratch.resize(kBf16BlockRows * in);
