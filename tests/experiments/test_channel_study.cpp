@@ -175,14 +175,37 @@ TEST_CASE("channel study: merge of the shards == the unsharded run, bad merges a
     const StudyResult r1 = run(o);
     CHECK(r0.records > 0);
     CHECK(r1.records > 0);
-    const MergeResult m = merge_results({s1.path, s0.path}, merged.path, [] {
+    const BootstrapOptions boot = [] {
         BootstrapOptions b;
         b.resamples = 200;
         return b;
-    }());
+    }();
+    const MergeResult m = merge_results({s1.path, s0.path}, merged.path, boot);
     CHECK(m.records == r0.records + r1.records);
     CHECK(m.incomplete == 0);
     CHECK(hylens::test::differing_results(whole.path, merged.path).empty());
+    // Into an earlier merge of the same study: replaced. Into another run's result: refused,
+    // and that folder is left as it was (its other files would stay beside the records).
+    CHECK(merge_results({s0.path, s1.path}, merged.path, boot).records == m.records);
+    CHECK(hylens::test::differing_results(whole.path, merged.path).empty());
+    const std::string whole_items = test::read_text(whole.path / "items.jsonl");
+    CHECK_THROWS_WITH_AS(merge_results({s0.path, s1.path}, whole.path), doctest::Contains("holds a study's run (not a merge)"),
+                         Error);
+    CHECK(test::read_text(whole.path / "items.jsonl") == whole_items);
+    test::TempDir circuit("merge_into_circuit"), orphan("merge_into_orphan"), other("merge_into_other");
+    test::write_text(circuit.path / "run.json", R"({"kind": "circuit", "study": {}, "merged_from": []})");
+    test::write_text(circuit.path / "circuit.json", "{}");
+    CHECK_THROWS_WITH_AS(merge_results({s0.path, s1.path}, circuit.path),
+                         doctest::Contains("holds a 'circuit' study, and the folders merged are a 'channels' study"), Error);
+    CHECK(!fs::exists(circuit.path / "items.jsonl"));
+    test::write_text(orphan.path / "items.jsonl", "");
+    CHECK_THROWS_WITH_AS(merge_results({s0.path, s1.path}, orphan.path), doctest::Contains("holds an items.jsonl and no run.json"),
+                         Error);
+    nlohmann::json another = nlohmann::json::parse(test::read_text(merged.path / "run.json"));
+    another["study"]["items"] = 99;
+    test::write_text(other.path / "run.json", another.dump());
+    CHECK_THROWS_WITH_AS(merge_results({s0.path, s1.path}, other.path), doctest::Contains("holds a merge of another study: items"),
+                         Error);
     // The same shard twice, or a folder of another study, is an error.
     test::TempDir bad("badmerge");
     CHECK_THROWS_AS(merge_results({s0.path, s0.path}, bad.path), Error);
@@ -417,6 +440,28 @@ TEST_CASE("channel study: swap items whose A and B differ in token length are sk
     REQUIRE(skipped.size() == 3);
     CHECK(skipped[0]["item"] == 1);
     CHECK(skipped[0]["reason"].get<std::string>().find("tokens") != std::string::npos);
+
+    // Listed in (task, seed, item) order, the order of a merge's file, whatever the seeds' order.
+    test::TempDir two("skip_two_seeds");
+    o.out = two.path;
+    o.seeds = {2, 1};
+    CHECK(run(o).skipped_items == 6);
+    const auto both = read_jsonl(two.path / "skipped.jsonl", false);
+    REQUIRE(both.size() == 6);
+    for (std::size_t i = 0; i < both.size(); ++i) {
+        CHECK(both[i]["seed"] == (i < 3 ? 1 : 2));
+        CHECK(both[i]["item"] == 2 * (i % 3) + 1);
+    }
+
+    // Split conditions only read no B context: every item runs, none is left out.
+    test::TempDir split("skip_split_only");
+    o.out = split.path;
+    o.seeds = {1};
+    o.conditions = parse_conditions("FULL,KV_ONLY,REC_ONLY,NONE");
+    const StudyResult s = run(o);
+    CHECK(s.skipped_items == 0);
+    CHECK(s.records == 6 * 4);
+    CHECK(read_jsonl(split.path / "skipped.jsonl", false).empty());
 }
 
 TEST_CASE("channel study: a parallel hybrid (Falcon-H1) runs every condition and sweep") {
@@ -472,4 +517,30 @@ TEST_CASE("channel study: the shipped byte-level tokenizer (docs' demo study) is
     const fs::path shipped = fs::path(HYLENS_GOLDEN_DIR).parent_path() / "experiments" / "byte_tokenizer.json";
     CHECK(nlohmann::json::parse(test::read_text(shipped)) == nlohmann::json::parse(test::tiny_tokenizer_json()));
     CHECK(Tokenizer::from_file(shipped.string()).vocab_size() == 265);
+}
+
+TEST_CASE("channel study: a folder another run is writing is refused, and free again once that run ends") {
+    test::TempDir dir("locked"), s0("locked_shard0"), s1("locked_shard1");
+    StudyOptions o = small_study(dir.path);
+    o.tasks = {&plain_task()};
+    o.seeds = {1};
+    std::size_t shard_records = 0;
+    {
+        const FolderLock other(dir.path, "another run");  // a second flock on the file, as another process's
+        CHECK_THROWS_WITH_AS(run(o), doctest::Contains("is in use: another study or merge is writing there now"), Error);
+        CHECK(!fs::exists(dir.path / "items.jsonl"));
+        o.shard = parse_shard("0/2");
+        o.out = s0.path;
+        shard_records += run(o).records;
+        o.shard = parse_shard("1/2");
+        o.out = s1.path;
+        shard_records += run(o).records;
+        CHECK_THROWS_WITH_AS(merge_results({s0.path, s1.path}, dir.path), doctest::Contains("is in use"), Error);
+    }
+    CHECK(shard_records == 6 * 4);  // the plain task runs the four split conditions
+    CHECK(merge_results({s0.path, s1.path}, dir.path).records == shard_records);
+    o.shard = {};
+    o.out = dir.path;
+    o.resume = false;
+    CHECK_THROWS_WITH_AS(run(o), doctest::Contains("already exists"), Error);  // the merge's records, not a lock
 }

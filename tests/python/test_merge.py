@@ -49,11 +49,16 @@ def test_merge_circuit_and_stitch(organisms, tmp_path):
     s = hylens.merge((tmp_path / "st0", tmp_path / "st1"), tmp_path / "stm", frames=False)
     assert isinstance(s, hylens.StitchResult) and s.stats["kind"] == "stitch"
     same_files(tmp_path / "stm", tmp_path / "st", ("items.jsonl", "summary.csv", "summary.json", "adapters.safetensors"))
-    # merged into the same folder, a run that fits no map leaves no adapters of the earlier merge
+    # a run that fits no map has no adapters, nor has its merge; into the folder of another
+    # study's merge it is refused (its adapters would have stayed beside the records), that
+    # merge left as it was
     hylens.stitch_study(host, donor, tmp_path / "plain", "0-1", "0-2", **{**sargs, "conditions": "intact,removed"})
     assert not (tmp_path / "plain" / "adapters.safetensors").exists()
-    hylens.merge([tmp_path / "plain"], tmp_path / "stm", frames=False)
-    assert not (tmp_path / "stm" / "adapters.safetensors").exists()
+    with pytest.raises(hylens.Error, match="holds a merge of another study"):
+        hylens.merge([tmp_path / "plain"], tmp_path / "stm", frames=False)
+    same_files(tmp_path / "stm", tmp_path / "st", ("items.jsonl", "adapters.safetensors"))
+    hylens.merge([tmp_path / "plain"], tmp_path / "plain_merged", frames=False)
+    assert not (tmp_path / "plain_merged" / "adapters.safetensors").exists()
 
 
 def test_merge_refuses(tmp_path):
@@ -91,7 +96,7 @@ def test_merge_folder_checks(organisms, tmp_path):
     with pytest.raises(hylens.Error, match="is given twice"):
         hylens.merge([tmp_path / "c", tmp_path / "c"], tmp_path / "m")
     (tmp_path / "file").write_text("x")
-    with pytest.raises(hylens.Error, match="is a file"):
+    with pytest.raises(ValueError, match="merge: out: '.*file' is a file, not a folder"):  # before anything is read
         hylens.merge([tmp_path / "c"], tmp_path / "file")
     assert not (tmp_path / "m").exists()
     # a merge into the folder of an earlier merge: an empty shard leaves no summary behind

@@ -109,21 +109,23 @@ TEST_CASE("StudyFolder: a run resumed after a torn last line equals the uninterr
 
 TEST_CASE("StudyFolder: records() are sorted by key, finish() writes them in that order") {
     TempDir d("folder_order");
-    ex::StudyFolder f(options(d.path));
-    f.append({{{"task", "chat8"}, {"seed", 7}, {"item", 2}, {"condition", "b"}}});
-    f.append({{{"task", "chat8"}, {"seed", 7}, {"item", 1}, {"condition", "z"}},
-              {{"task", "chat8"}, {"seed", 7}, {"item", 1}, {"condition", "a"}}});
-    const std::vector<nlohmann::json> r = f.records();
-    REQUIRE(r.size() == 3);
-    CHECK(r[0]["item"] == 1);
-    CHECK(r[0]["condition"] == "a");
-    CHECK(r[1]["condition"] == "z");
-    CHECK(r[2]["item"] == 2);
-    f.finish();
-    CHECK(read_text(d.path / "items.jsonl") ==
-          "{\"condition\":\"a\",\"item\":1,\"seed\":7,\"task\":\"chat8\"}\n"
-          "{\"condition\":\"z\",\"item\":1,\"seed\":7,\"task\":\"chat8\"}\n"
-          "{\"condition\":\"b\",\"item\":2,\"seed\":7,\"task\":\"chat8\"}\n");
+    {
+        ex::StudyFolder f(options(d.path));
+        f.append({{{"task", "chat8"}, {"seed", 7}, {"item", 2}, {"condition", "b"}}});
+        f.append({{{"task", "chat8"}, {"seed", 7}, {"item", 1}, {"condition", "z"}},
+                  {{"task", "chat8"}, {"seed", 7}, {"item", 1}, {"condition", "a"}}});
+        const std::vector<nlohmann::json> r = f.records();
+        REQUIRE(r.size() == 3);
+        CHECK(r[0]["item"] == 1);
+        CHECK(r[0]["condition"] == "a");
+        CHECK(r[1]["condition"] == "z");
+        CHECK(r[2]["item"] == 2);
+        f.finish();
+        CHECK(read_text(d.path / "items.jsonl") ==
+              "{\"condition\":\"a\",\"item\":1,\"seed\":7,\"task\":\"chat8\"}\n"
+              "{\"condition\":\"z\",\"item\":1,\"seed\":7,\"task\":\"chat8\"}\n"
+              "{\"condition\":\"b\",\"item\":2,\"seed\":7,\"task\":\"chat8\"}\n");
+    }  // f holds the folder's lock until here
     // A record without its key fields is an error.
     ex::StudyFolder g(options(d.path, true));
     CHECK_THROWS_AS(g.append({{{"task", "chat8"}, {"item", 3}}}), hylens::Error);

@@ -47,6 +47,7 @@
 #include "../tasks/task.hpp"
 #include "../text/tokenizer.hpp"
 #include "condition_cache.hpp"
+#include "folder_lock.hpp"
 #include "conditions.hpp"
 #include "progress.hpp"
 #include "prompt.hpp"
@@ -142,7 +143,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     const PromptRenderer renderer(tok, family);
 
     // Output folder, run.json, resume.
-    fs::create_directories(opt.out);
+    const FolderLock lock(opt.out, "experiment");  // makes the folder
     const fs::path items_path = opt.out / "items.jsonl", run_path = opt.out / "run.json";
     const nlohmann::json definition = study_definition(opt, conds);
     const nlohmann::json run_info = with_input_fingerprints(opt.run_info);  // what was read, by content
@@ -191,6 +192,10 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     std::set<RecordKey> makes;
     nlohmann::json skipped = nlohmann::json::array();
     std::size_t number = 0, total = 0;
+    // A swap item whose contexts differ in token length is left out only where a condition
+    // reads its B context: its records are then left out for every condition, so each
+    // comparison stays paired. Without a swap condition every item runs.
+    const bool pairs_b = std::any_of(conds.begin(), conds.end(), [](const Condition& c) { return c.needs_b(); });
     for (std::size_t t = 0; t < opt.tasks.size(); ++t) {
         const tasks::TaskSpec& spec = *opt.tasks[t];
         for (const std::uint64_t seed : opt.seeds)
@@ -201,7 +206,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
                 check(w.item.seed == seed && w.item.index == i, "[experiment] task ", spec.name, ": make(", seed, ", ", i,
                       ") returned the item of seed ", w.item.seed, ", index ", w.item.index);
                 w.ids = renderer.render(w.item, spec.swap);
-                if (spec.swap && w.ids.alt_context.size() != w.ids.context.size()) {
+                if (spec.swap && pairs_b && w.ids.alt_context.size() != w.ids.context.size()) {
                     skipped.push_back({{"task", spec.name}, {"seed", seed}, {"item", i},
                                        {"reason", "context A has " + std::to_string(w.ids.context.size()) +
                                                       " tokens, context B " + std::to_string(w.ids.alt_context.size())}});
@@ -318,7 +323,9 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     const std::string all = detail::jsonl_text(existing);
     write_file_atomic(items_path, all);
     run[detail::kItemsFingerprintKey] = fnv1a64_hex(all);
-    write_file_atomic(opt.out / "skipped.jsonl", detail::jsonl_text(skipped.get<std::vector<nlohmann::json>>()));
+    std::vector<nlohmann::json> skipped_items = skipped.get<std::vector<nlohmann::json>>();
+    detail::sort_skipped(skipped_items);  // the order of a merge's skipped.jsonl
+    write_file_atomic(opt.out / "skipped.jsonl", detail::jsonl_text(skipped_items));
     const auto t_gen = std::chrono::steady_clock::now();
     write_summaries(opt.out, existing, cond_names, opt.bootstrap);
     const auto t_end = std::chrono::steady_clock::now();

@@ -14,6 +14,7 @@
 
 #include "../core/error.hpp"
 #include "channel_study.hpp"
+#include "folder_lock.hpp"
 #include "records.hpp"
 #include "study_folder.hpp"  // MergeResult
 #include "summary.hpp"
@@ -62,6 +63,8 @@ inline MergeResult merge_results(const std::vector<std::filesystem::path>& dirs,
     detail::ShardFolders f = detail::read_shard_folders(
         dirs, out,
         [](const fs::path& p, const nlohmann::json& run) {
+            check(detail::run_kind(run) == "channels", "[merge] ", p.string(), " is not a 'channels' study (it holds a '",
+                  detail::run_kind(run), "' study)");
             check(run.contains("study") && run["study"].contains("conditions"), "[merge] ", p.string(), " has no study definition");
         },
         detail::channel_record_check);
@@ -81,11 +84,8 @@ inline MergeResult merge_results(const std::vector<std::filesystem::path>& dirs,
     }
     std::vector<std::string> conditions = f.study["conditions"].get<std::vector<std::string>>();
     sort_records(f.records, conditions);
-    std::sort(skipped.begin(), skipped.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
-        return std::make_tuple(a["task"].get<std::string>(), a["seed"].get<std::uint64_t>(), a["item"].get<std::size_t>()) <
-               std::make_tuple(b["task"].get<std::string>(), b["seed"].get<std::uint64_t>(), b["item"].get<std::size_t>());
-    });
-    fs::create_directories(out);
+    detail::sort_skipped(skipped);
+    const FolderLock lock(out, "merge");  // makes the folder
     const std::string text = detail::jsonl_text(f.records);
     write_file_atomic(out / "items.jsonl", text);
     write_file_atomic(out / "skipped.jsonl", detail::jsonl_text(skipped));

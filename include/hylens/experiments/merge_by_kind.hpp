@@ -30,8 +30,7 @@ inline std::string result_kind(const std::filesystem::path& dir) {
     const std::filesystem::path run = dir / "run.json";
     if (!std::filesystem::exists(run)) return "channels";
     std::ifstream in(run);
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    return j.is_object() && j.contains("kind") && j["kind"].is_string() ? j["kind"].get<std::string>() : "channels";
+    return detail::run_kind(nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false));
 }
 
 inline MergeResult merge_circuit_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out) {

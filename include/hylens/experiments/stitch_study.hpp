@@ -738,18 +738,17 @@ inline MergeResult merge_stitch_folders(const std::vector<std::filesystem::path>
             fail<FormatError>("[merge] ", (dirs.front() / "run.json").string(), ": bad stitch study definition (", e.what(), ")");
         }
     }
-    const MergeResult m = merge_study_folders(dirs, out, "stitch",
-                                              [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
-                                                  write_stitch_summaries(o, r, order, opt);
-                                              });
-    // (read_shard_folders refused an output folder among the inputs.) A run whose conditions fit
-    // no map has no adapters: an earlier merge's in `out` would be another study's.
-    const std::filesystem::path a = dirs.front() / "adapters.safetensors";
-    if (std::filesystem::exists(a))
-        std::filesystem::copy_file(a, out / "adapters.safetensors", std::filesystem::copy_options::overwrite_existing);
-    else
-        std::filesystem::remove(out / "adapters.safetensors");
-    return m;
+    // Inside the merge's lock on `out`. (read_shard_folders refused an output folder among the
+    // inputs.) A run whose conditions fit no map has no adapters: an earlier merge's in `out`
+    // would be another study's.
+    return merge_study_folders(dirs, out, "stitch", [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
+        write_stitch_summaries(o, r, order, opt);
+        const std::filesystem::path a = dirs.front() / "adapters.safetensors";
+        if (std::filesystem::exists(a))
+            std::filesystem::copy_file(a, o / "adapters.safetensors", std::filesystem::copy_options::overwrite_existing);
+        else
+            std::filesystem::remove(o / "adapters.safetensors");
+    });
 }
 
 }  // namespace hylens::experiments

@@ -21,7 +21,7 @@
 // of N runs those with ordinal % N == I. merge_study_folders() joins the shard folders of one
 // study into one folder whose items.jsonl is byte for byte the unsharded run's.
 
-#include <algorithm>   // std::sort, std::max
+#include <algorithm>   // std::sort, std::stable_sort, std::max
 #include <cmath>       // std::isnan
 #include <cstddef>     // std::size_t
 #include <cstdint>     // std::uint64_t
@@ -37,6 +37,7 @@
 #include <string>      // std::string
 #include <string_view> // std::string_view
 #include <system_error> // std::error_code
+#include <tuple>       // std::make_tuple
 #include <utility>     // std::move
 #include <vector>      // std::vector
 
@@ -45,6 +46,7 @@
 #include "../core/error.hpp"
 #include "../io/json_depth.hpp"
 #include "bootstrap.hpp"  // Interval, sample_sd
+#include "folder_lock.hpp"
 #include "input_fingerprint.hpp"
 #include "records.hpp"
 
@@ -245,6 +247,21 @@ inline void sort_by_key(std::vector<nlohmann::json>& records) {
     records = std::move(out);
 }
 
+/// The study a run.json describes: its "kind", "channels" where it has none (the channel
+/// study's folders).
+inline std::string run_kind(const nlohmann::json& run) {
+    return run.is_object() && run.contains("kind") && run["kind"].is_string() ? run["kind"].get<std::string>() : "channels";
+}
+
+/// Sorts the lines of a skipped.jsonl by (task, seed, item): the items.jsonl order, so a run's
+/// file and a merge of its shards' are the same bytes.
+inline void sort_skipped(std::vector<nlohmann::json>& skipped) {
+    const auto key = [](const nlohmann::json& r) {
+        return std::make_tuple(r.at("task").get<std::string>(), r.at("seed").get<std::uint64_t>(), r.at("item").get<std::size_t>());
+    };
+    std::stable_sort(skipped.begin(), skipped.end(), [&](const nlohmann::json& a, const nlohmann::json& b) { return key(a) < key(b); });
+}
+
 inline std::string jsonl_text(const std::vector<nlohmann::json>& records) {
     std::string text;
     for (const auto& r : records) text += json_line(r) + "\n";
@@ -310,7 +327,7 @@ public:
         check(!o_.kind.empty(), "[study] no study kind");
         check(o_.definition.is_object() && !o_.definition.contains("shard"), "[study] ", o_.kind,
               ": the definition must be a JSON object without a 'shard' key");
-        fs::create_directories(o_.out);
+        lock_ = std::make_unique<FolderLock>(o_.out, o_.kind);  // makes the folder
         const fs::path items = items_path(), run_path = o_.out / "run.json";
         nlohmann::json study = o_.definition;
         study["shard"] = o_.shard.text();
@@ -437,6 +454,7 @@ private:
     }
 
     StudyFolderOptions o_;
+    std::unique_ptr<FolderLock> lock_;  ///< held while the folder is this run's
     std::vector<nlohmann::json> records_;
     std::set<RecordKey> done_;
     mutable std::set<RecordKey> claimed_;  ///< resumed keys the study asked done() for
@@ -475,6 +493,32 @@ inline std::optional<std::set<std::uint64_t>> defined_seeds(const nlohmann::json
         return std::nullopt;
     }
     return seeds;
+}
+
+/// A merge writes its files over `out`'s and leaves the rest, so `out` may hold an earlier merge
+/// of the same study (the merge replaces it) but no other run's result: a study's folder
+/// (another study's summaries, adapters or skipped items would stay beside the merged records)
+/// or an items.jsonl without run.json.
+inline void check_merge_output(const std::filesystem::path& out, const ShardFolders& f) {
+    namespace fs = std::filesystem;
+    const bool has_run = fs::exists(out / "run.json");
+    if (!has_run && !fs::exists(out / "items.jsonl")) return;
+    const std::string where = "[merge] the output folder " + out.string();
+    const char* fix = ": merge into a new or empty folder, or into an earlier merge of the same study";
+    check(has_run, where, " holds an items.jsonl and no run.json", fix);
+    nlohmann::json prev;
+    try {
+        prev = read_json_file(out / "run.json");
+    } catch (const Error&) {
+        fail(where, " holds a run.json that is not a study's", fix);
+    }
+    check(run_kind(prev) == run_kind(f.first_run), where, " holds a '", run_kind(prev), "' study, and the folders merged are a '",
+          run_kind(f.first_run), "' study", fix);
+    check(prev.is_object() && prev.contains("merged_from"), where, " holds a study's run (not a merge)", fix);
+    nlohmann::json study = prev.value("study", nlohmann::json());
+    if (study.is_object()) study.erase("shard");
+    check(study == f.study, where, " holds a merge of another study: ", definition_difference(study, f.study),
+          " (there and in the folders merged)", fix);
 }
 
 /// Checks one record of a merged folder (its run.json, the record, "FILE line N"): a
@@ -561,6 +605,7 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
         for (std::size_t i = 0; i < shard_count; ++i)
             if (!present.count(i)) f.missing.push_back(std::to_string(i) + "/" + std::to_string(shard_count));
     f.counts.missing_shards = f.missing.size();
+    check_merge_output(out, f);
     return f;
 }
 
@@ -605,10 +650,10 @@ inline MergeResult merge_study_folders(
     const std::function<void(const std::filesystem::path&, const std::vector<nlohmann::json>&)>& write_summaries) {
     detail::ShardFolders f = detail::read_shard_folders(dirs, out, [&](const std::filesystem::path& p, const nlohmann::json& run) {
         check(run.value("kind", "") == kind && run.contains("study") && run["study"].is_object(), "[merge] ", p.string(),
-              " is not a '", kind, "' study");
+              " is not a '", kind, "' study (it holds a '", detail::run_kind(run), "' study)");
     });
     detail::sort_by_key(f.records);
-    std::filesystem::create_directories(out);
+    const FolderLock lock(out, "merge");  // makes the folder
     // An earlier merge into `out` left summaries this one may not write (no records: no summaries).
     for (const char* stale : {"summary.csv", "summary.json", "circuit.json"}) std::filesystem::remove(out / stale);
     const std::string text = detail::jsonl_text(f.records);
