@@ -1,6 +1,7 @@
 // The hylens command-line tool: run the library's operations on any model folder of the
 // supported families. `hylens --help` lists the subcommands; each has its own --help.
 
+#include <hylens/version.hpp>
 #include <hylens/core/error.hpp>
 
 #include <cstring>
@@ -54,7 +55,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (!std::strcmp(argv[1], "--version")) {
-        std::cout << "hylens " << HYLENS_VERSION << "\n";
+        std::cout << "hylens " << hylens::version << "\n";
         return 0;
     }
     const std::string cmd = argv[1];

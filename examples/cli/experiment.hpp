@@ -10,6 +10,7 @@
 // Built with HYLENS_WITH_MPI, `mpirun -np N hylens experiment channels ...` runs shard r/N on
 // rank r into OUT/ranks/rank-r-of-N and rank 0 merges them into OUT.
 
+#include <hylens/version.hpp>
 #include <hylens/core/thread_pool.hpp>
 #include <hylens/experiments/channel_study.hpp>
 #include <hylens/experiments/merge_by_kind.hpp>
@@ -37,10 +38,6 @@
 #include "experiment_query_map.hpp"  // and experiment_transplant.hpp
 #include "experiment_stitch.hpp"
 #include "study_mpi.hpp"  // detail::MpiJob
-
-#ifndef HYLENS_VERSION
-#define HYLENS_VERSION "unknown"
-#endif
 
 namespace hylens::cli {
 
@@ -123,7 +120,7 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
         opt.run_info = {{"model", std::filesystem::absolute(a.model).string()},
                         {"model_type", model.config().model_type},
                         {"tokenizer", std::filesystem::absolute(tok_path).string()},
-                        {"hylens_version", HYLENS_VERSION},
+                        {"hylens_version", hylens::version},
                         {"arguments", argv_all},
                         {"mpi_ranks", mpi.size}};
         const ex::StudyResult r =

@@ -8,6 +8,7 @@
 //       [--top K]
 //       [--unit mixer|layer] [--critical X] [--shard I/N] [--resume] [--no-progress] --out DIR
 
+#include <hylens/version.hpp>
 #include <hylens/experiments/circuit_study.hpp>
 #include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/experiments/prompt.hpp>
@@ -21,10 +22,6 @@
 
 #include "args.hpp"
 #include "study_mpi.hpp"
-
-#ifndef HYLENS_VERSION
-#define HYLENS_VERSION "unknown"
-#endif
 
 namespace hylens::cli {
 
@@ -97,7 +94,7 @@ inline int run_experiment_circuit(int argc, char** argv) {
             o.shard = place.shard;
             o.out = place.out;
             o.circuit.group_size = group_size >= 0 ? static_cast<std::size_t>(group_size) : default_group_size(type);
-            o.run_info = study_run_info(a.model, type, tok_path, all, place.ranks, HYLENS_VERSION);
+            o.run_info = study_run_info(a.model, type, tok_path, all, place.ranks, hylens::version);
             // The protocol's long512: WikiText-2 test text; here the corpus's held-out chunks.
             if (a.variant == "long") ex::set_long_filler(o, tok, corpus, filler_tokens);
             const ex::CircuitStudyResult r =

@@ -6,6 +6,7 @@
 //       [--per-config N] [--seed S] [--other-layers L,L...] [--shard I/N] [--resume] [--no-progress]
 //       --out DIR
 
+#include <hylens/version.hpp>
 #include <hylens/experiments/encode_swap_study.hpp>
 #include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/experiments/prompt.hpp>
@@ -19,10 +20,6 @@
 
 #include "args.hpp"
 #include "study_mpi.hpp"
-
-#ifndef HYLENS_VERSION
-#define HYLENS_VERSION "unknown"
-#endif
 
 namespace hylens::cli {
 
@@ -70,7 +67,7 @@ inline int run_experiment_encode_swap(int argc, char** argv) {
             const std::string type = m.config().model_type;
             o.shard = place.shard;
             o.out = place.out;
-            o.run_info = study_run_info(a.model, type, tok_path, all, place.ranks, HYLENS_VERSION);
+            o.run_info = study_run_info(a.model, type, tok_path, all, place.ranks, hylens::version);
             o.run_info["circuit"] = std::filesystem::absolute(circuit).string();
             const ex::EncodeSwapResult r =
                 m.visit([&](const auto& typed) { return ex::run_encode_swap_study(typed, tok, ex::chat_family(type), o); });

@@ -8,6 +8,7 @@
 //       [--fit N] [--per-config N] [--curve LIST] [--variant V] [--seed S | --seeds LIST] [--shard I/N]
 //       [--resume] [--no-progress] --out DIR
 
+#include <hylens/version.hpp>
 #include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/experiments/query_map_study.hpp>
@@ -109,7 +110,7 @@ inline int run_experiment_query_map(int argc, char** argv) {
             if (!circuit.empty()) roles = read_circuit_file(circuit);
             o.circuit = roles;
             if (roles && reader.empty()) o.reader = {roles->reader_layer, roles->reader_head};
-            o.run_info = study_run_info(a.model, rtype, tr, all, place.ranks, HYLENS_VERSION);
+            o.run_info = study_run_info(a.model, rtype, tr, all, place.ranks, hylens::version);
             o.run_info["donor"] = donor_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(donor_dir).string());
             o.run_info["donor_model_type"] = dtype;
             o.run_info["donor_tokenizer"] = std::filesystem::absolute(tdp).string();

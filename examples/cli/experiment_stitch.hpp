@@ -9,6 +9,7 @@
 //       [--conditions LIST] [--other-blocks LIST] [--reader L:H] [--seed S | --seeds LIST] [--shard I/N] [--resume]
 //       [--no-progress] --out DIR
 
+#include <hylens/version.hpp>
 #include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/experiments/stitch_study.hpp>
@@ -23,10 +24,6 @@
 
 #include "args.hpp"
 #include "study_mpi.hpp"
-
-#ifndef HYLENS_VERSION
-#define HYLENS_VERSION "unknown"
-#endif
 
 namespace hylens::cli {
 
@@ -134,7 +131,7 @@ inline int run_experiment_stitch(int argc, char** argv) {
                           {"donor", std::filesystem::absolute(donor).string()},
                           {"donor_type", d.config().model_type},
                           {"donor_tokenizer", std::filesystem::absolute(dtp).string()},
-                          {"hylens_version", HYLENS_VERSION},
+                          {"hylens_version", hylens::version},
                           {"arguments", all},
                           {"mpi_ranks", place.ranks}};
             const ex::StitchStudyResult r = h.visit([&](const auto& hm) {

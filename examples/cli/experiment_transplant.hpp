@@ -9,6 +9,7 @@
 // Under mpirun, rank r runs shard r/N into OUT/ranks/rank-r-of-N and rank 0 merges them
 // (study_mpi.hpp).
 
+#include <hylens/version.hpp>
 #include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/experiments/study_folder.hpp>
@@ -26,10 +27,6 @@
 
 #include "args.hpp"
 #include "study_mpi.hpp"
-
-#ifndef HYLENS_VERSION
-#define HYLENS_VERSION "unknown"
-#endif
 
 namespace hylens::cli {
 
@@ -139,7 +136,7 @@ inline int run_experiment_transplant(int argc, char** argv) {
                 o.reader = {roles.reader_layer, roles.reader_head};
                 o.circuit = roles;
             }
-            o.run_info = study_run_info(a.model, type, tok_path, all, place.ranks, HYLENS_VERSION);
+            o.run_info = study_run_info(a.model, type, tok_path, all, place.ranks, hylens::version);
             o.run_info["circuit"] = circuit.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(circuit).string());
             const ex::TransplantStudyResult r = model.visit([&](const auto& m) {
                 ex::set_transplant_blocks(o, m, td::group_size_of(type, group_size), blocks, upstream);

@@ -6,6 +6,7 @@ cache. See docs/python.md.
 """
 
 from . import _core
+from ._core import __version__  # noqa: F401
 from ._core import (  # noqa: F401
     Cache,
     ChatPrompt,

@@ -154,12 +154,25 @@ def _text(x, what, who):
     return x
 
 
-def _out_path(out, who, what="out"):
-    if not isinstance(out, (str, os.PathLike)):
-        raise TypeError(f"{who}: {what} must be a folder path, got {type(out).__name__}")
-    if not os.fspath(out):
+def _folder_path(path, who, what):
+    """A folder path as a str (str or os.PathLike, not empty)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{who}: {what} must be a folder path, got {type(path).__name__}")
+    if not os.fspath(path):
         raise ValueError(f"{who}: {what} is an empty path")
-    return os.fspath(out)
+    return os.fspath(path)
+
+
+def _out_path(out, who, what="out"):
+    """out as a str, checked as the tool checks --out before anything runs: a file, a file on
+    the way, a link to nothing or a folder above it this user cannot write is a ValueError."""
+    from . import _core
+
+    out = _folder_path(out, who, what)
+    problem = _core._result_folder_problem(out)
+    if problem:
+        raise ValueError(f"{who}: {what}: {problem}")
+    return out
 
 
 def _corpus_path(corpus, who):
@@ -206,14 +219,18 @@ def experiment(model, tokenizer, tasks, out, conditions=DEFAULT_CONDITIONS, item
             raise ValueError(f"experiment: unknown task '{t}' (known tasks: {', '.join(known)})")
     if len(set(tasks)) != len(tasks):
         raise ValueError(f"experiment: a task is listed twice in {tasks} (its records would count twice)")
+    model = _model_of(model, "model", "experiment")
     out = _out_path(out, "experiment")
     seeds = _seed_list(seeds, "experiment")
     tokenizer = _tokenizer_of(tokenizer, "experiment")
     conditions = ",".join(_names(conditions, "conditions", "experiment", required=True))
-    stats = _core._channel_study(model, tokenizer, tasks, conditions, out, _whole_or_raise(items, "items"),
-                                 seeds, _whole_or_raise(max_new, "max_new"), _text(layers, "layers", "experiment"),
-                                 _text(shard, "shard", "experiment"), bool(resume),
-                                 _whole_or_raise(batch, "batch"), bool(progress))
+    # the tool's ranges: --items >= 1, --max-new 1-4096 (0 here: each task's own), --batch 1-1024
+    items = _count(items, "items", "experiment", 1, 2**63 - 1)
+    max_new = _count(max_new, "max_new", "experiment", 0, 4096)
+    batch = _count(batch, "batch", "experiment", 1, 1024)
+    stats = _core._channel_study(model, tokenizer, tasks, conditions, out, items, seeds, max_new,
+                                 _text(layers, "layers", "experiment"), _text(shard, "shard", "experiment"),
+                                 bool(resume), batch, bool(progress))
     result = ExperimentResult(out, stats, frames)
     # The --layers sets left out for a condition (the tool prints them on stderr, which a
     # notebook does not show).
@@ -550,7 +567,7 @@ def merge(folders, out, frames=None):
     who = "merge"
     if isinstance(folders, (str, bytes, os.PathLike, set, frozenset, dict)) or not hasattr(folders, "__iter__"):
         raise TypeError(f"{who}: folders must be a list of result folders, got {folders!r}")
-    folders = [_out_path(f, who, "a folder to merge") for f in folders]
+    folders = [_folder_path(f, who, "a folder to merge") for f in folders]
     if not folders:
         raise ValueError(f"{who}: no result folder given")
     out = _out_path(out, who)

@@ -5,6 +5,7 @@
 // summaries back as pandas DataFrames, or lists of dicts without pandas.
 
 #include <hylens/experiments/channel_study.hpp>
+#include <hylens/experiments/result_folder.hpp>
 #include <hylens/tasks/registry.hpp>
 
 #include <pybind11/pybind11.h>
@@ -22,6 +23,8 @@ namespace pyb = pybind11;
 
 inline void bind_experiment(pyb::module_& m) {
     m.def("experiment_tasks", [] { return tasks::task_names(); }, "Names of the study tasks (tasks/registry.hpp).");
+    m.def("_result_folder_problem", [](const std::string& path) { return experiments::result_folder_problem(path); },
+          pyb::arg("path"), "Why `path` cannot be a result folder, or '' (the tool's --out check).");
     m.def("_channel_study", [](const PyModel& model, const Tokenizer& tok, const std::vector<std::string>& task_names,
                                const std::string& conditions, const std::string& out, Count items,
                                const std::vector<std::uint64_t>& seeds, Count max_new, const std::string& layers,

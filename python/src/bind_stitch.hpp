@@ -51,6 +51,7 @@ inline void bind_stitch(pyb::module_& m) {
                         {"donor", std::filesystem::absolute(donor.path()).string()},
                         {"donor_type", donor.model_type()},
                         {"donor_tokenizer", tokenizer_file_json(donor_tok)},
+                        {"hylens_version", hylens::version},
                         {"via", "python"}};
         const tasks::lookup::FitCorpus text =
             corpus.empty() ? tasks::lookup::read_fit_corpus() : tasks::lookup::read_fit_corpus(corpus);

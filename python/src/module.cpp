@@ -3,6 +3,8 @@
 // heaviest part to compile). The package python/hylens/__init__.py re-exports the module and
 // adds the pure-Python helpers.
 
+#include <hylens/version.hpp>
+
 #include <pybind11/pybind11.h>
 
 #include "bind_cache.hpp"
@@ -20,6 +22,7 @@
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "hylens: interpretability of hybrid language models (C++ core)";
+    m.attr("__version__") = hylens::version;
     hylens::python::register_errors(m);
     hylens::python::bind_cache(m);
     hylens::python::bind_interp(m);

@@ -5,6 +5,7 @@
 #include <hylens/experiments/prompt.hpp>        // chat_family
 #include <hylens/experiments/study_folder.hpp>  // StudyRunOptions, parse_shard
 #include <hylens/interp/reader_search.hpp>       // default_group_size
+#include <hylens/version.hpp>
 
 #include <pybind11/pybind11.h>
 
@@ -20,11 +21,13 @@
 
 namespace hylens::python {
 
-/// run.json's description of a study run from Python: the model's folder and type, "via":
-/// "python", and the tokenizer's file, so a resume or a merge with another tokenizer is refused.
+/// run.json's description of a study run from Python: the model's folder and type, the
+/// library's version (as the tool writes it), "via": "python", and the tokenizer's file, so a
+/// resume or a merge with another tokenizer is refused.
 inline nlohmann::json python_run_info(const PyModel& model, const Tokenizer& tok) {
     nlohmann::json info = {{"model", std::filesystem::absolute(model.path()).string()},
                            {"model_type", model.model_type()},
+                           {"hylens_version", hylens::version},
                            {"via", "python"}};
     if (!tok.source().empty()) info["tokenizer"] = tok.source();
     return info;

@@ -55,7 +55,25 @@ def test_channel_study_records_and_summaries(byte_tokenizer, tmp_path):
         hylens.experiment(model, tokenizer, [task, task], tmp_path / "z", items=1, seeds=[1])
     with pytest.raises(TypeError, match="out must be a folder path"):
         hylens.experiment(model, tokenizer, [task], None, items=1, seeds=[1])
+    # out checked as the tool checks --out, before anything runs (it was a filesystem error)
+    (tmp_path / "a_file").write_text("")
+    for out, problem in ((tmp_path / "a_file", "is a file, not a folder"),
+                         (tmp_path / "a_file" / "run", "a_file is a file, not a folder")):
+        with pytest.raises(ValueError, match=f"experiment: out: '.*'.*{problem}"):
+            hylens.experiment(model, tokenizer, [task], out, items=1, seeds=[1])
+        with pytest.raises(ValueError, match=problem):
+            hylens.circuit_study(model, tokenizer, out, per_config=1)
+    # the tool's ranges, and the model's type, named (they were a TypeError on the private call)
+    for bad, message in ((dict(items=0), "items must be in \\[1,"), (dict(items=-1), "items must be in"),
+                         (dict(max_new=4097), "max_new must be in \\[0, 4096\\]"), (dict(max_new=-1), "max_new must be in"),
+                         (dict(batch=0), "batch must be in \\[1, 1024\\]"), (dict(batch=5000), "batch must be in")):
+        with pytest.raises(ValueError, match=message):
+            hylens.experiment(model, tokenizer, [task], tmp_path / "z", **{"items": 1, "seeds": [1], **bad})
+    with pytest.raises(TypeError, match="experiment: model must be a hylens.Model"):
+        hylens.experiment("x", tokenizer, [task], tmp_path / "z", items=1, seeds=[1])
     assert not (tmp_path / "z").exists()
+    # run.json names the library's version, as the tool's does
+    assert r.run["hylens_version"] == hylens.__version__ and r.run["via"] == "python"
     # resuming with another model is refused (its records would mix with this model's)
     other = hylens.load(str(GOLDEN / "models" / "granite_h_dense"))
     with pytest.raises(ValueError, match="differ in model"):
