@@ -17,6 +17,7 @@ from ._core import (  # noqa: F401
     GenerateResult,
     Intervention,
     Model,
+    NonFiniteError,
     Positions,
     RunResult,
     ShapeError,

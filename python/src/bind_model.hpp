@@ -8,6 +8,7 @@
 #include <hylens/core/simd.hpp>
 #include <hylens/interp/lens.hpp>
 #include <hylens/interp/transplant.hpp>
+#include <hylens/stack/finite_check.hpp>
 #include <hylens/stack/generate.hpp>
 #include <hylens/stack/split_prefill.hpp>
 
@@ -16,6 +17,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>  // str or os.PathLike as a path
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -33,12 +35,22 @@ namespace pyb = pybind11;
 
 class PyModel {
 public:
-    PyModel(AnyModel m, std::string path) : m_(std::make_shared<AnyModel>(std::move(m))), path_(std::move(path)) {}
+    PyModel(AnyModel m, std::string path, bool check_finite = true)
+        : m_(std::make_shared<AnyModel>(std::move(m))), path_(std::move(path)),
+          check_finite_(std::make_shared<std::atomic<bool>>(check_finite)) {}
 
+    /// Runs f on the typed model; with check_finite() every forward f makes on this thread
+    /// stops at the first NaN or infinity (CheckFiniteScope), as the tool's do.
     template <class F>
     decltype(auto) visit(F&& f) const {
+        if (check_finite()) {
+            const CheckFiniteScope checked;
+            return std::as_const(*m_).visit(std::forward<F>(f));
+        }
         return std::as_const(*m_).visit(std::forward<F>(f));
     }
+    bool check_finite() const noexcept { return check_finite_->load(std::memory_order_relaxed); }
+    void set_check_finite(bool on) const noexcept { check_finite_->store(on, std::memory_order_relaxed); }
     const LMConfig& config() const { return m_->config(); }
     const std::string& model_type() const { return m_->config().model_type; }
     const std::string& path() const noexcept { return path_; }
@@ -54,6 +66,7 @@ public:
 private:
     std::shared_ptr<const AnyModel> m_;
     std::string path_;
+    std::shared_ptr<std::atomic<bool>> check_finite_;  ///< shared by copies; read by threads running the model
 };
 
 /// The model's typed cache inside a PyCache (ValueError for another model type).
@@ -149,6 +162,11 @@ inline void bind_model(pyb::module_& m) {
                                &PyModel::unused_tensors_warning,
                                "The warning hylens.load gives for unused_tensors (the tool's text); empty for a "
                                "matching checkpoint.")
+        .def_property("check_finite", [](const PyModel& s) { return s.check_finite(); },
+                      [](const PyModel& s, bool on) { s.set_check_finite(on); },
+                      "Every forward of this model (forward, prefill, generate, split_prefill, run, transplants, studies) "
+                      "stops at the first NaN or infinity with a NonFiniteError naming the model, layer, site and token, as "
+                      "the tool's do. True unless loaded with check_finite=False.")
         .def_property_readonly("num_layers", [](const PyModel& s) { return s.visit([](const auto& x) { return x.num_layers(); }); })
         .def_property_readonly("vocab", [](const PyModel& s) { return s.config().vocab; })
         .def_property_readonly("hidden", [](const PyModel& s) { return s.config().hidden; })
@@ -397,13 +415,13 @@ inline void bind_model(pyb::module_& m) {
         }();
         // Absolute now: a study's run.json names the folder loaded, whatever the working
         // directory is when the study runs.
-        return std::make_shared<PyModel>(std::move(am), std::filesystem::absolute(path).string());
+        return std::make_shared<PyModel>(std::move(am), std::filesystem::absolute(path).string(), check_finite);
     }, pyb::arg("path"), pyb::kw_only(), pyb::arg("mmap") = true, pyb::arg("check_finite") = true,
           "Loads a model folder (config.json + safetensors, F32 or BF16) of any supported family. mmap=False reads "
           "the weights into private memory instead of mapping the files (the CLI's --no-mmap; the same values; "
           "faster decode where page-cache pages read slowly, docs/io.md). check_finite=False loads a checkpoint "
           "whose norms, biases or per-head parameters hold NaN or infinity (an error by default; docs/models.md, "
-          "\"Damaged weights\").");
+          "\"Damaged weights\") and sets Model.check_finite False.");
 
     m.def("set_bf16_activations", [](bool on) { precision::set_round_activations(on); }, pyb::arg("on"),
           "Rounds the input of every product with a bf16 weight to bf16 (True) or keeps it float32 (False, the "

@@ -5,6 +5,7 @@
 // `except ValueError` catches every bad input.
 
 #include <hylens/core/error.hpp>
+#include <hylens/stack/finite_check.hpp>  // NonFiniteError
 
 #include <pybind11/pybind11.h>
 
@@ -21,6 +22,7 @@ struct ErrorTypes {
     PyObject* format = nullptr;
     PyObject* config = nullptr;
     PyObject* unsupported = nullptr;
+    PyObject* non_finite = nullptr;
 };
 
 inline ErrorTypes& error_types() {
@@ -47,6 +49,9 @@ inline void register_errors(pyb::module_& m) {
     t.format = new_exception(m, "FormatError", "A file is missing, malformed, truncated or inconsistent.", base);
     t.config = new_exception(m, "ConfigError", "config.json is missing a field or describes an impossible model.", base);
     t.unsupported = new_exception(m, "UnsupportedError", "Well-formed input asking for something hylens does not do.", base);
+    t.non_finite = new_exception(m, "NonFiniteError",
+                                 "A forward produced a NaN or an infinity (Model.check_finite): the model, layer, site and token.",
+                                 base);
     pyb::register_exception_translator([](std::exception_ptr p) {
         const ErrorTypes& e = error_types();
         try {
@@ -59,6 +64,8 @@ inline void register_errors(pyb::module_& m) {
             PyErr_SetString(e.config, x.what());
         } catch (const UnsupportedError& x) {
             PyErr_SetString(e.unsupported, x.what());
+        } catch (const NonFiniteError& x) {
+            PyErr_SetString(e.non_finite, x.what());
         } catch (const Error& x) {
             PyErr_SetString(e.base, x.what());
         }

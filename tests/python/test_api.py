@@ -459,3 +459,47 @@ def test_bf16_activations_switch_rounds_bf16_checkpoints_only(qwen):
     moved = np.abs(rounded_bf16 - base_bf16).max()
     assert 0 < moved < 0.05 * np.abs(base_bf16).max()
     assert_bitwise(bf16.forward(IDS), base_bf16, "bf16 checkpoint with the switch off again")
+
+
+def _damaged_copy(tmp_path, tensor):
+    """A copy of the golden Qwen3.5 model with one NaN in `tensor` (a large matrix: the load scan
+    does not read it, as docs/models.md says)."""
+    import json
+    import shutil
+    import struct
+
+    src = GOLDEN / "models" / "qwen3_5_dense"
+    dst = tmp_path / "damaged"
+    dst.mkdir()
+    shutil.copy(src / "config.json", dst / "config.json")
+    data = bytearray((src / "model.safetensors").read_bytes())
+    (n,) = struct.unpack("<Q", data[:8])
+    begin = 8 + n + json.loads(data[8 : 8 + n])[tensor]["data_offsets"][0]
+    data[begin : begin + 4] = struct.pack("<f", float("nan"))
+    (dst / "model.safetensors").write_bytes(bytes(data))
+    return dst
+
+
+def test_a_nan_stops_every_forward_unless_turned_off(tmp_path):
+    """Model.check_finite (on by default, as in the tool): forward, prefill, generate,
+    split_prefill and run stop at the first NaN with a NonFiniteError naming the layer and site;
+    they returned NaN logits and states silently. Off, the NaN is the caller's to study."""
+    folder = _damaged_copy(tmp_path, "model.language_model.layers.2.mlp.down_proj.weight")
+    m = hylens.load(str(folder))
+    assert m.check_finite is True
+    ids = [1, 2, 3, 4]
+    calls = (lambda: m.forward(ids), lambda: m.prefill(ids), lambda: m.generate(ids, max_new=2),
+             lambda: m.split_prefill(ids, [5, 6], "KV_ONLY", max_new=1), lambda: m.run(ids, capture=["mixer_out.1"]))
+    for call in calls:
+        with pytest.raises(hylens.NonFiniteError, match="layer 2"):
+            call()
+    assert issubclass(hylens.NonFiniteError, hylens.Error)
+    m.check_finite = False
+    logits = m.forward(ids)
+    assert np.isnan(logits).any()  # the damage, now visible to the caller who asked for it
+    m.check_finite = True
+    with pytest.raises(hylens.NonFiniteError):
+        m.forward(ids)
+    assert hylens.load(str(folder), check_finite=False).check_finite is False
+    healthy = hylens.load(str(GOLDEN / "models" / "qwen3_5_dense"))
+    assert np.isfinite(healthy.forward(ids)).all()
