@@ -42,13 +42,14 @@ TEST_CASE("blas: gemm gives the same bits for any thread count, those of its fix
     // pool's size made the bits depend on the thread count (the stitch study's adapters).
     std::mt19937 rng(11);
     std::normal_distribution<float> nd;
-    const std::size_t M = 120, N = 600, K = 96;  // 13.8 MFLOP: split, 3 blocks of at most 256 columns
+    const std::size_t M = 120, N = 600, K = 96;  // 13.8 MFLOP: split into 10 blocks of 64 columns
+    REQUIRE(blas::gemm_columns(N) == 64);
     std::vector<float> A(M * K), B(N * K);
     for (auto& v : A) v = nd(rng);
     for (auto& v : B) v = nd(rng);
     std::vector<float> blocks(M * N);
-    for (std::size_t n0 = 0; n0 < N; n0 += blas::kGemmColumns) {
-        const std::size_t n = std::min(blas::kGemmColumns, N - n0);
+    for (std::size_t n0 = 0; n0 < N; n0 += blas::gemm_columns(N)) {
+        const std::size_t n = std::min(blas::gemm_columns(N), N - n0);
         blas::gemm_serial(false, true, M, n, K, 1.0f, A.data(), K, B.data() + n0 * K, K, 0.0f, blocks.data() + n0, N);
     }
     const std::size_t before = ThreadPool::instance().size();
@@ -60,4 +61,13 @@ TEST_CASE("blas: gemm gives the same bits for any thread count, those of its fix
         CHECK(std::memcmp(C.data(), blocks.data(), C.size() * sizeof(float)) == 0);
     }
     ThreadPool::instance().resize(before);
+}
+
+TEST_CASE("blas: gemm's column blocks come from the shape alone, 16 where N allows, 64 to 256 columns") {
+    CHECK(blas::gemm_columns(1) == 64);
+    CHECK(blas::gemm_columns(600) == 64);
+    CHECK(blas::gemm_columns(1024) == 64);    // 16 blocks
+    CHECK(blas::gemm_columns(2048) == 128);   // 16 blocks
+    CHECK(blas::gemm_columns(3584) == 256);   // 14 blocks
+    CHECK(blas::gemm_columns(151936) == 256);
 }

@@ -85,8 +85,10 @@ TEST_CASE("linear: bf16 sgemm row blocks cover the rows in equal shares of at mo
             CHECK(largest - smallest < 32);                  // equal up to the alignment
             if (out >= 16 * shares) CHECK(b.count % shares == 0);  // equal shares for 1, 2 or 4 threads
     }
-    // The Qwen3.5-0.8B MLP's [3584 x 1024]: 8 blocks (fixed 512-row blocks: 7, 4 + 3 on two
-    // threads); a [512 x 1024] projection: 4 (fixed: 1, the second thread idle).
-    CHECK(kernels::bf16_row_blocks(3584).count == 8);
-    CHECK(kernels::bf16_row_blocks(512).count == 4);
+    // The Qwen3.5-0.8B MLP's [3584 x 1024]: 16 blocks (fixed 512-row blocks: 7, 4 + 3 on two
+    // threads); a [512 x 1024] projection: 8 (fixed: 1, the second thread idle); a
+    // [248320 x 1024] head: 504, within 512 rows each.
+    CHECK(kernels::bf16_row_blocks(3584).count == 16);
+    CHECK(kernels::bf16_row_blocks(512).count == 8);
+    CHECK(kernels::bf16_row_blocks(248320).count == 504);
 }

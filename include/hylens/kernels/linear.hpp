@@ -62,7 +62,8 @@ inline constexpr std::size_t kBf16BlockRows = 512;
 
 /// How the bf16 sgemm path cuts the `out` rows of W into blocks, whatever the pool's size: count
 /// blocks, the smallest multiple of kBf16BlockShares that keeps every block within
-/// kBf16BlockRows rows (fewer only when that would leave fewer than 16 rows a block); block b is
+/// kBf16BlockRows rows and makes up to 16 blocks of at least 64 rows (fewer only when that
+/// would leave fewer than 16 rows a block); block b is
 /// the rows [begin(b), begin(b + 1)), its start a multiple of 16 (whole sgemm panels), so the
 /// blocks differ by less than 32 rows and a pool of 1, 2 or 4 threads gets equal counts.
 struct RowBlocks {
@@ -75,6 +76,7 @@ inline RowBlocks bf16_row_blocks(std::size_t out) noexcept {
     constexpr std::size_t kA = RowBlocks::kAlign, per = kBf16BlockRows - kA;  // + kA: the aligned starts
     constexpr std::size_t shares = kBf16BlockShares;
     std::size_t count = (out + per - 1) / per;
+    count = std::max(count, std::min<std::size_t>(16, out / 64));  // up to 16 blocks of >= 64 rows: many cores busy
     count = (count + shares - 1) / shares * shares;
     count = std::min(count, std::max<std::size_t>(out / kA, 1));  // >= 16 rows a block: none empty
     return {out, count};
