@@ -65,6 +65,8 @@ inline void bind_text(pyb::module_& m) {
         .def("encode_chat", [](const Tokenizer& t, const ChatPrompt& p) { return encode_chat(t, p); }, pyb::arg("prompt"),
              "Encodes a wrap_chat prompt as a chat template's output (special-token strings become their tokens).")
         .def("decode", [](const Tokenizer& t, pyb::handle ids, bool skip_special) {
+            // No ids is the empty text (a generation of max_new=0, an answer cut at its first token).
+            if (pyb::hasattr(ids, "__len__") && pyb::len(ids) == 0 && !pyb::isinstance<pyb::str>(ids)) return std::string();
             const Ids in = to_ids(ids, "decode");
             if (in.batched) throw pyb::value_error("decode: one sequence (1-D ids) at a time");
             std::vector<Tokenizer::TokenId> v;

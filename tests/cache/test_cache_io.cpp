@@ -88,6 +88,11 @@ TEST_CASE("cache io: the reference caches of the surgery files load into our cac
                 // Without allow_missing the absent K/V is an error naming the tensor.
                 auto strict = m.new_cache(1);
                 CHECK_THROWS_AS((void)load_cache(ref.file, strict, "ctx_a.cache."), FormatError);
+                // With it, a prefix under which the file holds none of the cache is one too (a
+                // fresh cache came back as if read).
+                auto none = m.new_cache(1);
+                CHECK_THROWS_WITH_AS((void)load_cache(ref.file, none, "cache.", LoadCacheOptions{.allow_missing = true}),
+                                     doctest::Contains("no tensor of this cache under 'cache.'"), FormatError);
             });
         }
     }

@@ -503,3 +503,17 @@ def test_a_nan_stops_every_forward_unless_turned_off(tmp_path):
     assert hylens.load(str(folder), check_finite=False).check_finite is False
     healthy = hylens.load(str(GOLDEN / "models" / "qwen3_5_dense"))
     assert np.isfinite(healthy.forward(ids)).all()
+
+
+def test_empty_decode_and_a_cache_file_without_the_prefix(qwen, tmp_path):
+    tok = hylens.Tokenizer(str(SOURCE_DIR / "models" / "qwen35-tiny" / "tokenizer.json"))
+    assert tok.decode([]) == "" and tok.decode(np.zeros(0, dtype=np.int64)) == ""  # raised 'no token ids'
+    g = qwen.generate([1, 2, 3], max_new=0)
+    assert tok.decode(g.ids) == ""
+    with pytest.raises(ValueError, match="got 0-D"):
+        tok.decode("")  # text is not ids
+    # allow_missing reads part of a cache; none of it (a wrong prefix) returned a fresh cache
+    qwen.prefill([1, 2, 3]).save(str(tmp_path / "c.safetensors"), prefix="x.")
+    with pytest.raises(hylens.FormatError, match="no tensor of this cache under 'cache.'"):
+        qwen.load_cache(str(tmp_path / "c.safetensors"), allow_missing=True)
+    assert qwen.load_cache(str(tmp_path / "c.safetensors"), prefix="x.").next_position == 3

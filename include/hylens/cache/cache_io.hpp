@@ -80,7 +80,8 @@ struct LoadCacheOptions {
 /// Overwrites the parts of `cache` (made by the model the file belongs to, e.g.
 /// model.new_cache(B)) with the tensors <prefix>N.* of `file`. Every shape is checked
 /// against the cache: a mismatch is a ShapeError naming the tensor, a missing tensor a
-/// FormatError (unless allow_missing). Returns the number of tensors read.
+/// FormatError (unless allow_missing; a file with none of the cache's tensors under `prefix` is
+/// one always). Returns the number of tensors read.
 template <LayeredCache Cache>
 std::size_t load_cache(const io::SafetensorsFile& file, Cache& target, const std::string& prefix = "cache.",
                        const LoadCacheOptions& opt = {}) {
@@ -137,6 +138,14 @@ std::size_t load_cache(const io::SafetensorsFile& file, Cache& target, const std
                 kv->commit(L);
             }
         });
+    // allow_missing reads part of a cache; none of it is a wrong prefix (or another file), which
+    // returned the fresh cache as if it had been read.
+    if (read == 0) {
+        const std::vector<std::string> names = file.names();
+        fail<FormatError>("[load_cache] ", file.path().string(), ": no tensor of this cache under '", prefix, "' (the file holds ",
+                          names.size(), " tensors", names.empty() ? std::string() : ", '" + names.front() + "' ...",
+                          "): another prefix or another file?");
+    }
     if (!opt.allow_missing) {  // a file of a deeper model (more layers) is not this cache
         std::size_t in_file = 0;
         for (const auto& name : file.names()) in_file += name.rfind(prefix, 0) == 0 ? 1 : 0;
