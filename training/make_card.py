@@ -367,9 +367,10 @@ def circuit_section(folder):
     study = run["study"]  # circuit_check checked it: one seed
     L = ["## Circuit study\n",
          f"Measured with `hylens experiment circuit` (variant {study['variant']}, seed {study['seeds'][0]}, "
-         f"{summary['conditions'][0]['n']} clean/corrupted pairs; docs/study_circuit.md). acc: the clean prompt's answer is "
-         "the target value; cacc: the corrupted prompt's is the distractor's; gap: D(clean) - D(corrupted) of the "
-         "logit difference between the two values. Mean and 95 % bootstrap CI.\n",
+         f"{summary['conditions'][0]['n']} clean/corrupted pairs; docs/study_circuit.md). acc: the argmax over the "
+         "vocabulary is the prompt's own answer (the target value for the clean prompt, the distractor's for the "
+         "corrupted one), averaged over both prompts; cacc: the same with the argmax over the dictionary's values; "
+         "gap: D(clean) - D(corrupted) of the logit difference between the two values. Mean and 95 % bootstrap CI.\n",
          "| condition | block | acc | cacc | gap |", "|---|---|---|---|---|"]
     for c in summary["conditions"]:
         if c["block"] in ("B1", "B2", "B3"):

@@ -26,6 +26,8 @@ def task_items(task, seeds=(1,), items=10, start=0):
 def task_info(task):
     """{'swap': whether the task's items carry a B context (the swap conditions run on it),
     'max_new': its answer length in tokens, 'description'} of a task name."""
+    if not isinstance(task, str):
+        raise TypeError(f"task_info: task must be a task name (str), got {task!r}")
     swap, max_new, description = _core._task_info(task)
     return {"swap": swap, "max_new": max_new, "description": description}
 
@@ -57,6 +59,6 @@ class StudyPrompt(_core.StudyPrompt):
         """{'context': the context segment's ids (prefilled), 'query': the query segment's ids
         (fed after the edited cache), 'alt_context': the B context's ids (swap tasks only),
         'first_token' / 'first_token_b': the token of the query segment + the expected
-        answer that covers the answer's first character (None without an answer)}. A swap item whose contexts differ in
-        length is one the study skips (skipped.jsonl)."""
+        answer that covers the answer's first character (None without an answer)}. Where a swap condition runs, the study skips a
+        swap item whose contexts differ in token length (skipped.jsonl)."""
         return json.loads(self._render(_item_json(item, "StudyPrompt.segments")))

@@ -176,6 +176,8 @@ def test_transplant_study_result_and_arguments(organism, tmp_path):
             call(**bad)
     for bad, message in ((dict(reader="3-1"), "is not LAYER:HEAD"),
                          (dict(reader="3:9"), "is not a head of layer 3"),
+                         (dict(reader="9:0"), "the reader layer 9 is not a layer of the model \\(4 layers, 0-3\\)"),
+                         (dict(watch=[(9, 0)], reader="3:1"), "transplant --watch\\] the reader layer 9 is not a layer"),
                          (dict(kinds="mixer,teleport"), "teleport"),
                          (dict(kinds="upstream", reader="3:1"), "the upstream kind needs the blocks to remove"),
                          (dict(upstream="G0", reader="3:1"), "are read by the upstream kind alone"),

@@ -89,6 +89,8 @@ def test_scorer_reads_the_condition():
 def test_bad_input(byte_tokenizer, tmp_path):
     with pytest.raises(ValueError, match="unknown task 'nope'"):
         hylens.task_items("nope")
+    with pytest.raises(TypeError, match="task_info: task must be a task name"):
+        hylens.task_info(3)
     with pytest.raises(TypeError, match="seeds must be a list"):
         hylens.task_items("drm", seeds=3)
     with pytest.raises(ValueError, match="a seed is listed twice"):

@@ -43,6 +43,8 @@ inline ReaderHead parse_reader_head(std::string_view s, const char* option) {
 template <class Stack>
 void check_reader_head(const Stack& stack, const ReaderHead& reader, const char* study) {
     if (!reader.given()) return;
+    check<ShapeError>(reader.layer < stack.size(), "[", study, "] the reader layer ", reader.layer,
+                      " is not a layer of the model (", stack.size(), " layers, 0-", stack.size() - 1, ")");
     check<ShapeError>(find_mixer_site(stack, reader.layer, MixerChannel::attention).has_value(), "[", study,
                       "] the reader layer ", reader.layer, " has no softmax attention");
     const std::size_t heads = attention_heads(stack, reader.layer);
