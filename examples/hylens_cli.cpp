@@ -1,8 +1,8 @@
 // The hylens command-line tool: run the library's operations on any model folder of the
 // supported families. `hylens --help` lists the subcommands; each has its own --help.
 
-#include <hylens/version.hpp>
 #include <hylens/core/error.hpp>
+#include <hylens/version.hpp>
 
 #include <cstring>
 #include <exception>

@@ -10,13 +10,13 @@
 // Built with HYLENS_WITH_MPI, `mpirun -np N hylens experiment channels ...` runs shard r/N on
 // rank r into OUT/ranks/rank-r-of-N and rank 0 merges them into OUT.
 
-#include <hylens/version.hpp>
 #include <hylens/core/thread_pool.hpp>
 #include <hylens/experiments/channel_study.hpp>
 #include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/models/load.hpp>
 #include <hylens/tasks/judge.hpp>
 #include <hylens/tasks/registry.hpp>
+#include <hylens/version.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -63,6 +63,11 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
         if (!a.shard.empty()) opt.shard = ex::parse_shard(a.shard);
         check(a.items >= 1, "--items must be at least 1");
         check(!a.seeds.empty(), "--seeds is empty");
+        // Twice-listed tasks or seeds (records counted twice) are usage errors, before the model loads.
+        ex::check_distinct_seeds(a.seeds, "experiment");
+        for (std::size_t i = 0; i < opt.tasks.size(); ++i)
+            for (std::size_t j = 0; j < i; ++j)
+                check(opt.tasks[i] != opt.tasks[j], "[experiment] task ", a.tasks[i], " is listed twice");
     } catch (const Error& e) {
         std::cerr << "hylens experiment channels: " << e.what() << "\n" << usage << "\n";
         return 2;
@@ -70,6 +75,9 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
     MpiJob mpi;
     if (mpi.size > 1) {
         check(a.shard.empty(), "--shard cannot be combined with mpirun: the ranks are the shards");
+        // Rank 0 merges into --out once every rank is done: a folder the merge would refuse
+        // (another run's result) is refused now, before the ranks run.
+        ex::detail::check_merge_target(std::filesystem::path(a.out));
         opt.shard = {static_cast<std::size_t>(mpi.rank), static_cast<std::size_t>(mpi.size)};
         // The ranks of a node share its cores.
         const std::size_t cores = ThreadPool::available_cores();
@@ -143,7 +151,7 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
     if (mpi.size > 1 && mpi.rank == 0) {
         std::vector<std::filesystem::path> dirs;
         for (int r = 0; r < mpi.size; ++r) dirs.push_back(rank_dir(r));
-        const ex::MergeResult m = ex::merge_results(dirs, out);
+        const ex::MergeResult m = merge_ranks(dirs, out, [](const auto& d, const auto& o) { return ex::merge_results(d, o); });
         std::cerr << "hylens experiment channels: rank 0 merged " << m.folders << " ranks, " << m.records
                   << " records -> " << out.string() << "\n";
     }

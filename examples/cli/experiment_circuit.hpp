@@ -8,12 +8,12 @@
 //       [--top K]
 //       [--unit mixer|layer] [--critical X] [--shard I/N] [--resume] [--no-progress] --out DIR
 
-#include <hylens/version.hpp>
 #include <hylens/experiments/circuit_study.hpp>
 #include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/models/load.hpp>
 #include <hylens/tasks/lookup/fit_corpus.hpp>
+#include <hylens/version.hpp>
 
 #include <filesystem>
 #include <iostream>

@@ -6,11 +6,11 @@
 //       [--per-config N] [--seed S] [--other-layers L,L...] [--shard I/N] [--resume] [--no-progress]
 //       --out DIR
 
-#include <hylens/version.hpp>
 #include <hylens/experiments/encode_swap_study.hpp>
 #include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/models/load.hpp>
+#include <hylens/version.hpp>
 
 #include <filesystem>
 #include <iostream>

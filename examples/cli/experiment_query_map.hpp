@@ -8,13 +8,13 @@
 //       [--fit N] [--per-config N] [--curve LIST] [--variant V] [--seed S | --seeds LIST] [--shard I/N]
 //       [--resume] [--no-progress] --out DIR
 
-#include <hylens/version.hpp>
 #include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/experiments/query_map_study.hpp>
 #include <hylens/experiments/study_folder.hpp>
 #include <hylens/interp/circuit.hpp>
 #include <hylens/models/load.hpp>
+#include <hylens/version.hpp>
 
 #include <cstdint>
 #include <filesystem>

@@ -9,12 +9,12 @@
 //       [--conditions LIST] [--other-blocks LIST] [--reader L:H] [--seed S | --seeds LIST] [--shard I/N] [--resume]
 //       [--no-progress] --out DIR
 
-#include <hylens/version.hpp>
 #include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/experiments/stitch_study.hpp>
 #include <hylens/models/load.hpp>
 #include <hylens/tasks/lookup/fit_corpus.hpp>
+#include <hylens/version.hpp>
 
 #include <cstdint>
 #include <filesystem>

@@ -9,13 +9,13 @@
 // Under mpirun, rank r runs shard r/N into OUT/ranks/rank-r-of-N and rank 0 merges them
 // (study_mpi.hpp).
 
-#include <hylens/version.hpp>
 #include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/experiments/prompt.hpp>
 #include <hylens/experiments/study_folder.hpp>
 #include <hylens/experiments/transplant_study.hpp>
 #include <hylens/interp/circuit.hpp>
 #include <hylens/models/load.hpp>
+#include <hylens/version.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -78,6 +78,19 @@ struct StudyPlace {
     int ranks = 1;              ///< MPI ranks (1 outside mpirun)
 };
 
+/// Rank 0's merge of the rank folders into `out`; a refusal says where the ranks' finished
+/// results are and how to merge them elsewhere.
+template <class Merge>
+experiments::MergeResult merge_ranks(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out,
+                                     const Merge& merge) {
+    try {
+        return merge(dirs, out);
+    } catch (const Error& e) {
+        fail(e.what(), "; the ranks' results are in ", (out / "ranks").string(), ": merge them with 'hylens experiment merge ",
+             (out / "ranks").string(), "/rank-* --out NEW_FOLDER'");
+    }
+}
+
 /// Runs `study(place)` as shard `shard` into `out`, or, under mpirun with N > 1 ranks, as
 /// shard r/N into out/ranks/rank-r-of-N on rank r, after which rank 0 calls merge(rank
 /// folders, out). Errors are reported as "hylens experiment NAME: error: ..." (with the rank
@@ -99,6 +112,9 @@ inline int run_study_ranks(const std::string& name, const experiments::Shard& sh
             check(!shard_given, "--shard cannot be combined with mpirun: the ranks are the shards");
             place.shard = {static_cast<std::size_t>(mpi.rank), static_cast<std::size_t>(mpi.size)};
             place.out = rank_dir(mpi.rank);
+            // Rank 0 merges into `out` once every rank is done: a folder the merge would refuse
+            // (another run's result) is refused now, before the ranks run.
+            experiments::detail::check_merge_target(out);
             // The ranks of a node share its cores.
             const std::size_t cores = ThreadPool::available_cores();
             ThreadPool::set_num_threads(std::max<std::size_t>(1, cores / static_cast<std::size_t>(mpi.local_size)));
@@ -119,7 +135,7 @@ inline int run_study_ranks(const std::string& name, const experiments::Shard& sh
     if (mpi.size > 1 && mpi.rank == 0) {
         std::vector<std::filesystem::path> dirs;
         for (int r = 0; r < mpi.size; ++r) dirs.push_back(rank_dir(r));
-        const experiments::MergeResult m = merge(dirs, out);
+        const experiments::MergeResult m = merge_ranks(dirs, out, merge);
         std::cerr << "hylens experiment " << name << ": rank 0 merged " << m.folders << " ranks, " << m.records
                   << " records -> " << out.string() << "\n";
     }

@@ -164,9 +164,9 @@ inline void bind_model(pyb::module_& m) {
                                "matching checkpoint.")
         .def_property("check_finite", [](const PyModel& s) { return s.check_finite(); },
                       [](const PyModel& s, bool on) { s.set_check_finite(on); },
-                      "Every forward of this model (forward, prefill, generate, split_prefill, run, transplants, studies) "
-                      "stops at the first NaN or infinity with a NonFiniteError naming the model, layer, site and token, as "
-                      "the tool's do. True unless loaded with check_finite=False.")
+                      "Every forward of this model (forward, prefill, generate, split_prefill, run, transplants) stops at the "
+                      "first NaN or infinity with a NonFiniteError naming the model, layer, site and token, as the tool's do; "
+                      "the studies always check. True unless loaded with check_finite=False.")
         .def_property_readonly("num_layers", [](const PyModel& s) { return s.visit([](const auto& x) { return x.num_layers(); }); })
         .def_property_readonly("vocab", [](const PyModel& s) { return s.config().vocab; })
         .def_property_readonly("hidden", [](const PyModel& s) { return s.config().hidden; })

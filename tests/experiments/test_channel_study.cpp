@@ -189,7 +189,7 @@ TEST_CASE("channel study: merge of the shards == the unsharded run, bad merges a
     CHECK(merge_results({s0.path, s1.path}, merged.path, boot).records == m.records);
     CHECK(hylens::test::differing_results(whole.path, merged.path).empty());
     const std::string whole_items = test::read_text(whole.path / "items.jsonl");
-    CHECK_THROWS_WITH_AS(merge_results({s0.path, s1.path}, whole.path), doctest::Contains("holds a study's run (not a merge)"),
+    CHECK_THROWS_WITH_AS(merge_results({s0.path, s1.path}, whole.path), doctest::Contains("holds a 'channels' study's run (not a merge)"),
                          Error);
     CHECK(test::read_text(whole.path / "items.jsonl") == whole_items);
     test::TempDir circuit("merge_into_circuit"), orphan("merge_into_orphan"), other("merge_into_other");
@@ -206,6 +206,29 @@ TEST_CASE("channel study: merge of the shards == the unsharded run, bad merges a
     test::write_text(other.path / "run.json", another.dump());
     CHECK_THROWS_WITH_AS(merge_results({s0.path, s1.path}, other.path), doctest::Contains("holds a merge of another study: items"),
                          Error);
+    // A merge that stops after its run.json ("merging") and part of its files (here: it cannot
+    // write skipped.jsonl, a folder) is an earlier merge of the same study: the next one replaces it.
+    test::TempDir stopped("merge_stopped");
+    fs::create_directories(stopped.path / "skipped.jsonl");
+    CHECK_THROWS(merge_results({s0.path, s1.path}, stopped.path, boot));
+    CHECK(nlohmann::json::parse(test::read_text(stopped.path / "run.json"))["status"] == "merging");
+    CHECK(fs::exists(stopped.path / "items.jsonl"));
+    CHECK(!fs::exists(stopped.path / "summary.csv"));
+    fs::remove_all(stopped.path / "skipped.jsonl");
+    CHECK(merge_results({s0.path, s1.path}, stopped.path, boot).incomplete == 0);
+    CHECK(hylens::test::differing_results(whole.path, stopped.path).empty());
+    CHECK(merge_results({s0.path, s1.path}, merged.path, boot).incomplete == 0);
+    CHECK(hylens::test::differing_results(whole.path, merged.path).empty());
+    CHECK(nlohmann::json::parse(test::read_text(merged.path / "run.json"))["status"] == "complete");
+    // A skipped.jsonl line that is not a skipped item is an error naming the file and line.
+    const std::string s1_skipped = test::read_text(s1.path / "skipped.jsonl");
+    test::write_text(s1.path / "skipped.jsonl", s1_skipped + R"({"task": "lookup", "item": 1})" + "\n");
+    const std::string bad_line = "skipped.jsonl line " +
+                                 std::to_string(std::count(s1_skipped.begin(), s1_skipped.end(), '\n') + 1) +
+                                 " is not a skipped item";
+    test::TempDir fresh("merge_bad_skipped");
+    CHECK_THROWS_WITH_AS(merge_results({s0.path, s1.path}, fresh.path), doctest::Contains(bad_line.c_str()), FormatError);
+    test::write_text(s1.path / "skipped.jsonl", s1_skipped);
     // The same shard twice, or a folder of another study, is an error.
     test::TempDir bad("badmerge");
     CHECK_THROWS_AS(merge_results({s0.path, s0.path}, bad.path), Error);

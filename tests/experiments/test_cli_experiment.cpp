@@ -275,6 +275,14 @@ TEST_CASE("cli: mpirun -np 2 hylens experiment == one process") {
     CHECK(fs::exists(two / "ranks" / "rank-1-of-2" / "items.jsonl"));
     const nlohmann::json run = nlohmann::json::parse(hylens::test::read_text(two / "run.json"));
     CHECK(run["merged_from"].size() == 2);
+    // Into the one-process run's folder, which rank 0's merge would refuse: refused before the
+    // ranks run (they ran the whole study first), that folder left as it was.
+    const std::string before = hylens::test::read_text(one / "items.jsonl");
+    CHECK(sh(std::string(HYLENS_MPIRUN) + " --allow-run-as-root --oversubscribe -np 2 " + kCli + args + " --out " +
+             one.string() + " >" + (dir.path / "log").string() + " 2>&1") != 0);
+    CHECK(hylens::test::read_text(dir.path / "log").find("holds a 'channels' study's run (not a merge)") != std::string::npos);
+    CHECK(!fs::exists(one / "ranks"));
+    CHECK(hylens::test::read_text(one / "items.jsonl") == before);
 }
 #endif
 #endif

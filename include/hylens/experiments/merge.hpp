@@ -70,8 +70,17 @@ inline MergeResult merge_results(const std::vector<std::filesystem::path>& dirs,
         detail::channel_record_check);
     std::vector<nlohmann::json> skipped;
     for (const fs::path& d : dirs)
-        if (fs::exists(d / "skipped.jsonl"))
-            for (auto& r : read_jsonl(d / "skipped.jsonl", false)) skipped.push_back(std::move(r));
+        if (fs::exists(d / "skipped.jsonl")) {
+            std::size_t line = 0;
+            for (auto& r : read_jsonl(d / "skipped.jsonl", false)) {
+                ++line;
+                check<FormatError>(r.is_object() && r.contains("task") && r["task"].is_string() && r.contains("seed") &&
+                                       r["seed"].is_number_unsigned() && r.contains("item") && r["item"].is_number_unsigned(),
+                                   "[merge] ", (d / "skipped.jsonl").string(), " line ", line,
+                                   " is not a skipped item (task, seed, item): the file was edited or comes from another run");
+                skipped.push_back(std::move(r));
+            }
+        }
     // A swap item left out for its lengths has no records.
     std::set<std::tuple<std::string, std::uint64_t, std::size_t>> left_out;
     for (const nlohmann::json& r : skipped)
@@ -86,12 +95,14 @@ inline MergeResult merge_results(const std::vector<std::filesystem::path>& dirs,
     sort_records(f.records, conditions);
     detail::sort_skipped(skipped);
     const FolderLock lock(out, "merge");  // makes the folder
+    detail::check_merge_output(out, f);   // again, now that no other run can write there
     const std::string text = detail::jsonl_text(f.records);
+    nlohmann::json run = detail::merged_run(f, f.records.size(), text);
+    run["skipped_items"] = skipped.size();
+    detail::start_merge(out, run);
     write_file_atomic(out / "items.jsonl", text);
     write_file_atomic(out / "skipped.jsonl", detail::jsonl_text(skipped));
     write_summaries(out, f.records, conditions, bootstrap);
-    nlohmann::json run = detail::merged_run(f, f.records.size(), text);
-    run["skipped_items"] = skipped.size();
     write_file_atomic(out / "run.json", run.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     MergeResult res = f.counts;
     res.records = f.records.size();

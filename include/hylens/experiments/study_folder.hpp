@@ -499,12 +499,14 @@ inline std::optional<std::set<std::uint64_t>> defined_seeds(const nlohmann::json
 /// of the same study (the merge replaces it) but no other run's result: a study's folder
 /// (another study's summaries, adapters or skipped items would stay beside the merged records)
 /// or an items.jsonl without run.json.
-inline void check_merge_output(const std::filesystem::path& out, const ShardFolders& f) {
+/// What check_merge_output can check before the folders are read (under mpirun, before the
+/// ranks run): `out` holds no result, or a merge's. Returns its run.json (null when none).
+inline nlohmann::json check_merge_target(const std::filesystem::path& out) {
     namespace fs = std::filesystem;
     const bool has_run = fs::exists(out / "run.json");
-    if (!has_run && !fs::exists(out / "items.jsonl")) return;
+    if (!has_run && !fs::exists(out / "items.jsonl")) return nullptr;
     const std::string where = "[merge] the output folder " + out.string();
-    const char* fix = ": merge into a new or empty folder, or into an earlier merge of the same study";
+    const char* fix = ": merge into a folder without run.json and items.jsonl, or into an earlier merge of the same study";
     check(has_run, where, " holds an items.jsonl and no run.json", fix);
     nlohmann::json prev;
     try {
@@ -512,9 +514,18 @@ inline void check_merge_output(const std::filesystem::path& out, const ShardFold
     } catch (const Error&) {
         fail(where, " holds a run.json that is not a study's", fix);
     }
+    check(prev.is_object() && prev.contains("merged_from"), where, " holds a '", run_kind(prev), "' study's run (not a merge)",
+          fix);
+    return prev;
+}
+
+inline void check_merge_output(const std::filesystem::path& out, const ShardFolders& f) {
+    const nlohmann::json prev = check_merge_target(out);
+    if (prev.is_null()) return;
+    const std::string where = "[merge] the output folder " + out.string();
+    const char* fix = ": merge into a folder without run.json and items.jsonl, or into an earlier merge of the same study";
     check(run_kind(prev) == run_kind(f.first_run), where, " holds a '", run_kind(prev), "' study, and the folders merged are a '",
           run_kind(f.first_run), "' study", fix);
-    check(prev.is_object() && prev.contains("merged_from"), where, " holds a study's run (not a merge)", fix);
     nlohmann::json study = prev.value("study", nlohmann::json());
     if (study.is_object()) study.erase("shard");
     check(study == f.study, where, " holds a merge of another study: ", definition_difference(study, f.study),
@@ -626,6 +637,14 @@ inline nlohmann::json merged_run(const ShardFolders& f, std::size_t records, con
     return run;
 }
 
+/// Writes the merge's run.json with "status": "merging" before its records, so a merge killed
+/// part-way leaves an earlier merge of the same study, which the next merge replaces
+/// (check_merge_output), not an items.jsonl without run.json.
+inline void start_merge(const std::filesystem::path& out, nlohmann::json run) {
+    run["status"] = "merging";
+    write_file_atomic(out / "run.json", pretty_json(run));
+}
+
 }  // namespace detail
 
 /// The study definition (run.json "study") of the first result folder, which a study's merge
@@ -654,12 +673,15 @@ inline MergeResult merge_study_folders(
     });
     detail::sort_by_key(f.records);
     const FolderLock lock(out, "merge");  // makes the folder
+    detail::check_merge_output(out, f);   // again, now that no other run can write there
+    const std::string text = detail::jsonl_text(f.records);
+    const nlohmann::json run = detail::merged_run(f, f.records.size(), text);
+    detail::start_merge(out, run);
     // An earlier merge into `out` left summaries this one may not write (no records: no summaries).
     for (const char* stale : {"summary.csv", "summary.json", "circuit.json"}) std::filesystem::remove(out / stale);
-    const std::string text = detail::jsonl_text(f.records);
     write_file_atomic(out / "items.jsonl", text);
     if (write_summaries) write_summaries(out, f.records);
-    write_file_atomic(out / "run.json", detail::pretty_json(detail::merged_run(f, f.records.size(), text)));
+    write_file_atomic(out / "run.json", detail::pretty_json(run));
     MergeResult res = f.counts;
     res.records = f.records.size();
     return res;
