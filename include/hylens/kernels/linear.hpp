@@ -20,17 +20,19 @@
 //    and packs all of W, about as long as 11 rows of A take to multiply at avx2, which dominated
 //    the product of a few rows (in the models: prefills of 16 to 128 tokens 1.03-1.43x at avx2,
 //    32 to 128 tokens 1.08-1.47x at avx512). The same bits as the W-packed GEMM.
-//  * float32, many rows, at level baseline: one sgemm, split over the pool by output columns.
+//  * float32, many rows, at level baseline: sgemm over fixed column blocks of output columns
+//    (blas::gemm, gemm_columns), split over the pool.
 //  * bfloat16, many rows, at level baseline: blocks of W rows are widened into a per-thread scratch of at most
 //    kBf16BlockRows x in floats and multiplied with sgemm; the widening costs in/2 bytes per
-//    row against 2*M*in FLOPs, negligible once M >= 16. Why up to 512 rows: each sgemm call
-//    repacks the M x in activations, so small blocks repack them often (64-row blocks: 8x more
-//    often, 5 % slower at [512 x 1024] x [3584 x 1024]ᵀ, one thread). The blocks are of (nearly)
-//    equal size and their number a multiple of 4 (bf16_row_blocks), so 1, 2 or 4 threads get the
-//    same work each: with fixed 512-row blocks a [3584 x 1024] weight made 7 blocks (4 + 3 on 2
-//    threads) and a [512 x 1024] one a single block, the second thread idle. The blocks do not
-//    depend on the pool's size: OpenBLAS rounds a column by how many its call covers, so blocks
-//    cut by the thread count made the result depend on it.
+//    row against 2*M*in FLOPs, negligible once M >= 16. Each sgemm call repacks the M x in
+//    activations, so small blocks repack them often (64-row blocks: 5-6 % slower than one call
+//    on one thread, docs/performance.md), against which up to 16 blocks keep a many-core pool
+//    busy: bf16_row_blocks makes blocks of at most 512 rows, of (nearly) equal size, at least
+//    min(16, out / 64) of them, their number a multiple of 4 (with fixed 512-row blocks a
+//    [3584 x 1024] weight made 7 blocks, 4 + 3 on 2 threads, and a [512 x 1024] one a single
+//    block, the second thread idle). The blocks do not depend on the pool's size: OpenBLAS
+//    rounds a column by how many its call covers, so blocks cut by the thread count made the
+//    result depend on it.
 //  * bfloat16 with precision::round_activations() (opt-in, core/precision.hpp): x rounded to
 //    bf16 first. At simd level avx512bf16 the products run on VDPBF16PS: matvec with bf16 x, or
 //    isa::avx512bf16::gemm_rows over panels of 32 rows of W split over the pool; at the other
