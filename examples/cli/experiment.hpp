@@ -65,9 +65,7 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
         check(!a.seeds.empty(), "--seeds is empty");
         // Twice-listed tasks or seeds (records counted twice) are usage errors, before the model loads.
         ex::check_distinct_seeds(a.seeds, "experiment");
-        for (std::size_t i = 0; i < opt.tasks.size(); ++i)
-            for (std::size_t j = 0; j < i; ++j)
-                check(opt.tasks[i] != opt.tasks[j], "[experiment] task ", a.tasks[i], " is listed twice");
+        ex::check_distinct_tasks(opt.tasks);
     } catch (const Error& e) {
         std::cerr << "hylens experiment channels: " << e.what() << "\n" << usage << "\n";
         return 2;

@@ -118,6 +118,14 @@ inline const char* scored_by(const tasks::Score& s) {
 
 }  // namespace detail
 
+/// The study's tasks, each once: a task listed twice queued its items twice (duplicate records,
+/// counted twice by the summaries).
+inline void check_distinct_tasks(const std::vector<const tasks::TaskSpec*>& tasks) {
+    for (std::size_t i = 0; i < tasks.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            check(tasks[i]->name != tasks[j]->name, "[experiment] task ", tasks[i]->name, " is listed twice");
+}
+
 /// Runs the study of `opt` on a typed model (a CausalLM) with its tokenizer and chat family.
 template <class Model>
 StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFamily family, const StudyOptions& opt) {
@@ -131,9 +139,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     // A seed or task listed twice queued its items twice: duplicate records in items.jsonl,
     // counted twice by the summaries.
     check_distinct_seeds(opt.seeds, "experiment");
-    for (std::size_t i = 0; i < opt.tasks.size(); ++i)
-        for (std::size_t j = 0; j < i; ++j)
-            check(opt.tasks[i]->name != opt.tasks[j]->name, "[experiment] task ", opt.tasks[i]->name, " is listed twice");
+    check_distinct_tasks(opt.tasks);
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::string> left_out;  // (condition, --layers set) pairs that edit nothing
     const std::vector<Condition> conds =

@@ -739,8 +739,8 @@ inline MergeResult merge_stitch_folders(const std::vector<std::filesystem::path>
         }
     }
     // Inside the merge's lock on `out`. (read_shard_folders refused an output folder among the
-    // inputs.) A run whose conditions fit no map has no adapters: an earlier merge's in `out`
-    // would be another study's.
+    // inputs, and one holding another study's result.) A run whose conditions fit no map has no
+    // adapters: a stray adapters.safetensors in `out` is not this study's.
     return merge_study_folders(dirs, out, "stitch", [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
         write_stitch_summaries(o, r, order, opt);
         const std::filesystem::path a = dirs.front() / "adapters.safetensors";

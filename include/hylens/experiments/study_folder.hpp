@@ -501,12 +501,15 @@ inline std::optional<std::set<std::uint64_t>> defined_seeds(const nlohmann::json
 /// or an items.jsonl without run.json.
 /// What check_merge_output can check before the folders are read (under mpirun, before the
 /// ranks run): `out` holds no result, or a merge's. Returns its run.json (null when none).
+inline constexpr const char* kMergeTargetFix =
+    ": merge into a folder without run.json and items.jsonl, or into an earlier merge of the same study";
+
 inline nlohmann::json check_merge_target(const std::filesystem::path& out) {
     namespace fs = std::filesystem;
     const bool has_run = fs::exists(out / "run.json");
     if (!has_run && !fs::exists(out / "items.jsonl")) return nullptr;
     const std::string where = "[merge] the output folder " + out.string();
-    const char* fix = ": merge into a folder without run.json and items.jsonl, or into an earlier merge of the same study";
+    const char* fix = kMergeTargetFix;
     check(has_run, where, " holds an items.jsonl and no run.json", fix);
     nlohmann::json prev;
     try {
@@ -523,7 +526,7 @@ inline void check_merge_output(const std::filesystem::path& out, const ShardFold
     const nlohmann::json prev = check_merge_target(out);
     if (prev.is_null()) return;
     const std::string where = "[merge] the output folder " + out.string();
-    const char* fix = ": merge into a folder without run.json and items.jsonl, or into an earlier merge of the same study";
+    const char* fix = kMergeTargetFix;
     check(run_kind(prev) == run_kind(f.first_run), where, " holds a '", run_kind(prev), "' study, and the folders merged are a '",
           run_kind(f.first_run), "' study", fix);
     nlohmann::json study = prev.value("study", nlohmann::json());
