@@ -214,6 +214,15 @@ TEST_CASE("channel study: merge of the shards == the unsharded run, bad merges a
     CHECK(nlohmann::json::parse(test::read_text(stopped.path / "run.json"))["status"] == "merging");
     CHECK(fs::exists(stopped.path / "items.jsonl"));
     CHECK(!fs::exists(stopped.path / "summary.csv"));
+    // Until then, resuming the study there or merging the folder says what it is.
+    StudyOptions into_stopped = o;
+    into_stopped.shard = parse_shard("0/1");
+    into_stopped.out = stopped.path;
+    into_stopped.resume = true;
+    const char* stopped_merge = "holds a merge that stopped before it finished (run.json's status is 'merging')";
+    CHECK_THROWS_WITH_AS(run(into_stopped), doctest::Contains(stopped_merge), FormatError);
+    test::TempDir from_stopped("merge_from_stopped");
+    CHECK_THROWS_WITH_AS(merge_results({stopped.path}, from_stopped.path), doctest::Contains(stopped_merge), FormatError);
     fs::remove_all(stopped.path / "skipped.jsonl");
     CHECK(merge_results({s0.path, s1.path}, stopped.path, boot).incomplete == 0);
     CHECK(hylens::test::differing_results(whole.path, stopped.path).empty());
@@ -228,6 +237,28 @@ TEST_CASE("channel study: merge of the shards == the unsharded run, bad merges a
                                  " is not a skipped item";
     test::TempDir fresh("merge_bad_skipped");
     CHECK_THROWS_WITH_AS(merge_results({s0.path, s1.path}, fresh.path), doctest::Contains(bad_line.c_str()), FormatError);
+    // A line must name an item of the folder's study and shard, once. Shard 1/2 runs the odd
+    // numbers in study order ((task, seed) in definition order, then item): (swap, seed 1, item 1).
+    const auto skipped_line = [&](const std::string& task, int item) {
+        return nlohmann::json{{"task", task}, {"seed", 1}, {"item", item}}.dump() + "\n";
+    };
+    const std::string swap_name = swap_task().name;
+    const std::vector<std::pair<std::string, std::string>> bad_skipped = {
+        {skipped_line(swap_name, 0), "holds a skipped item of (" + swap_name + ", seed 1, item 0), which shard 0/2 runs, not "
+                                     "this folder's shard 1/2"},
+        {skipped_line("no_such_task", 1), "holds a skipped item of task \"no_such_task\", which the study does not run"},
+        {skipped_line(swap_name, 7), "holds a skipped item of item 7 in a study of 6 items per task and seed"},
+        {skipped_line(swap_name, 1) + skipped_line(swap_name, 1),
+         "lists (" + swap_name + ", seed 1, item 1) as left out, which an earlier line or folder lists too"},
+        // One line of an item the folder ran: the records of a left-out item contradict it.
+        {skipped_line(swap_name, 1), "is of an item a skipped.jsonl lists as left out"},
+    };
+    for (const auto& [lines, message] : bad_skipped) {
+        CAPTURE(lines);
+        test::write_text(s1.path / "skipped.jsonl", s1_skipped + lines);
+        CHECK_THROWS_WITH_AS(merge_results({s0.path, s1.path}, fresh.path), doctest::Contains(message.c_str()), FormatError);
+    }
+    CHECK(!fs::exists(fresh.path / "items.jsonl"));
     test::write_text(s1.path / "skipped.jsonl", s1_skipped);
     // The same shard twice, or a folder of another study, is an error.
     test::TempDir bad("badmerge");

@@ -222,8 +222,12 @@ inline std::string pretty_json(const nlohmann::json& j) {
 /// edited, added or removed after the run is an error, not a summarised result.
 inline constexpr const char* kItemsFingerprintKey = "items_fnv1a64";
 
-/// FormatError when run.json records an items fingerprint that `items` no longer has.
+/// FormatError when run.json records an items fingerprint that `items` no longer has, or is
+/// the run.json of a merge that stopped before its files were written (status "merging").
 inline void check_items_unchanged(const nlohmann::json& run, const std::filesystem::path& items, const std::string& who) {
+    check<FormatError>(!run.is_object() || !run.contains("status") || run["status"] != "merging", who,
+                       items.parent_path().string(), " holds a merge that stopped before it finished (run.json's status is "
+                       "'merging'): rerun that merge with this folder as its --out, then use the folder");
     if (!run.is_object() || !run.contains(kItemsFingerprintKey)) return;  // a killed run or an older folder
     std::ifstream in(items, std::ios::binary);
     const std::string text = in ? std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()) : "";
