@@ -13,8 +13,8 @@
 #include <hylens/core/thread_pool.hpp>
 #include <hylens/experiments/channel_study.hpp>
 #include <hylens/experiments/merge_by_kind.hpp>
+#include <hylens/experiments/study_judge.hpp>
 #include <hylens/models/load.hpp>
-#include <hylens/tasks/judge.hpp>
 #include <hylens/tasks/registry.hpp>
 #include <hylens/version.hpp>
 
@@ -67,7 +67,7 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
         ex::check_distinct_seeds(a.seeds, "experiment");
         ex::check_distinct_tasks(opt.tasks);
     } catch (const Error& e) {
-        std::cerr << "hylens experiment channels: " << e.what() << "\n" << usage << "\n";
+        std::cerr << "hylens experiment channels: " << e.what() << "\n" << usage << "\n(hylens experiment channels --help for details)\n";
         return 2;
     }
     MpiJob mpi;
@@ -109,12 +109,9 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
             check(std::filesystem::exists(jt), "[experiment] ", jt.string(),
                   " does not exist: the judge reads text, pass --judge-tokenizer FILE");
             judge_tok.emplace(Tokenizer::from_file(jt.string()));
-            const ChatFamily jf = ex::chat_family(judge_model->config().model_type);
-            judge.emplace(*judge_model, *judge_tok, jf, 4, ex::PromptRenderer(*judge_tok, jf, "the judge's tokenizer").stop_ids());
+            judge.emplace(ex::study_judge(*judge_model, *judge_tok));
             opt.judge = &*judge;
-            opt.judge_info = {{"model", std::filesystem::absolute(a.judge).string()},
-                              {"model_type", judge_model->config().model_type},
-                              {"tokenizer", std::filesystem::absolute(jt).string()}};
+            opt.judge_info = ex::study_judge_info(a.judge, *judge_model, *judge_tok);
         }
         const AnyModel model = load_model(a.model, load_options(a.no_mmap));
         const std::filesystem::path tok_path =
@@ -169,11 +166,13 @@ inline int run_experiment(int argc, char** argv) {
         if (study == "transplant") return run_experiment_transplant(argc - 1, argv + 1);
         if (study == "query-map") return run_experiment_query_map(argc - 1, argv + 1);
         if (study == "stitch") return run_experiment_stitch(argc - 1, argv + 1);
-        // CLI11 would answer a misspelt study with "A subcommand is required".
-        if (!study.empty() && study[0] != '-' && study != "channels" && study != "merge") {
-            std::cerr << "hylens experiment: unknown study '" << study
-                      << "' (channels, circuit, encode-swap, transplant, query-map, stitch, merge)\n"
-                      << "(hylens experiment --help for details)\n";
+        // CLI11 would answer a misspelt study, or an option before the study, with "A
+        // subcommand is required".
+        const bool option = !study.empty() && study[0] == '-';
+        if (option ? study != "-h" && study != "--help" : study != "channels" && study != "merge") {
+            std::cerr << "hylens experiment: " << (option ? "the study comes first, then its options: " : "unknown study ")
+                      << "'" << study << "' (channels, circuit, encode-swap, transplant, query-map, stitch, merge)\n"
+                      << "Usage: hylens experiment STUDY [OPTIONS]\n(hylens experiment --help for details)\n";
             return 2;
         }
     }

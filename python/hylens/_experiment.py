@@ -201,13 +201,16 @@ def _tokenizer_of(tokenizer, who):
 
 
 def experiment(model, tokenizer, tasks, out, conditions=DEFAULT_CONDITIONS, items=600, seeds=(1, 2, 3),
-               max_new=0, layers="", shard="", resume=False, batch=16, progress=False, frames=None):
+               max_new=0, layers="", shard="", resume=False, batch=16, progress=False, frames=None, judge=None,
+               judge_tokenizer=None):
     """Runs the channel study of `tasks` on `model` into the folder `out` and returns an
     ExperimentResult. tokenizer: a hylens.Tokenizer or a tokenizer.json path. conditions: a
     comma list as for `hylens experiment channels` (e.g. "FULL,KV_ONLY@0-3") or a list of
     condition names; layers: a layer
     sweep spec; shard: "I/N". frames: None = pandas DataFrames when pandas is importable,
-    True = require pandas, False = plain lists of dicts."""
+    True = require pandas, False = plain lists of dicts. judge: None (the persona task's rule
+    rubric) or a hylens.Model that answers the rubric's yes/no question, as the tool's --judge;
+    judge_tokenizer: its hylens.Tokenizer or tokenizer.json path (None: the judge folder's)."""
     from . import _core
 
     if isinstance(tasks, str):
@@ -228,9 +231,14 @@ def experiment(model, tokenizer, tasks, out, conditions=DEFAULT_CONDITIONS, item
     items = _count(items, "items", "experiment", 1, 2**63 - 1)
     max_new = _count(max_new, "max_new", "experiment", 0, 4096)
     batch = _count(batch, "batch", "experiment", 1, 1024)
+    if judge is not None:
+        judge = _model_of(judge, "judge", "experiment")
+        judge_tokenizer = _folder_tokenizer(judge, judge_tokenizer, "judge_tokenizer", "experiment")
+    elif judge_tokenizer is not None:
+        raise ValueError("experiment: judge_tokenizer is given without a judge")
     stats = _core._channel_study(model, tokenizer, tasks, conditions, out, items, seeds, max_new,
                                  _text(layers, "layers", "experiment"), _text(shard, "shard", "experiment"),
-                                 bool(resume), batch, bool(progress))
+                                 bool(resume), batch, bool(progress), judge, judge_tokenizer)
     result = ExperimentResult(out, stats, frames)
     # The --layers sets left out for a condition (the tool prints them on stderr, which a
     # notebook does not show).

@@ -6,11 +6,13 @@
 
 #include <hylens/experiments/channel_study.hpp>
 #include <hylens/experiments/result_folder.hpp>
+#include <hylens/experiments/study_judge.hpp>
 #include <hylens/tasks/registry.hpp>
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,7 +30,8 @@ inline void bind_experiment(pyb::module_& m) {
     m.def("_channel_study", [](const PyModel& model, const Tokenizer& tok, const std::vector<std::string>& task_names,
                                const std::string& conditions, const std::string& out, Count items,
                                const std::vector<std::uint64_t>& seeds, Count max_new, const std::string& layers,
-                               const std::string& shard, bool resume, Count batch, bool progress) {
+                               const std::string& shard, bool resume, Count batch, bool progress, const PyModel* judge,
+                               const Tokenizer* judge_tok) {
         namespace ex = experiments;
         ex::StudyOptions opt;
         for (const std::string& t : task_names) opt.tasks.push_back(&tasks::find_task(t));
@@ -47,6 +50,13 @@ inline void bind_experiment(pyb::module_& m) {
         opt.progress = progress;
         opt.out = out;
         opt.run_info = python_run_info(model, tok);
+        std::optional<tasks::ModelJudge> model_judge;
+        if (judge) {
+            check<ShapeError>(judge_tok != nullptr, "[experiment] a judge needs its tokenizer (judge_tokenizer)");
+            model_judge.emplace(ex::study_judge(judge->any(), *judge_tok));
+            opt.judge = &*model_judge;
+            opt.judge_info = ex::study_judge_info(judge->path(), judge->any(), *judge_tok);
+        }
         const ex::StudyResult r =
             run_study_released(model, [&](const auto& x, ChatFamily family) { return ex::run_channel_study(x, tok, family, opt); });
         pyb::dict d = study_counts(r.records, r.written, r.resumed);
@@ -55,7 +65,8 @@ inline void bind_experiment(pyb::module_& m) {
         return d;
     }, pyb::arg("model"), pyb::arg("tokenizer"), pyb::arg("tasks"), pyb::arg("conditions"), pyb::arg("out"),
        pyb::arg("items"), pyb::arg("seeds"), pyb::arg("max_new"), pyb::arg("layers"), pyb::arg("shard"),
-       pyb::arg("resume"), pyb::arg("batch"), pyb::arg("progress"));
+       pyb::arg("resume"), pyb::arg("batch"), pyb::arg("progress"), pyb::arg("judge").none(true),
+       pyb::arg("judge_tokenizer").none(true));
 }
 
 }  // namespace hylens::python

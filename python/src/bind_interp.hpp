@@ -145,11 +145,23 @@ inline Surrogate to_surrogate(pyb::handle tables, pyb::handle fallback, const st
         for (auto [k, v] : d.cast<pyb::dict>()) t[to_int(k, what + " table key")] = to_floats(v, what + " table row");
         s.tables.push_back(std::move(t));
     };
+    const auto refuse = [&](pyb::handle got) {
+        throw pyb::type_error(what + ": tables must be a dict {token id: row} (one table for every layer) or a list of "
+                                     "such dicts (one per layer), got " + std::string(pyb::str(pyb::type::of(got).attr("__name__"))));
+    };
     if (pyb::isinstance<pyb::dict>(tables)) {
         one(tables);
+    } else if (pyb::isinstance<pyb::iterable>(tables) && !pyb::isinstance<pyb::str>(tables)) {
+        for (pyb::handle h : pyb::iter(tables)) {
+            if (!pyb::isinstance<pyb::dict>(h)) refuse(h);
+            one(h);
+        }
     } else {
-        for (pyb::handle h : pyb::iter(tables)) one(h);
+        refuse(tables);
     }
+    if (fallback.is_none())  // it said "a floating-point array is needed, got dtype object"
+        throw pyb::type_error(what + ": fallback is the row (or one per layer) for a token no table lists, such as "
+                                     "the global mean: a float array, got None");
     s.fallback = to_rows_per_layer(fallback, what + " fallback");
     return s;
 }
@@ -170,6 +182,9 @@ inline std::vector<Intervention> to_interventions(pyb::handle obj) {
         out.push_back(obj.cast<Intervention>());
         return out;
     }
+    if (!pyb::isinstance<pyb::iterable>(obj) || pyb::isinstance<pyb::str>(obj))  // 5 said "'int' object is not iterable"
+        throw pyb::type_error("interventions: a hylens.Intervention or a list of them (from hylens.patch, zero, head_zero, ...), got " +
+                              std::string(pyb::str(pyb::type::of(obj).attr("__name__"))));
     for (pyb::handle h : pyb::iter(obj)) {
         if (!pyb::isinstance<Intervention>(h))
             throw pyb::type_error("interventions: a list of hylens.Intervention (from hylens.patch, zero, head_zero, ...)");

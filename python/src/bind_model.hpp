@@ -51,6 +51,9 @@ public:
     }
     bool check_finite() const noexcept { return check_finite_->load(std::memory_order_relaxed); }
     void set_check_finite(bool on) const noexcept { check_finite_->store(on, std::memory_order_relaxed); }
+    /// The model itself, for the library calls that take an AnyModel (the persona judge);
+    /// its forwards are not checked for NaN unless the caller does so.
+    const AnyModel& any() const noexcept { return *m_; }
     const LMConfig& config() const { return m_->config(); }
     const std::string& model_type() const { return m_->config().model_type; }
     const std::string& path() const noexcept { return path_; }

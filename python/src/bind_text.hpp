@@ -65,10 +65,18 @@ inline void bind_text(pyb::module_& m) {
         .def("encode_chat", [](const Tokenizer& t, const ChatPrompt& p) { return encode_chat(t, p); }, pyb::arg("prompt"),
              "Encodes a wrap_chat prompt as a chat template's output (special-token strings become their tokens).")
         .def("decode", [](const Tokenizer& t, pyb::handle ids, bool skip_special) {
-            // No ids is the empty text (a generation of max_new=0, an answer cut at its first token).
-            if (pyb::hasattr(ids, "__len__") && pyb::len(ids) == 0 && !pyb::isinstance<pyb::str>(ids)) return std::string();
+            // No ids is the empty text (a generation of max_new=0, an answer cut at its first
+            // token); a batch is refused, an empty one too (a [1, 0] array said "no token ids").
+            if (!ids.is_none() && !pyb::isinstance<pyb::str>(ids)) {
+                pyb::object a;
+                try {
+                    a = pyb::module_::import("numpy").attr("asarray")(ids);
+                } catch (pyb::error_already_set&) {  // ragged lists and the like: to_ids says what
+                }
+                if (a && a.attr("ndim").cast<int>() == 2) throw pyb::value_error("decode: one sequence (1-D ids) at a time");
+                if (a && a.attr("ndim").cast<int>() == 1 && a.attr("size").cast<std::size_t>() == 0) return std::string();
+            }
             const Ids in = to_ids(ids, "decode");
-            if (in.batched) throw pyb::value_error("decode: one sequence (1-D ids) at a time");
             std::vector<Tokenizer::TokenId> v;
             for (auto id : in.batch.ids) {
                 if (id < 0 || id > INT32_MAX) throw pyb::value_error("decode: token id " + std::to_string(id) + " is out of range");

@@ -512,8 +512,31 @@ def test_empty_decode_and_a_cache_file_without_the_prefix(qwen, tmp_path):
     assert tok.decode(g.ids) == ""
     with pytest.raises(ValueError, match="got 0-D"):
         tok.decode("")  # text is not ids
+    for batch in (np.zeros((1, 0), dtype=np.int64), [[]], [[1, 2], [3, 4]]):  # [1, 0] said 'no token ids'
+        with pytest.raises(ValueError, match="one sequence \\(1-D ids\\) at a time"):
+            tok.decode(batch)
     # allow_missing reads part of a cache; none of it (a wrong prefix) returned a fresh cache
     qwen.prefill([1, 2, 3]).save(str(tmp_path / "c.safetensors"), prefix="x.")
     with pytest.raises(hylens.FormatError, match="no tensor of this cache under 'cache.'"):
         qwen.load_cache(str(tmp_path / "c.safetensors"), allow_missing=True)
     assert qwen.load_cache(str(tmp_path / "c.safetensors"), prefix="x.").next_position == 3
+
+
+def test_interventions_and_surrogate_tables_of_the_wrong_type(qwen):
+    """They said "'int' object is not iterable"; now the argument and what it must be."""
+    with pytest.raises(TypeError, match="interventions: a hylens.Intervention or a list of them .*got int"):
+        qwen.run([1, 2, 3], interventions=5)
+    with pytest.raises(TypeError, match="interventions: a hylens.Intervention or a list of them .*got str"):
+        qwen.run([1, 2, 3], interventions="zero")
+    row = np.zeros(qwen.config["hidden"], np.float32)
+    for tables, got in ((5, "int"), ([5], "int"), ("table", "str")):
+        with pytest.raises(TypeError, match=f"surrogate: tables must be a dict .* got {got}"):
+            hylens.surrogate("mixer_out", [0], tables, row)
+    with pytest.raises(TypeError, match="surrogate: fallback is the row .* got None"):
+        hylens.surrogate("mixer_out", [0], {1: row}, None)
+    # a table as a tuple of dicts (one per layer) and as a generator of them
+    ones = np.ones_like(row)
+    for tables in (({1: ones},), ({1: ones} for _ in range(1))):
+        got = qwen.run([1, 2, 3], capture=["mixer_out.0"],
+                       interventions=[hylens.surrogate("mixer_out", [0], tables, row)]).captures["mixer_out.0"]
+        assert (got[0, 0] == 1).all() and (got[0, 1:] == 0).all()  # token 1 from the table, the others the fallback

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import hylens
-from conftest import GOLDEN
+from conftest import GOLDEN, run_cli
 
 
 def test_channel_study_records_and_summaries(byte_tokenizer, tmp_path):
@@ -104,3 +104,40 @@ def test_channel_study_records_and_summaries(byte_tokenizer, tmp_path):
     assert frames.stats["written"] == 0 and frames.stats["resumed"] == n
     assert isinstance(frames.records, pd.DataFrame) and len(frames.records) == n
     assert isinstance(frames.summary, pd.DataFrame) and len(frames.summary) == len(r.summary)
+
+
+def test_experiment_judge_as_the_tool(byte_tokenizer, cli, tmp_path):
+    """judge= scores the persona task with a second model exactly as the tool's --judge: the same
+    records and the same run.json "judge"; without it the rule rubric decides."""
+    model = hylens.load(str(GOLDEN / "models" / "qwen3_5_dense"))
+    judge_dir = GOLDEN / "models" / "granite_h_dense"
+    judge = hylens.load(str(judge_dir))
+    study = dict(conditions="FULL,NONE", items=3, seeds=[1], max_new=4, frames=False)
+    r = hylens.experiment(model, byte_tokenizer, ["persona"], tmp_path / "py", judge=judge,
+                          judge_tokenizer=byte_tokenizer.path, **study)
+    assert len(r.records) == 6
+    assert {rec["scored_by"] for rec in r.records} == {"judge"}
+    assert all("judge" in rec["score_fields"] for rec in r.records)
+    assert r.run["judge"] == {"model": str(judge_dir.resolve()), "model_type": judge.model_type,
+                              "tokenizer": str(Path(byte_tokenizer.path).resolve())}
+    assert r.run["study"]["judge"] == r.run["judge"]
+    run_cli(cli, "experiment", "channels", "--model", GOLDEN / "models" / "qwen3_5_dense", "--tokenizer",
+            byte_tokenizer.path, "--task", "persona", "--conditions", "FULL,NONE", "--items", 3, "--seeds", 1,
+            "--max-new", 4, "--judge", judge_dir, "--judge-tokenizer", byte_tokenizer.path, "--no-progress",
+            "--out", tmp_path / "tool")
+    assert (tmp_path / "py" / "items.jsonl").read_bytes() == (tmp_path / "tool" / "items.jsonl").read_bytes()
+    assert json.loads((tmp_path / "tool" / "run.json").read_text())["judge"] == r.run["judge"]
+    ruled = hylens.experiment(model, byte_tokenizer, ["persona"], tmp_path / "ruled", **study)
+    assert ruled.run["judge"] == "rubric" and {rec["scored_by"] for rec in ruled.records} == {"rubric"}
+    assert [x["generated"] for x in ruled.records] == [x["generated"] for x in r.records]
+    # resuming a judged run without its judge is another study
+    with pytest.raises(ValueError, match="describes another study"):
+        hylens.experiment(model, byte_tokenizer, ["persona"], tmp_path / "py", resume=True, **study)
+    with pytest.raises(ValueError, match="judge_tokenizer is given without a judge"):
+        hylens.experiment(model, byte_tokenizer, ["persona"], tmp_path / "x", judge_tokenizer=byte_tokenizer.path,
+                          **study)
+    with pytest.raises(TypeError, match="judge must be a hylens.Model"):
+        hylens.experiment(model, byte_tokenizer, ["persona"], tmp_path / "x", judge=str(judge_dir), **study)
+    with pytest.raises(ValueError, match="has no tokenizer.json"):  # the golden folders hold none
+        hylens.experiment(model, byte_tokenizer, ["persona"], tmp_path / "x", judge=judge, **study)
+    assert not (tmp_path / "x").exists()
