@@ -25,6 +25,19 @@ def load(path):
         return json.load(f)
 
 
+def figure_title(run):
+    """Host, donor, blocks, seeds and the number of values, from run.json. The definition names
+    its seeds as "seeds" (a list) since 2026-12-06, as "seed" before."""
+    study = run.get("study", {})
+    host = os.path.basename(str(run.get("host", "host")).rstrip("/"))
+    donor = os.path.basename(str(run.get("donor", "donor")).rstrip("/"))
+    seeds = study.get("seeds", [study.get("seed")])
+    values = run.get("vocabulary", {}).get("values")
+    return (f"stitch: {donor} blocks {','.join(study.get('donor_blocks', []))} -> {host} blocks "
+            f"{','.join(study.get('host_blocks', []))} ({'seed' if len(seeds) == 1 else 'seeds'} "
+            f"{','.join(str(s) for s in seeds)}" + (f", {values} values" if values else "") + ")")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("result", help="result folder of hylens experiment stitch")
@@ -62,7 +75,6 @@ def main():
     bars(axes[0], c, v, lo, hi, "#4c72b0", -0.2, 0.4, "acc")
     c2, v2, lo2, hi2 = series("lookup", "cacc")
     bars(axes[0], c2, v2, lo2, hi2, "#dd8452", 0.2, 0.4, "cacc")
-    values = run.get("vocabulary", {}).get("values")
     task = next((r["task"] for r in rows if r["task"].startswith("lookup")), "lookup")
     n_pairs = int("".join(ch for ch in task.split(":")[-1] if ch.isdigit()) or 8)
     axes[0].axhline(1.0 / n_pairs, ls="--", color="gray", lw=1, label=f"chance 1/{n_pairs}")
@@ -78,11 +90,7 @@ def main():
         bars(axes[2], c, v, lo, hi, "#8172b2")
         axes[2].set_yscale("log")
         axes[2].set_title(f"held-out perplexity ({study.get('ppl_seqs')} x {study.get('ppl_len')} tokens)")
-    host = os.path.basename(str(run.get("host", "host")).rstrip("/"))
-    donor = os.path.basename(str(run.get("donor", "donor")).rstrip("/"))
-    fig.suptitle(f"stitch: {donor} blocks {','.join(study.get('donor_blocks', []))} -> {host} blocks "
-                 f"{','.join(study.get('host_blocks', []))} (seed {study.get('seed')}"
-                 + (f", {values} values" if values else "") + ")")
+    fig.suptitle(figure_title(run))
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     print(out)

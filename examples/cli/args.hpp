@@ -30,13 +30,21 @@
 
 namespace hylens::cli {
 
-/// The "Usage: ..." line of an app's help.
+/// The "Usage: ..." line of an app's help, a subcommand's with its parents' names ("Usage:
+/// hylens experiment channels [OPTIONS]", where its own help says "Usage: channels ...").
 inline std::string usage_line(const CLI::App& app) {
+    std::string path = app.get_name();
+    for (const CLI::App* p = app.get_parent(); p != nullptr; p = p->get_parent()) path = p->get_name() + " " + path;
     std::istringstream help(app.help());
     std::string line;
     while (std::getline(help, line))
-        if (line.rfind("Usage:", 0) == 0) return line;
-    return "Usage: " + app.get_name() + " [OPTIONS]";
+        if (line.rfind("Usage:", 0) == 0) {
+            const std::string own = "Usage: " + app.get_name();
+            if (path != app.get_name() && line.rfind(own, 0) == 0 && line.rfind("Usage: " + path, 0) != 0)
+                line = "Usage: " + path + line.substr(own.size());
+            return line;
+        }
+    return "Usage: " + path + " [OPTIONS]";
 }
 
 /// A whole number written in decimal digits that fits in 64 bits. CLI11 2.1 reads "-1" into an

@@ -99,7 +99,8 @@ inline int run_experiment_circuit(int argc, char** argv) {
             if (a.variant == "long") ex::set_long_filler(o, tok, corpus, filler_tokens);
             const ex::CircuitStudyResult r =
                 m.visit([&](const auto& typed) { return ex::run_circuit_study(typed, tok, ex::chat_family(type), o); });
-            std::cerr << "hylens experiment circuit: " << r.items << " pairs, " << r.records << " records (" << r.written
+            std::cerr << "hylens experiment circuit: " << r.items
+                      << (o.shard.count > 1 ? " pairs in the study (every shard), " : " pairs, ") << r.records << " records (" << r.written
                       << " new, " << r.resumed << " resumed) in " << r.seconds << " s -> " << o.out.string() << "\n";
         },
         experiments::merge_circuit_folders);

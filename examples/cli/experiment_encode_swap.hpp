@@ -71,7 +71,8 @@ inline int run_experiment_encode_swap(int argc, char** argv) {
             o.run_info["circuit"] = std::filesystem::absolute(circuit).string();
             const ex::EncodeSwapResult r =
                 m.visit([&](const auto& typed) { return ex::run_encode_swap_study(typed, tok, ex::chat_family(type), o); });
-            std::cerr << "hylens experiment encode-swap: " << r.items << " pairs (" << r.key_items << " with a key swap), "
+            std::cerr << "hylens experiment encode-swap: " << r.items << " pairs (" << r.key_items << " with a key swap)"
+                      << (o.shard.count > 1 ? " in the study (every shard), " : ", ")
                       << r.records << " records (" << r.written << " new, " << r.resumed << " resumed) in " << r.seconds
                       << " s -> " << o.out.string() << "\n";
         },

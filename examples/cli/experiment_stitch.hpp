@@ -106,6 +106,7 @@ inline int run_experiment_stitch(int argc, char** argv) {
             opt.conditions.push_back(conditions.substr(b, e - b));
             b = e + 1;
         }
+        ex::check_stitch_conditions(opt.conditions, opt.host_blocks.size());  // before the models load
     } catch (const Error& e) {
         std::cerr << "hylens experiment stitch: " << e.what() << "\n" << usage_line(app) << "\n";
         return 2;

@@ -89,6 +89,11 @@ TEST_CASE("cli: hylens experiment rejects bad arguments with a usage error") {
     CHECK(sh(kCli + " experiment" + quiet) == 2);                                        // no subcommand
     CHECK(sh(kCli + " experiment bogus" + quiet) == 2);
     CHECK(sh(kCli + " experiment chanels --model x --out y 2>&1 | grep -q \"unknown study 'chanels'\"") == 0);
+    // An option before the study (it said "A subcommand is required").
+    CHECK(sh(kCli + " experiment --bogus" + quiet) == 2);
+    CHECK(sh(kCli + " experiment --bogus 2>&1 | grep -q \"the study comes first, then its options: '--bogus'\"") == 0);
+    // An error found after parsing names the whole command in its usage line (it said "Usage: channels").
+    CHECK(sh(base + " --task dictionary,dictionary 2>&1 | grep -q \"^Usage: hylens experiment channels \\[OPTIONS\\]\"") == 0);
     CHECK(sh(base + quiet) == 2);                                                        // no --task
     CHECK(sh(base + " --task dictionary --bogus 7" + quiet) == 2);                       // unknown option
     CHECK(sh(base + " --task nosuchtask" + quiet) == 2);

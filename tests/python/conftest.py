@@ -68,6 +68,17 @@ def assert_matches_tool(got, want, what):
     return True
 
 
+def script_module(name):
+    """scripts/<name>.py imported as a module (its functions tested without running main)."""
+    import importlib.util
+
+    pytest.importorskip("matplotlib")  # the figure scripts import it at the top
+    spec = importlib.util.spec_from_file_location(name, SOURCE_DIR / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def golden_model_dirs():
     return sorted(p for p in (GOLDEN / "models").iterdir() if (p / "golden.safetensors").exists())
 

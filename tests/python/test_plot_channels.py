@@ -3,22 +3,14 @@
 cumulative-top sweeps were not drawn at all, and [0, 7] of a top sweep was drawn as a
 cumulative point."""
 
-import importlib.util
-
 import pytest
 
-from conftest import SOURCE_DIR
-
-SCRIPT = SOURCE_DIR / "scripts" / "plot_channels.py"
+from conftest import script_module
 
 
 @pytest.fixture(scope="module")
 def plot():
-    pytest.importorskip("matplotlib")
-    spec = importlib.util.spec_from_file_location("plot_channels", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module("plot_channels")
 
 
 def test_sweep_points(plot):

@@ -199,6 +199,9 @@ TEST_CASE("layer ranges and conditions") {
     CHECK_THROWS(ex::stitch_conditions(o, 4));
     o.conditions = {"donor:2-4"};
     CHECK_THROWS(ex::stitch_conditions(o, 4));
+    CHECK_NOTHROW(ex::check_stitch_conditions(o.conditions, 1));  // the donor's layers not known yet
+    CHECK_THROWS_WITH(ex::check_stitch_conditions({"stitched", "stitched"}, 1), doctest::Contains("given twice"));
+    CHECK_THROWS_WITH(ex::check_stitch_conditions({"donor:2-4"}, 2), doctest::Contains("need a single-slot plan"));
     o.host_blocks = {{0, 0}, {1, 1}};
     o.donor_blocks = {{0, 0}, {1, 2}};
     o.conditions = {};
@@ -569,8 +572,15 @@ TEST_CASE("hylens experiment stitch: usage errors, a run equal to the library's,
     CHECK(sh(base + blocks + "--out " + (d.path / "x").string() + " --bogus 1" + quiet) == 2);
     CHECK(sh(base + "--host-block 0-1 --donor-block 0-2,3 --out " + (d.path / "x").string() + quiet) == 2);
     CHECK(sh(base + "--host-block 1-0 --donor-block 0-2 --out " + (d.path / "x").string() + quiet) == 2);
-    CHECK(sh(base + blocks + "--out " + (d.path / "x").string() + " --conditions intact,nope" + quiet) == 1);
+    // Condition names are usage errors, before the models load (it was exit 1, after the load).
+    CHECK(sh(base + blocks + "--out " + (d.path / "x").string() + " --conditions intact,nope" + quiet) == 2);
     CHECK(read_text(d.path / "err.txt").find("unknown condition 'nope'") != std::string::npos);
+    CHECK(sh(base + blocks + "--out " + (d.path / "x").string() + " --conditions intact,intact" + quiet) == 2);
+    CHECK(read_text(d.path / "err.txt").find("condition 'intact' given twice") != std::string::npos);
+    // A donor:A-B past the donor's layers needs the donor: an error of the run.
+    CHECK(sh(base + blocks + "--out " + (d.path / "x").string() + " --conditions donor:9-9" + quiet) == 1);
+    CHECK(read_text(d.path / "err.txt").find("condition donor:9-9: the donor has 4 layers") != std::string::npos);
+    CHECK(!fs::exists(d.path / "x" / "items.jsonl"));
     CHECK(sh(base + blocks + "--out " + (d.path / "x").string() + " --reader 2" + quiet) == 2);  // not LAYER:HEAD
     CHECK(sh(base + blocks + "--out " + (d.path / "x").string() + " --reader 1:0 --test-items 1 --ppl-seqs 1" + quiet) == 1);
     CHECK(read_text(d.path / "err.txt").find("the reader layer 1 has no softmax attention") != std::string::npos);

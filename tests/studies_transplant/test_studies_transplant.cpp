@@ -752,6 +752,15 @@ TEST_CASE("transplant and query-map studies: another model's circuit file, and a
                          doctest::Contains("[chat] the receiver's tokenizer has no token '<|im_start|>'"), hylens::FormatError);
     CHECK_FALSE(fs::exists(root / "t_stripped"));
     CHECK_FALSE(fs::exists(root / "q_stripped"));
+    // No donor block and no key embedding: the message says how to give a source.
+    ex::QueryMapOptions no_source;
+    no_source.out = root / "q_no_source";
+    no_source.seeds = {3};
+    no_source.address = {3};
+    no_source.embedding_source = false;
+    CHECK_THROWS_WITH_AS(model.visit([&](const auto& m) { return ex::run_query_map_study(m, tok, fmt, m, tok, fmt, no_source); }),
+                         doctest::Contains("[query-map] no donor source: no donor layer block"), hylens::Error);
+    CHECK_FALSE(fs::exists(root / "q_no_source"));
 
     // NaN weights in layer 1's MLP: the study stops there (it ran to the end with null scores).
     const fs::path damaged = hylens::test::damaged_model(kOrganism, root / "damaged", "model.layers.1.mlp.down_proj.weight");

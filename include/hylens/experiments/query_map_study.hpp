@@ -206,7 +206,10 @@ QueryMapResult run_query_map_study(const RecvModel& recv, const Tokenizer& tok_r
     if (opt.circuit) check_circuit_model(*opt.circuit, recv.stack(), "query-map");
     namespace lk = tasks::lookup;
     check(!opt.address.empty(), "[query-map] no receiver Address layers");
-    check(!opt.sources.empty() || opt.embedding_source, "[query-map] no donor source");
+    check(!opt.sources.empty() || opt.embedding_source,
+          "[query-map] no donor source: no donor layer block (the default, every donor layer group, found none) and the "
+          "key embedding left out (--no-embedding; Python: embedding=False); name donor blocks with --sources (Python: "
+          "sources=) or keep the embedding");
     check(opt.fit_items >= 10 && opt.per_config >= 1 && !opt.seeds.empty(), "[query-map] need at least 10 fit prompts, "
                                                                             "one test pair per configuration and a seed");
     check_distinct_seeds(opt.seeds, "query-map");

@@ -146,6 +146,27 @@ struct StitchStudyResult {
     nlohmann::json fits;  ///< R^2 and lambda of every fitted map
 };
 
+/// Checks condition names as far as they can be checked without the donor model: each a base
+/// condition or donor:A-B (with a single-slot plan of `slots` slots), each once. `donor_layers`
+/// also bounds donor:A-B where given (0: not known yet).
+inline void check_stitch_conditions(const std::vector<std::string>& c, std::size_t slots, std::size_t donor_layers = 0) {
+    for (const std::string& name : c) {
+        bool known = false;
+        for (std::string_view b : stitch_base_conditions) known = known || name == b;
+        if (name.rfind("donor:", 0) == 0) {
+            const LayerRange r = parse_layer_range(std::string_view(name).substr(6));
+            check(slots == 1, "[stitch] condition ", name, ": other donor blocks need a single-slot plan");
+            check(donor_layers == 0 || r.hi < donor_layers, "[stitch] condition ", name, ": the donor has ", donor_layers,
+                  " layers");
+            known = true;
+        }
+        check(known, "[stitch] unknown condition '", name,
+              "' (intact, removed, mixers_zeroed, bypass, stitched, donor_no_mixing, donor:A-B)");
+    }
+    for (std::size_t i = 0; i < c.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j) check(c[i] != c[j], "[stitch] condition '", c[i], "' given twice");
+}
+
 /// The conditions a run evaluates, in order (validated).
 inline std::vector<std::string> stitch_conditions(const StitchStudyOptions& o, std::size_t donor_layers) {
     std::vector<LayerRange> others = o.other_blocks;
@@ -157,21 +178,7 @@ inline std::vector<std::string> stitch_conditions(const StitchStudyOptions& o, s
         c.assign(std::begin(stitch_base_conditions), std::end(stitch_base_conditions));
         for (const LayerRange& r : others) c.push_back("donor:" + r.text());
     }
-    for (const std::string& name : c) {
-        bool known = false;
-        for (std::string_view b : stitch_base_conditions) known = known || name == b;
-        if (name.rfind("donor:", 0) == 0) {
-            const LayerRange r = parse_layer_range(std::string_view(name).substr(6));
-            check(o.host_blocks.size() == 1, "[stitch] condition ", name, ": other donor blocks need a single-slot plan");
-            check(r.hi < donor_layers, "[stitch] condition ", name, ": the donor has ", donor_layers,
-                  " layers");
-            known = true;
-        }
-        check(known, "[stitch] unknown condition '", name,
-              "' (intact, removed, mixers_zeroed, bypass, stitched, donor_no_mixing, donor:A-B)");
-    }
-    for (std::size_t i = 0; i < c.size(); ++i)
-        for (std::size_t j = 0; j < i; ++j) check(c[i] != c[j], "[stitch] condition '", c[i], "' given twice");
+    check_stitch_conditions(c, o.host_blocks.size(), donor_layers);
     return c;
 }
 
