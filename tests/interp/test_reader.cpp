@@ -135,6 +135,10 @@ TEST_CASE("metrics of §A.5 on hand-made rows") {
     CHECK(a.others == doctest::Approx(0.3));
     CHECK(a.first == doctest::Approx(0.1));
     CHECK(a.rest == doctest::Approx(0.0).epsilon(1e-6));
+    // Overlapping entries counted keys twice (rest -0.6 here); an empty span overlaps nothing.
+    CHECK_THROWS_WITH_AS(attention_split(probs, 4, {{1, 3}, {2, 4}}, 0),
+                         "[attention_split] entries 0 [1, 3) and 1 [2, 4) overlap", hylens::ShapeError);
+    CHECK(attention_split(probs, 4, {{1, 2}, {2, 2}, {2, 4}}, 0).others == doctest::Approx(0.3));
     const Selectivity s = qk_selectivity(probs, 4, {{1, 2}, {2, 3}, {3, 4}}, 0);
     CHECK(s.selectivity == doctest::Approx(std::log(0.6) - 0.5 * (std::log(0.1) + std::log(0.2))));
     CHECK(s.margin == doctest::Approx(std::log(0.6 / 0.2)));

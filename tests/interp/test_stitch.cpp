@@ -4,8 +4,15 @@
 // a cross-kind stitch of a Qwen-like block into a Granite-like model of another hidden size,
 // and fit_query_map + set_final.
 
+#include <hylens/cache/cache_diff.hpp>
+#include <hylens/cache/cache_io.hpp>
+#include <hylens/cache/mask_state.hpp>
+#include <hylens/interp/lens.hpp>
+#include <hylens/interp/ridge.hpp>
+#include <hylens/interp/state_patch.hpp>
 #include <hylens/interp/stitch.hpp>
 
+#include "../io/io_test_util.hpp"
 #include "../support/random_model.hpp"
 
 #include <doctest/doctest.h>
@@ -89,6 +96,66 @@ TEST_CASE("run_block: the donor layers on a sequence with a fresh cache, zero_mi
     for (std::size_t i = 0; i < ym.size(); ++i) d = std::max(d, std::fabs(ym[i] - flat(z.at("resid_post.0"))[i]));
     CHECK(d <= 1e-4f);
     CHECK_THROWS_AS(run_block(m, {0}, std::vector<float>(5), 1, 12), ShapeError);
+}
+
+TEST_CASE("a stitched block's cache: saved and loaded whole, compared, copied; its heads refused; its sites fire") {
+    // GDN | block (GDN, ATTN) | GDN: the block's slot holds a recurrent part and a KV cache,
+    // both nested in its donor layers' cache (interp/stitch.hpp, StitchBlockCache).
+    const auto m = test::random_qwen({});
+    const auto s = stitch<NoAdapter>(m, StitchPlan{{{1, 2, {1, 2}, false}}}, m, {NoAdapter{}});
+    const TokenBatch ids(prompt(3, 12));
+    const auto a = s.prefill(ids), b = s.prefill(TokenBatch(prompt(4, 12)));
+    // diff compares the block's parts (they read 0, "identical").
+    const CacheDiff d = diff(a, b, LayerSet({1}));
+    CHECK(d.kv > 0);
+    CHECK(d.conv > 0);
+    CHECK(d.state > 0);
+    // save / load keep them (the file held none, and a loaded cache restarted the block).
+    io_test::TempDir tmp;
+    save_cache(a, tmp / "c.safetensors");
+    const io::SafetensorsFile f = io::SafetensorsFile::open(tmp / "c.safetensors");
+    for (const char* name : {"cache.0.state", "cache.1.0.conv", "cache.1.0.state", "cache.1.1.k", "cache.1.1.v", "cache.2.state"})
+        CHECK_MESSAGE(f.contains(name), name);
+    const auto loaded = load_cache(tmp / "c.safetensors", s.new_cache(1));
+    CHECK(loaded == a);
+    CHECK(diff(loaded, a).max() == 0.0);
+    // copy_recurrent reaches the block's recurrent part and leaves its K/V.
+    auto host = b;
+    copy_recurrent(host, a, {1});
+    CHECK(diff(host, a, LayerSet({1})).state == 0.0);
+    CHECK(diff(host, b, LayerSet({1})).kv == 0.0);
+    CHECK(diff(host, b, LayerSet({0, 2})).max() == 0.0);
+    // ... and refuses a torn cache (a forward that failed part-way), as state_swap does.
+    auto torn = a;
+    torn.mark_torn("a test");
+    CHECK_THROWS_WITH(copy_recurrent(host, torn, {0}), doctest::Contains("part-updated"));
+    // The heads of one layer's part: a block has several layers' parts (it edited nothing).
+    CHECK_THROWS_WITH_AS(mask_state<channel::ssm>(a, LayerSet({1}), {0}), doctest::Contains("layer 1 is a stitched block"),
+                         ChannelError);
+    CHECK_THROWS_AS(patch_heads<channel::kv>(a, b, LayerSet({1}), {0}), ChannelError);
+    CHECK(mask_state<channel::ssm>(a, LayerSet({0}), {0}) != a);
+    // The block's slot fires resid_pre, mixer_out (its write) and resid_post, and lists those.
+    CHECK(layer_sites(s.stack(), 1) == std::vector<Site>{Site::resid_pre, Site::mixer_out, Site::resid_post});
+    for (Site site : layer_sites(s.stack(), 1)) CHECK(capture(s, ids, {SiteRef{site, 1}}).size() == 1);
+    CHECK_THROWS_AS(run(s, ids, {zero(Site::mlp_out, {1})}), ShapeError);  // accepted, and it did nothing
+    CHECK(layer_sites(s.stack(), 0).size() > 3);
+}
+
+TEST_CASE("fit_stitch refuses a reversed block; Ridge and effective_rank name a non-finite value") {
+    const auto m = test::random_granite({});
+    std::vector<StitchItem> items;
+    for (unsigned s = 0; s < 6; ++s) items.push_back({prompt(100 + s, 16)});
+    CHECK_THROWS_WITH_AS(fit_stitch(m, 3, 1, m, {1, 2}, items), doctest::Contains("block [3, 1] is reversed"), ShapeError);
+    CHECK_THROWS_WITH_AS(fit_stitch(m, 1, 9, m, {1, 2}, items), doctest::Contains("not inside the receiver's 4 layers"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(fit_stitch(m, 1, 2, m, {1, 7}, items), doctest::Contains("donor layer 7 out of 4"), ShapeError);
+    CHECK_THROWS_WITH_AS((stitch<NoAdapter>(m, StitchPlan{{{2, 1, {1}, false}}}, m, {NoAdapter{}})),
+                         doctest::Contains("block [2, 1] is reversed"), ShapeError);
+    std::vector<float> X(20 * 3, 1.0f), T(20 * 2, 0.5f);
+    for (std::size_t i = 0; i < X.size(); ++i) X[i] = static_cast<float>(i % 7);
+    X[4 * 3 + 1] = std::nanf("");
+    CHECK_THROWS_WITH_AS(Ridge::fit(X, T, 20, Ridge::Options{}), doctest::Contains("X row 4 column 1 is nan"), ShapeError);
+    CHECK_THROWS_WITH_AS(effective_rank(X.data(), 20, 3), doctest::Contains("row 4 column 1 is nan"), ShapeError);
 }
 
 TEST_CASE("fit_stitch: a self-stitch fits maps with R^2 ~ 1 and reproduces the model, multi-slot in order") {

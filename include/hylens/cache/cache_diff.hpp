@@ -62,35 +62,33 @@ CacheDiff diff(const Cache& a, const Cache& b, const LayerSet& layers = {}) {
         a.visit(i, [&](const auto& ca) {
             b.visit(i, [&](const auto& cb) {
                 if constexpr (std::is_same_v<decltype(ca), decltype(cb)>) {
-                    if (const KVCache* ka = kv_part(ca)) {
-                        const KVCache* kb = kv_part(cb);
-                        if (ka->length() != kb->length() || ka->kv_heads() != kb->kv_heads() ||
-                            ka->head_dim() != kb->head_dim()) {
+                    // Every part, a stitched block's donor layers' too (they read 0 when skipped).
+                    for_each_kv_pair(ca, cb, [&](const KVCache& ka, const KVCache& kb) {
+                        if (ka.length() != kb.length() || ka.kv_heads() != kb.kv_heads() || ka.head_dim() != kb.head_dim()) {
                             d.same_layout = false;  // K/V not comparable; the layer's recurrent part still is
                             d.kv = inf;
-                        } else {
-                            const std::size_t n = ka->length() * ka->head_dim();  // (L, hd) per head
-                            for (std::size_t s = 0; s < ka->batch(); ++s)
-                                for (std::size_t j = 0; j < ka->kv_heads(); ++j) {
-                                    d.kv = detail::worse(d.kv, detail::max_abs_diff(ka->k(s, j), kb->k(s, j), n));
-                                    d.kv = detail::worse(d.kv, detail::max_abs_diff(ka->v(s, j), kb->v(s, j), n));
-                                }
+                            return;
                         }
-                    }
-                    if (const RecurrentCache* ra = recurrent_part(ca)) {
-                        const RecurrentCache* rb = recurrent_part(cb);
-                        if (ra->conv_channels() != rb->conv_channels() || ra->conv_width() != rb->conv_width() ||
-                            ra->state_shape() != rb->state_shape()) {
+                        const std::size_t n = ka.length() * ka.head_dim();  // (L, hd) per head
+                        for (std::size_t s = 0; s < ka.batch(); ++s)
+                            for (std::size_t j = 0; j < ka.kv_heads(); ++j) {
+                                d.kv = detail::worse(d.kv, detail::max_abs_diff(ka.k(s, j), kb.k(s, j), n));
+                                d.kv = detail::worse(d.kv, detail::max_abs_diff(ka.v(s, j), kb.v(s, j), n));
+                            }
+                    });
+                    for_each_recurrent_pair(ca, cb, [&](const RecurrentCache& ra, const RecurrentCache& rb) {
+                        if (ra.conv_channels() != rb.conv_channels() || ra.conv_width() != rb.conv_width() ||
+                            ra.state_shape() != rb.state_shape()) {
                             d.same_layout = false;
                             d.conv = d.state = inf;
                             return;
                         }
-                        const std::size_t nc = ra->conv_channels() * ra->conv_width();  // (C, K)
-                        for (std::size_t s = 0; s < ra->batch(); ++s) {
-                            d.conv = detail::worse(d.conv, detail::max_abs_diff(ra->conv(s), rb->conv(s), nc));
-                            d.state = detail::worse(d.state, detail::max_abs_diff(ra->state(s), rb->state(s), ra->state_size()));
+                        const std::size_t nc = ra.conv_channels() * ra.conv_width();  // (C, K)
+                        for (std::size_t s = 0; s < ra.batch(); ++s) {
+                            d.conv = detail::worse(d.conv, detail::max_abs_diff(ra.conv(s), rb.conv(s), nc));
+                            d.state = detail::worse(d.state, detail::max_abs_diff(ra.state(s), rb.state(s), ra.state_size()));
                         }
-                    }
+                    });
                 }
             });
         });

@@ -1,7 +1,8 @@
 #pragma once
 // Save and load a stack cache through safetensors, with the names of the golden files
 // (tests/golden/README.md): <prefix>N.conv (C, K), <prefix>N.state (state_shape), <prefix>N.k
-// and <prefix>N.v (Hkv, L, hd) for layer N, float32. With batch B = 1 the batch axis is
+// and <prefix>N.v (Hkv, L, hd) for layer N, float32; the parts of a stitched block's donor
+// layer j under <prefix>N.j. (<prefix>N.j.conv, ...). With batch B = 1 the batch axis is
 // dropped (as in the golden files); with B > 1 every tensor gets a leading (B, ...) axis.
 // The metadata key "hylens.tokens_seen" keeps the position counter of stacks without KV.
 
@@ -37,28 +38,29 @@ void add_cache(io::SafetensorsWriter& w, const Cache& cache, const std::string& 
     const std::size_t B = cache.batch();
     for (std::size_t i = 0; i < cache.num_layers(); ++i)
         cache.visit(i, [&](const auto& c) {
-            const std::string p = prefix + std::to_string(i) + ".";
-            if (const RecurrentCache* r = recurrent_part(c)) {
-                const std::size_t nc = r->conv_channels() * r->conv_width();
-                std::vector<float> conv(B * nc), state(B * r->state_size());
+            // A stitched block's donor layers: <prefix>N.<j>.conv and so on (for_each_named_part).
+            for_each_named_part<RecurrentCache>(c, prefix + std::to_string(i) + ".", [&](const RecurrentCache& r,
+                                                                                        const std::string& p) {
+                const std::size_t nc = r.conv_channels() * r.conv_width();
+                std::vector<float> conv(B * nc), state(B * r.state_size());
                 for (std::size_t b = 0; b < B; ++b) {
-                    std::copy(r->conv(b), r->conv(b) + nc, conv.data() + b * nc);
-                    std::copy(r->state(b), r->state(b) + r->state_size(), state.data() + b * r->state_size());
+                    std::copy(r.conv(b), r.conv(b) + nc, conv.data() + b * nc);
+                    std::copy(r.state(b), r.state(b) + r.state_size(), state.data() + b * r.state_size());
                 }
-                w.add_f32(p + "conv", detail::with_batch(B, {r->conv_channels(), r->conv_width()}), conv);
-                w.add_f32(p + "state", detail::with_batch(B, r->state_shape()), state);
-            }
-            if (const KVCache* kv = kv_part(c)) {
-                const std::size_t H = kv->kv_heads(), L = kv->length(), hd = kv->head_dim(), n = L * hd;
+                w.add_f32(p + "conv", detail::with_batch(B, {r.conv_channels(), r.conv_width()}), conv);
+                w.add_f32(p + "state", detail::with_batch(B, r.state_shape()), state);
+            });
+            for_each_named_part<KVCache>(c, prefix + std::to_string(i) + ".", [&](const KVCache& kv, const std::string& p) {
+                const std::size_t H = kv.kv_heads(), L = kv.length(), hd = kv.head_dim(), n = L * hd;
                 std::vector<float> k(B * H * n), v(B * H * n);  // (B, Hkv, L, hd)
                 for (std::size_t b = 0; b < B; ++b)
                     for (std::size_t j = 0; j < H; ++j) {
-                        std::copy(kv->k(b, j), kv->k(b, j) + n, k.data() + (b * H + j) * n);
-                        std::copy(kv->v(b, j), kv->v(b, j) + n, v.data() + (b * H + j) * n);
+                        std::copy(kv.k(b, j), kv.k(b, j) + n, k.data() + (b * H + j) * n);
+                        std::copy(kv.v(b, j), kv.v(b, j) + n, v.data() + (b * H + j) * n);
                     }
                 w.add_f32(p + "k", detail::with_batch(B, {H, L, hd}), k);
                 w.add_f32(p + "v", detail::with_batch(B, {H, L, hd}), v);
-            }
+            });
         });
     w.set_metadata("hylens.tokens_seen", std::to_string(cache.tokens_seen()));
 }
@@ -107,16 +109,15 @@ std::size_t load_cache(const io::SafetensorsFile& file, Cache& target, const std
     };
     for (std::size_t i = 0; i < cache.num_layers(); ++i)
         cache.visit(i, [&](auto& c) {
-            const std::string p = prefix + std::to_string(i) + ".";
             std::vector<float> buf;
-            if (RecurrentCache* r = recurrent_part(c)) {
-                const std::size_t nc = r->conv_channels() * r->conv_width(), ns = r->state_size();
-                if (fetch(p + "conv", {r->conv_channels(), r->conv_width()}, buf))
-                    for (std::size_t b = 0; b < B; ++b) std::copy(buf.data() + b * nc, buf.data() + (b + 1) * nc, r->conv(b));
-                if (fetch(p + "state", r->state_shape(), buf))
-                    for (std::size_t b = 0; b < B; ++b) std::copy(buf.data() + b * ns, buf.data() + (b + 1) * ns, r->state(b));
-            }
-            if (KVCache* kv = kv_part(c)) {
+            for_each_named_part<RecurrentCache>(c, prefix + std::to_string(i) + ".", [&](RecurrentCache& r, const std::string& p) {
+                const std::size_t nc = r.conv_channels() * r.conv_width(), ns = r.state_size();
+                if (fetch(p + "conv", {r.conv_channels(), r.conv_width()}, buf))
+                    for (std::size_t b = 0; b < B; ++b) std::copy(buf.data() + b * nc, buf.data() + (b + 1) * nc, r.conv(b));
+                if (fetch(p + "state", r.state_shape(), buf))
+                    for (std::size_t b = 0; b < B; ++b) std::copy(buf.data() + b * ns, buf.data() + (b + 1) * ns, r.state(b));
+            });
+            for_each_named_part<KVCache>(c, prefix + std::to_string(i) + ".", [&](KVCache& kv, const std::string& p) {
                 const std::string kn = p + "k";
                 if (!file.contains(kn) && opt.allow_missing) return;
                 check<FormatError>(file.contains(kn), "[load_cache] ", file.path().string(), ": missing tensor '", kn, "'");
@@ -124,19 +125,19 @@ std::size_t load_cache(const io::SafetensorsFile& file, Cache& target, const std
                 // The KV length is the one free dimension: (.., Hkv, L, hd).
                 check<ShapeError>(s.size() == (B == 1 ? 3u : 4u), "[load_cache] ", file.path().string(), ": tensor '",
                                   kn, "' has shape ", shape_string(s), ", expected (", B == 1 ? "" : "B, ", "Hkv, L, hd)");
-                const std::size_t H = kv->kv_heads(), hd = kv->head_dim(), L = s[s.size() - 2], n = L * hd;
+                const std::size_t H = kv.kv_heads(), hd = kv.head_dim(), L = s[s.size() - 2], n = L * hd;
                 std::vector<float> k, v;
                 fetch(kn, {H, L, hd}, k);
-                if (!fetch(p + "v", {H, L, hd}, v)) return;  // v missing and allowed: keep this layer's K/V
-                kv->clear();
-                kv->reserve_more(L);
+                if (!fetch(p + "v", {H, L, hd}, v)) return;  // v missing and allowed: keep this part's K/V
+                kv.clear();
+                kv.reserve_more(L);
                 for (std::size_t b = 0; b < B; ++b)
                     for (std::size_t j = 0; j < H; ++j) {
-                        std::copy(k.data() + (b * H + j) * n, k.data() + (b * H + j + 1) * n, kv->k(b, j));
-                        std::copy(v.data() + (b * H + j) * n, v.data() + (b * H + j + 1) * n, kv->v(b, j));
+                        std::copy(k.data() + (b * H + j) * n, k.data() + (b * H + j + 1) * n, kv.k(b, j));
+                        std::copy(v.data() + (b * H + j) * n, v.data() + (b * H + j + 1) * n, kv.v(b, j));
                     }
-                kv->commit(L);
-            }
+                kv.commit(L);
+            });
         });
     // allow_missing reads part of a cache; none of it is a wrong prefix (or another file), which
     // returned the fresh cache as if it had been read.

@@ -55,7 +55,9 @@ std::size_t units_of(const LayerCache& c) {
 /// the donor's matching run, or nullptr when there is no donor.
 template <class Part, class LayerCache, class F>
 void for_unit(LayerCache& c, const LayerCache* donor, std::size_t u, F&& f) {
-    if constexpr (std::is_same_v<Part, channel::kv> && !LayerCache::channels::template has<channel::kv>) {
+    if constexpr (requires { c.inner.num_layers(); }) {
+        return;  // a stitched block: its parts are its donor layers' (check_units refuses it)
+    } else if constexpr (std::is_same_v<Part, channel::kv> && !LayerCache::channels::template has<channel::kv>) {
         return;  // no K/V in this kind of layer (callers skip it; this keeps null pointers out of the code)
     } else if constexpr (!std::is_same_v<Part, channel::kv> && !LayerCache::channels::template has<channel::recurrent>) {
         return;
@@ -92,6 +94,13 @@ void check_units(const Cache& cache, const LayerSet& layers, const std::vector<s
     for (std::size_t i = 0; i < cache.num_layers(); ++i) {
         if (!layers.contains(i)) continue;
         cache.visit(i, [&](const auto& c) {
+            // A stitched block holds the channel in its donor layers, several of them, where the
+            // heads of one part are meant: it was left unchanged without a word.
+            if constexpr (requires { c.inner.num_layers(); })
+                fail<ChannelError>("[", op, "] layer ", i, " is a stitched block: its ",
+                                   std::is_same_v<Part, channel::kv> ? "KV heads" : "state heads and conv channels",
+                                   " are its donor layers' (", c.inner.num_layers(), " of them), and ", op,
+                                   " selects those of one layer; edit the block whole (patch_state, drop, keep_only, swap)");
             const std::size_t n = units_of<Part>(c);
             if (n == 0) return;
             for (std::size_t u : units)

@@ -4,9 +4,10 @@
 // ParallelCache halves, so every operation written on parts covers every layer kind. The
 // for_each_* forms also reach the layers of a nested stack cache (a stitched block's).
 
-#include <type_traits>  // std::is_same_v, std::remove_const_t
+#include <type_traits>  // std::is_same_v, std::remove_const_t, std::type_identity_t
 
 #include <cstddef>  // std::size_t
+#include <string>   // std::string, std::to_string
 
 #include "../core/error.hpp"
 #include "channels.hpp"
@@ -68,11 +69,28 @@ void for_each_recurrent_part(C& c, F&& f) {
     for_each_part<RecurrentCache>(c, f);
 }
 
-/// Calls f(dst_part, src_part) for the matching parts of type Part of two layer caches of one
-/// type (equal layouts: nested stack caches of one model).
+/// Calls f(Part&, name) for every part of type Part inside a layer cache, as for_each_part:
+/// `name` is `prefix` for the layer's own parts (both halves of a ParallelCache, one KV and one
+/// recurrent, share it) and `prefix` + "<i>." for those of layer i of a nested stack cache (a
+/// stitched block's donor layers). save_cache's tensor names.
 template <class Part, class C, class F>
-void for_each_part_pair(C& dst, const C& src, F&& f) {
-    if constexpr (std::is_same_v<C, Part>) {
+void for_each_named_part(C& c, const std::string& prefix, F&& f) {
+    if constexpr (std::is_same_v<std::remove_const_t<C>, Part>) {
+        f(c, prefix);
+    } else if constexpr (requires { c.first; c.second; }) {
+        for_each_named_part<Part>(c.first, prefix, f);
+        for_each_named_part<Part>(c.second, prefix, f);
+    } else if constexpr (requires { c.inner.num_layers(); }) {
+        for (std::size_t i = 0; i < c.inner.num_layers(); ++i)
+            c.inner.visit(i, [&](auto& lc) { for_each_named_part<Part>(lc, prefix + std::to_string(i) + ".", f); });
+    }
+}
+
+/// Calls f(dst_part, src_part) for the matching parts of type Part of two layer caches of one
+/// type (equal layouts: nested stack caches of one model); `dst` may be const (a comparison).
+template <class Part, class C, class F>
+void for_each_part_pair(C& dst, const std::type_identity_t<std::remove_const_t<C>>& src, F&& f) {
+    if constexpr (std::is_same_v<std::remove_const_t<C>, Part>) {
         f(dst, src);
     } else if constexpr (requires { dst.first; dst.second; }) {
         for_each_part_pair<Part>(dst.first, src.first, f);
@@ -88,11 +106,11 @@ void for_each_part_pair(C& dst, const C& src, F&& f) {
     }
 }
 template <class C, class F>
-void for_each_kv_pair(C& dst, const C& src, F&& f) {
+void for_each_kv_pair(C& dst, const std::type_identity_t<std::remove_const_t<C>>& src, F&& f) {
     for_each_part_pair<KVCache>(dst, src, f);
 }
 template <class C, class F>
-void for_each_recurrent_pair(C& dst, const C& src, F&& f) {
+void for_each_recurrent_pair(C& dst, const std::type_identity_t<std::remove_const_t<C>>& src, F&& f) {
     for_each_part_pair<RecurrentCache>(dst, src, f);
 }
 

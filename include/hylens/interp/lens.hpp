@@ -126,6 +126,13 @@ struct AttentionSplit {
 inline AttentionSplit attention_split(const float* probs, std::size_t Tk, const std::vector<Span>& entries,
                                       std::size_t target) {
     check<ShapeError>(target < entries.size(), "[attention_split] target entry ", target, " of ", entries.size());
+    // Overlapping entries counted their keys twice (rest came out negative).
+    for (std::size_t i = 0; i < entries.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            check<ShapeError>(entries[i].second <= entries[j].first || entries[j].second <= entries[i].first ||
+                                  entries[i].first == entries[i].second || entries[j].first == entries[j].second,
+                              "[attention_split] entries ", j, " [", entries[j].first, ", ", entries[j].second, ") and ", i,
+                              " [", entries[i].first, ", ", entries[i].second, ") overlap");
     AttentionSplit a;
     for (std::size_t j = 0; j < entries.size(); ++j)
         (j == target ? a.target : a.others) += attention_mass(probs, Tk, entries[j]);
@@ -180,6 +187,9 @@ struct EffectiveRank {
     double erank = 0.0, top_share = 0.0;
 };
 inline EffectiveRank effective_rank(const float* m, std::size_t rows, std::size_t cols) {
+    for (std::size_t i = 0; i < rows * cols; ++i)  // LAPACK said only "(bad argument)"
+        check<ShapeError>(std::isfinite(m[i]), "[effective_rank] row ", i / cols, " column ", i % cols, " is ", m[i],
+                          ": the rank needs finite values");
     std::vector<double> G(cols * cols, 0.0), L;
     for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t a = 0; a < cols; ++a)

@@ -240,6 +240,11 @@ RidgeProblem ridge_problem(const std::vector<Scalar>& X, const std::vector<Scala
     check<ShapeError>(n >= 5, "[Ridge] need at least 5 rows to hold some out, got ", n);
     check<ShapeError>(!X.empty() && X.size() % n == 0 && !T.empty() && T.size() % n == 0, "[Ridge] X (", X.size(),
                       " values) and T (", T.size(), " values) are not ", n, " rows each");
+    // A NaN reached LAPACK, which said only "dsyevd failed (info -5) ... (bad argument)".
+    for (const auto* m : {&X, &T})
+        for (std::size_t i = 0; i < m->size(); ++i)
+            check<ShapeError>(std::isfinite((*m)[i]), "[Ridge] ", m == &X ? "X" : "T", " row ", i / (m->size() / n),
+                              " column ", i % (m->size() / n), " is ", (*m)[i], ": the fit needs finite values");
     RidgeProblem pb;
     pb.variant = variant;
     const std::size_t dx = X.size() / n, dt = T.size() / n;

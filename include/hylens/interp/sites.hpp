@@ -206,8 +206,9 @@ std::size_t attention_heads(const Stack& stack, LayerIndex l) {
 /// RoPE; q without the gate half), attn_probs (width 0 here: its rows are heads x tokens, its
 /// width the keys so far) and head_out; a DeltaNet mixer gate_g, gate_beta (one value per value
 /// head) and lin_head_out; a Mamba-2 mixer gate_dt (one per head) and lin_head_out; each half of
-/// a parallel layer its attn_out or ssm_out. tests/interp/test_run.cpp holds this to what the
-/// layers fire, on every reference model.
+/// a parallel layer its attn_out or ssm_out; a stitched block resid_pre, mixer_out and
+/// resid_post only. tests/interp/test_run.cpp holds this to what the layers fire, on every
+/// reference model (and tests/studies_stitch on a stitched one).
 template <class Stack>
 std::optional<std::size_t> site_width(const Stack& stack, LayerIndex l, Site s) {
     check<ShapeError>(stack.size() > 0, "[site_width] an empty stack");
@@ -219,6 +220,12 @@ std::optional<std::size_t> site_width(const Stack& stack, LayerIndex l, Site s) 
             const auto& c = m.config();
             if (l == no_layer) {
                 if (s == Site::embed || s == Site::final_norm) w = c.hidden;
+                return;
+            }
+            // A stitched block (interp/stitch.hpp) fires resid_pre, mixer_out (its write) and
+            // resid_post only: its donor layers' sites are not the receiver's.
+            if constexpr (requires { typename K::donor_stack_type; }) {
+                if (s == Site::resid_pre || s == Site::mixer_out || s == Site::resid_post) w = c.hidden;
                 return;
             }
             switch (s) {

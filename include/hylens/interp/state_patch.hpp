@@ -6,6 +6,7 @@
 #include <algorithm>  // std::copy
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::int64_t
+#include <type_traits>  // std::is_same_v, std::remove_cvref_t
 #include <vector>     // std::vector
 
 #include "../cache/parts.hpp"
@@ -16,31 +17,35 @@
 namespace hylens {
 
 /// Copies the recurrent part of `layers` from `donor` into `host` (both caches of the same
-/// stack type): the SSM state, and the conv window too when include_conv. Layers without a
-/// recurrent part are a ShapeError; so are caches of different batch or shape.
+/// stack type): the SSM state, and the conv window too when include_conv; a stitched block's
+/// donor layers' parts too. Layers without a recurrent part are a ShapeError; so are caches of
+/// different batch or shape, and a cache a failed forward left part-updated (torn).
 template <class Cache>
 void copy_recurrent(Cache& host, const Cache& donor, const std::vector<LayerIndex>& layers, bool include_conv = true) {
+    if constexpr (requires { host.check_usable("copy_recurrent"); }) {
+        host.check_usable("copy_recurrent");
+        donor.check_usable("copy_recurrent");
+    }
     check<ShapeError>(host.order() == donor.order() && host.batch() == donor.batch(),
                       "[copy_recurrent] the caches belong to different layer layouts or batch sizes");
-    for (LayerIndex l : layers) {
+    for (LayerIndex l : layers)
         check<ShapeError>(l < host.num_layers(), "[copy_recurrent] layer ", layer_name(l), " out of ", host.num_layers());
-        const LayerIndex i = l;
-        host.visit(i, [&](auto& hc) {
-            donor.visit(i, [&](const auto& dc) {
-                RecurrentCache* h = recurrent_part(hc);
-                const RecurrentCache* d = recurrent_part(dc);
-                {
-                    check<ShapeError>(h != nullptr && d != nullptr, "[copy_recurrent] layer ", l,
-                                      " has no recurrent state");
-                    check<ShapeError>(h->state_size() == d->state_size() && h->conv_channels() == d->conv_channels() &&
-                                          h->conv_width() == d->conv_width(),
-                                      "[copy_recurrent] layer ", l, ": state shapes differ");
-                    for (std::size_t b = 0; b < h->batch(); ++b) {
-                        std::copy(d->state(b), d->state(b) + d->state_size(), h->state(b));
-                        if (include_conv)
-                            std::copy(d->conv(b), d->conv(b) + d->conv_channels() * d->conv_width(), h->conv(b));
-                    }
-                }
+    for (LayerIndex l : layers) {
+        host.visit(l, [&](auto& hc) {
+            donor.visit(l, [&](const auto& dc) {
+                bool found = false;
+                if constexpr (std::is_same_v<std::remove_cvref_t<decltype(hc)>, std::remove_cvref_t<decltype(dc)>>)
+                    for_each_recurrent_pair(hc, dc, [&](RecurrentCache& h, const RecurrentCache& d) {
+                        found = true;
+                        check<ShapeError>(h.state_size() == d.state_size() && h.conv_channels() == d.conv_channels() &&
+                                              h.conv_width() == d.conv_width(),
+                                          "[copy_recurrent] layer ", l, ": state shapes differ");
+                        for (std::size_t b = 0; b < h.batch(); ++b) {
+                            std::copy(d.state(b), d.state(b) + d.state_size(), h.state(b));
+                            if (include_conv) std::copy(d.conv(b), d.conv(b) + d.conv_channels() * d.conv_width(), h.conv(b));
+                        }
+                    });
+                check<ShapeError>(found, "[copy_recurrent] layer ", l, " has no recurrent state");
             });
         });
     }

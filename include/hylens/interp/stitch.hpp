@@ -261,8 +261,8 @@ CausalLM<StitchedStack<typename RecvModel::stack_type, typename DonorModel::stac
     const LayerIndex L = recv.num_layers(), Ld = donor.num_layers();
     for (std::size_t i = 0; i < plan.blocks.size(); ++i) {
         const ReplaceBlock& b = plan.blocks[i];
-        check<ShapeError>(b.lo <= b.hi && b.hi < L, "[stitch] block [", b.lo, ", ", b.hi,
-                          "] is not inside the receiver's ", L, " layers");
+        check<ShapeError>(b.lo <= b.hi, "[stitch] block [", b.lo, ", ", b.hi, "] is reversed (first layer after the last)");
+        check<ShapeError>(b.hi < L, "[stitch] block [", b.lo, ", ", b.hi, "] is not inside the receiver's ", L, " layers");
         check<ShapeError>(i == 0 || plan.blocks[i - 1].hi < b.lo, "[stitch] blocks must be in order and disjoint");
         check<ShapeError>(!b.donor_layers.empty(), "[stitch] block [", b.lo, ", ", b.hi, "] has no donor layers");
         for (LayerIndex d : b.donor_layers)
@@ -340,6 +340,12 @@ template <class RecvModel, class DonorModel>
 StitchFit fit_stitch(const RecvModel& recv, LayerIndex lo, LayerIndex hi, const DonorModel& donor, const std::vector<LayerIndex>& donor_layers,
                      const std::vector<StitchItem>& items, Ridge::Options ridge = {}, bool zero_mixers = false) {
     check<ShapeError>(!items.empty() && !donor_layers.empty(), "[fit_stitch] no fit items or no donor layers");
+    // A reversed block fitted h_out(hi) - h_in(lo) across the wrong layers without a word.
+    check<ShapeError>(lo <= hi, "[fit_stitch] block [", lo, ", ", hi, "] is reversed (first layer after the last)");
+    check<ShapeError>(hi < recv.num_layers(), "[fit_stitch] block [", lo, ", ", hi, "] is not inside the receiver's ",
+                      recv.num_layers(), " layers");
+    for (LayerIndex d : donor_layers)
+        check<ShapeError>(d < donor.num_layers(), "[fit_stitch] donor layer ", layer_name(d), " out of ", donor.num_layers());
     const std::size_t Hr = recv.config().hidden, Hd = donor.config().hidden;
     std::vector<float> xin, tin, xout, tout;
     std::vector<std::vector<float>> h_in(items.size()), w_recv(items.size());
