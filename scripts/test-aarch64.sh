@@ -19,7 +19,7 @@ if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
 # removes the native one): only its arm64 runtime library, named to cmake below.
 dpkg --print-foreign-architectures | grep -qx arm64 || $SUDO dpkg --add-architecture arm64
 bash scripts/install-deps.sh g++-aarch64-linux-gnu qemu-user libopenblas-dev:arm64 liblapacke-dev:arm64 \
-  liblapack-dev:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64 libcld2-0:arm64 zlib1g-dev:arm64
+  liblapack-dev:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64 libcld2-0:arm64 zlib1g-dev:arm64 libxxhash-dev:arm64
 
 # Release, no -march (there is none to give a cross compiler here), the compile-time checks
 # (standalone headers, compile-fail) left to the native suite: they do not depend on the target.

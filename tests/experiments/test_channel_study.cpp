@@ -438,7 +438,30 @@ TEST_CASE("input fingerprints: two copies of a checkpoint agree, an edited one d
     }
     CHECK(input_fingerprint(b.path / "m") != fa);
     o.resume = true;
-    CHECK_THROWS_WITH_AS(run(o), doctest::Contains("(other contents: fingerprints"), Error);
+    CHECK_THROWS_WITH_AS(run(o), doctest::Contains("(other contents: digests"), Error);
+    // Weights changed in place with the same header (a checkpoint retrained at its shapes): the
+    // header fingerprint cannot see it, the contents digest does, and the resume is refused.
+    fs::copy_file(a.path / "m" / "config.json", b.path / "m" / "config.json", fs::copy_options::overwrite_existing);
+    REQUIRE(input_contents(b.path / "m") == input_contents(a.path / "m"));
+    {
+        std::fstream w(b.path / "m" / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+        w.seekp(-4, std::ios::end);  // the last float of the last tensor
+        const float other = 12345.0f;
+        w.write(reinterpret_cast<const char*>(&other), sizeof other);
+    }
+    CHECK(input_fingerprint(b.path / "m") == fa);
+    CHECK(input_contents(b.path / "m") != input_contents(a.path / "m"));
+    CHECK(input_contents(b.path / "m").size() == 16);
+    CHECK(input_contents(a.path / "absent").empty());
+    const nlohmann::json s1_run = nlohmann::json::parse(test::read_text(s1.path / "run.json"));
+    CHECK(s1_run["model_contents"] == input_contents(a.path / "m"));  // written when b held a's bytes
+    CHECK_THROWS_WITH_AS(run(o), doctest::Contains("(other contents: digests"), Error);
+    // A folder written before the contents digest compares the header fingerprints.
+    nlohmann::json old_run = s1_run;
+    old_run.erase("model_contents");
+    old_run.erase("tokenizer_contents");
+    test::write_text(s1.path / "run.json", old_run.dump(1));
+    CHECK_NOTHROW(run(o));
 }
 
 TEST_CASE("channel study: a seed or a task listed twice is an error (their items were queued twice)") {

@@ -38,7 +38,7 @@
 #include <string_view> // std::string_view
 #include <system_error> // std::error_code
 #include <tuple>       // std::make_tuple
-#include <utility>     // std::move
+#include <utility>     // std::move, std::pair
 #include <vector>      // std::vector
 
 #include <nlohmann/json.hpp>
@@ -155,23 +155,30 @@ inline void check_no_orphan_records(const std::filesystem::path& items, const st
 inline constexpr const char* kInputTypeKeys[] = {"model_type", "host_type", "donor_type"};
 
 /// The first input named in both run.json files on which they disagree, as "model \"a\"
-/// and \"b\"" ("" when they agree). Where both record an input's fingerprint
-/// (input_fingerprint.hpp) the contents are compared, wherever they lay (copies of one
-/// checkpoint on two nodes agree, a checkpoint overwritten in place does not); otherwise the
-/// paths, resolved. A key only one of them has is not compared (older folders lack some).
+/// and \"b\"" ("" when they agree). Where both record an input's contents digest, or else its
+/// header fingerprint (input_fingerprint.hpp), those are compared, wherever the inputs lay
+/// (copies of one checkpoint on two nodes agree, a checkpoint overwritten in place does not);
+/// otherwise the paths, resolved. A key only one of them has is not compared (older folders
+/// lack some).
 inline std::string differing_input(const nlohmann::json& prev, const nlohmann::json& now) {
     namespace fs = std::filesystem;
     if (!prev.is_object() || !now.is_object()) return "";
     for (const char* key : kInputPathKeys) {
         if (!prev.contains(key) || !now.contains(key)) continue;
         const nlohmann::json &a = prev[key], &b = now[key];
-        const std::string fk = std::string(key) + "_fingerprint";
-        if (prev.contains(fk) && now.contains(fk)) {
-            if (prev[fk] != now[fk])
-                return std::string(key) + " " + a.dump() + " and " + b.dump() + " (other contents: fingerprints " +
-                       prev[fk].dump() + " and " + now[fk].dump() + ")";
-            continue;
+        // The contents digest (weights included) where both have it; the header fingerprint of
+        // a folder written before it.
+        bool compared = false;
+        for (const auto& [suffix, what] : {std::pair{"_contents", "digests"}, std::pair{"_fingerprint", "fingerprints"}}) {
+            const std::string k = std::string(key) + suffix;
+            if (!prev.contains(k) || !now.contains(k)) continue;
+            if (prev[k] != now[k])
+                return std::string(key) + " " + a.dump() + " and " + b.dump() + " (other contents: " + what + " " +
+                       prev[k].dump() + " and " + now[k].dump() + ")";
+            compared = true;
+            break;
         }
+        if (compared) continue;
         bool same = a == b;
         if (!same && a.is_string() && b.is_string()) {
             std::error_code ea, eb;
