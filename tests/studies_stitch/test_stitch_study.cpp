@@ -76,6 +76,15 @@ TEST_CASE("fit corpus: the cleaning rules on a hand-written text") {
     CHECK(c.fit[0] == paras[0] + "\n" + paras[1]);  // 82 >= 60: chunk 0 (fit)
     CHECK(c.held_out[0] == paras[2]);              // chunk 1 (held out); the last 11 characters are no chunk
     CHECK_THROWS_AS(lk::read_fit_corpus("/nonexistent/corpus.txt"), hylens::FormatError);
+    // The study names its corpus by content: the same chunks from another file agree, other
+    // chunks (here the paragraphs in another order) do not (the definition held the path).
+    lk::FitCorpus copy = lk::make_fit_corpus(paras, {1, 60, 2});
+    copy.source = "/elsewhere/copy.txt";
+    CHECK(ex::stitch_corpus_digest(copy) == ex::stitch_corpus_digest(c));
+    const lk::FitCorpus reordered = lk::make_fit_corpus({paras[2], paras[1], paras[0], paras[3]}, {1, 60, 2});
+    CHECK(ex::stitch_corpus_digest(reordered)["fnv1a64"] != ex::stitch_corpus_digest(c)["fnv1a64"]);
+    CHECK(ex::stitch_corpus_digest(c) == nlohmann::json{{"fit_chunks", 1}, {"held_out_chunks", 1},
+                                                        {"fnv1a64", ex::stitch_corpus_digest(copy)["fnv1a64"]}});
 }
 
 TEST_CASE("fit corpus: the Debian Policy Manual (package debian-policy) cleans to running English text") {
@@ -270,6 +279,8 @@ TEST_CASE("stitch study granite-h-tiny <- qwen35-tiny: records, intact == the ho
     const nlohmann::json run_json = nlohmann::json::parse(read_text(o.out / "run.json"));
     CHECK(run_json["kind"] == "stitch");
     CHECK(run_json["status"] == "complete");
+    CHECK(run_json["study"]["corpus"] == ex::stitch_corpus_digest(policy_corpus()));
+    CHECK(run_json["corpus"] == fs::absolute(policy_corpus().source).string());
     CHECK(run_json["fits"]["stitched"].size() == 1);
     for (const char* c : {"stitched", "donor_no_mixing", "donor:3-3"}) {
         const double r2 = run_json["fits"][c][0]["m_in"]["r2"].get<double>();

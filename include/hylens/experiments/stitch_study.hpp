@@ -182,6 +182,23 @@ inline std::vector<std::string> stitch_conditions(const StitchStudyOptions& o, s
     return c;
 }
 
+/// What the study reads of its corpus, by content, for its definition: the number of fit and
+/// held-out chunks and FNV-1a of their text (each chunk and its kind), so a resume or a merge
+/// with other text at the same path is another study and a copy of the text elsewhere is not
+/// (the definition named the path as typed).
+inline nlohmann::json stitch_corpus_digest(const tasks::lookup::FitCorpus& corpus) {
+    detail::Fnv1a f;
+    for (const auto* part : {&corpus.fit, &corpus.held_out}) {
+        f.add(part == &corpus.fit ? "fit" : "held_out");
+        for (const std::string& chunk : *part) {
+            f.add(std::to_string(chunk.size()));
+            f.add(":");
+            f.add(chunk);
+        }
+    }
+    return {{"fit_chunks", corpus.fit.size()}, {"held_out_chunks", corpus.held_out.size()}, {"fnv1a64", f.hex()}};
+}
+
 /// The fit items of §A.11 and what they hold.
 struct StitchFitSet {
     std::vector<StitchItem> items;
@@ -549,7 +566,7 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
     nlohmann::json def = {{"host_blocks", nlohmann::json::array()}, {"donor_blocks", nlohmann::json::array()},
                           {"conditions", conditions}, {"variant", variant.name()}, {"fit_prompts", o.fit_prompts},
                           {"fit_tokens", o.fit_tokens}, {"test_items", o.test_items}, {"ppl_seqs", o.ppl_seqs},
-                          {"ppl_len", o.ppl_len}, {"seeds", o.seeds}, {"corpus", corpus.source},
+                          {"ppl_len", o.ppl_len}, {"seeds", o.seeds}, {"corpus", stitch_corpus_digest(corpus)},
                           {"bootstrap", {{"resamples", o.bootstrap.resamples}, {"level", o.bootstrap.level},
                                          {"seed", o.bootstrap.seed}}}};
     for (std::size_t k = 0; k < o.host_blocks.size(); ++k) {
@@ -557,7 +574,9 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
         def["donor_blocks"].push_back(o.donor_blocks[k].text());
     }
     if (o.reader.given()) def["reader"] = {{"layer", o.reader.layer}, {"head", o.reader.head}};
-    StudyFolder folder(o.folder("stitch", def));
+    StudyFolderOptions fo = o.folder("stitch", def);
+    fo.run_info["corpus"] = std::filesystem::absolute(corpus.source).string();  // where it was read; the definition holds what
+    StudyFolder folder(fo);
 
     const auto wants = [&](std::string_view c) { return std::find(conditions.begin(), conditions.end(), c) != conditions.end(); };
     std::vector<LayerIndex> slot_layers;
