@@ -72,6 +72,8 @@ inline SiteRef to_siteref(pyb::handle obj) {
                 throw pyb::value_error("site '" + s + "': expected <site>.<layer>, e.g. 'mixer_out.13'");
             r.layer = static_cast<LayerIndex>(std::stoul(num));
             s = s.substr(0, dot);
+            if (s.find('.') != std::string::npos)  // "mixer_out.3.5" said "unknown site 'mixer_out.3'"
+                throw pyb::value_error("site '" + obj.cast<std::string>() + "': expected <site>.<layer>, e.g. 'mixer_out.13'");
         }
         r.site = parse_site(s, r.write);
         return r;

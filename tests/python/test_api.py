@@ -524,6 +524,8 @@ def test_empty_decode_and_a_cache_file_without_the_prefix(qwen, tmp_path):
 
 def test_interventions_and_surrogate_tables_of_the_wrong_type(qwen):
     """They said "'int' object is not iterable"; now the argument and what it must be."""
+    with pytest.raises(ValueError, match="site 'mixer_out.3.5': expected <site>.<layer>"):  # said 'mixer_out.3'
+        qwen.run([1, 2, 3], capture=["mixer_out.3.5"])
     with pytest.raises(TypeError, match="interventions: a hylens.Intervention or a list of them .*got int"):
         qwen.run([1, 2, 3], interventions=5)
     with pytest.raises(TypeError, match="interventions: a hylens.Intervention or a list of them .*got str"):
