@@ -462,6 +462,34 @@ TEST_CASE("input fingerprints: two copies of a checkpoint agree, an edited one d
     old_run.erase("tokenizer_contents");
     test::write_text(s1.path / "run.json", old_run.dump(1));
     CHECK_NOTHROW(run(o));
+    // ... and does not take the digest of the bytes there now: the records were made from others.
+    CHECK_FALSE(nlohmann::json::parse(test::read_text(s1.path / "run.json")).contains("model_contents"));
+    // A checkpoint named by its file is its folder's digest (the loader reads its config.json).
+    CHECK(input_contents(a.path / "m" / "model.safetensors") == input_contents(a.path / "m"));
+    // A merge compares every pair of folders: an older first folder (no contents digest) does
+    // not hide two later ones run on other weights (it compared each with the first only).
+    test::TempDir t0("fp_t0"), t1("fp_t1"), t2("fp_t2"), tm("fp_tm");
+    o.resume = false;
+    o.shard = parse_shard("0/3");
+    o.out = t0.path;
+    o.run_info["model"] = (a.path / "m").string();
+    run(o);
+    nlohmann::json t0_run = nlohmann::json::parse(test::read_text(t0.path / "run.json"));
+    t0_run.erase("model_contents");
+    test::write_text(t0.path / "run.json", t0_run.dump(1));
+    o.shard = parse_shard("1/3");
+    o.out = t1.path;
+    run(o);
+    o.shard = parse_shard("2/3");
+    o.out = t2.path;
+    o.run_info["model"] = (b.path / "m").string();  // the weights changed in place
+    run(o);
+    CHECK_THROWS_WITH_AS(merge_results({t0.path, t1.path, t2.path}, tm.path),
+                         doctest::Contains("were run on other inputs: model"), Error);
+    // Merged with a folder that has none, the merge has no contents digest either (the first
+    // folder's run.json, which the merge copies, has one here).
+    CHECK(merge_results({t1.path, t0.path}, tm.path).incomplete == 0);
+    CHECK_FALSE(nlohmann::json::parse(test::read_text(tm.path / "run.json")).contains("model_contents"));
 }
 
 TEST_CASE("channel study: a seed or a task listed twice is an error (their items were queued twice)") {

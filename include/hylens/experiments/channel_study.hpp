@@ -152,7 +152,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     const FolderLock lock(opt.out, "experiment");  // makes the folder
     const fs::path items_path = opt.out / "items.jsonl", run_path = opt.out / "run.json";
     const nlohmann::json definition = study_definition(opt, conds);
-    const nlohmann::json run_info = with_input_fingerprints(opt.run_info);  // what was read, by content
+    nlohmann::json run_info = with_input_fingerprints(opt.run_info);  // what was read, by content
     if (opt.resume && fs::exists(run_path)) {
         const nlohmann::json prev = detail::read_json_file(run_path);
         check(prev.value("study", nlohmann::json()) == definition, "[experiment] --resume: ", run_path.string(),
@@ -160,6 +160,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
               " (there and here); resume with the same settings or choose another output folder");
         detail::check_same_inputs(prev, run_info, run_path, "experiment");
         detail::check_items_unchanged(prev, items_path, "[experiment] --resume: ");
+        detail::keep_unverified(prev, run_info);
     } else if (opt.resume) {
         detail::check_no_orphan_records(items_path, "experiment");
     } else {

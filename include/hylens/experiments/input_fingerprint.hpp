@@ -6,8 +6,9 @@
 //
 // Two digests of each, as 16 hex digits ("" when the path does not exist):
 // * "<key>_contents" (input_contents): XXH3-64 (the xxHash library) over every byte read: for
-//   a folder config.json's bytes and, for every *.safetensors file in name order, its name and
-//   its bytes, weights included; for a file its bytes. A checkpoint retrained in place with the
+//   a folder config.json's bytes, model.safetensors.index.json's, and, for every *.safetensors
+//   file in name order, its name and its bytes, weights included; for a checkpoint named by
+//   one of its files, its folder's; for another file its bytes. A checkpoint retrained in place with the
 //   same shapes differs here only.
 // * "<key>_fingerprint" (input_fingerprint, kept for folders written before the contents
 //   digest): FNV-1a (64 bit) over config.json's bytes and, for every *.safetensors file, its
@@ -134,17 +135,27 @@ private:
 }  // namespace detail
 
 /// The contents digest of an input folder or file (see the top of this header): every byte
-/// the model or tokenizer is read from. A file that cannot be read is an Error naming it.
+/// the model or tokenizer is read from. A checkpoint named by one of its files (a
+/// .safetensors file or a .safetensors.index.json, as load_model accepts) is its folder's
+/// digest: the loader reads the folder's config.json and shards. A file that cannot be read is
+/// an Error naming it.
 inline std::string input_contents(const std::filesystem::path& p) {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (!fs::exists(p, ec)) return "";
+    const std::string name = p.filename().string();
+    const auto ends_with = [&](std::string_view tail) {
+        return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (!fs::is_directory(p, ec) && (ends_with(".safetensors") || ends_with(".safetensors.index.json")))
+        return input_contents(fs::absolute(p).parent_path());
     detail::Xxh3 h;
     const auto add = [&](const fs::path& f) {
         check(h.add_file(f), "[input_contents] cannot read ", f.string(), " to its end");
     };
     if (fs::is_directory(p, ec)) {
         if (fs::exists(p / "config.json", ec)) add(p / "config.json");
+        if (fs::exists(p / "model.safetensors.index.json", ec)) add(p / "model.safetensors.index.json");  // which shard holds what
         for (const fs::path& s : detail::safetensors_files(p)) {
             h.add(s.filename().string());
             h.add(std::string_view("\0", 1));  // the name ends here, whatever the bytes after it

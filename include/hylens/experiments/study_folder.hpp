@@ -193,6 +193,18 @@ inline std::string differing_input(const nlohmann::json& prev, const nlohmann::j
     return "";
 }
 
+/// On a resume of a folder whose run.json has no contents digest of an input (written before
+/// it existed), the digest of what is on disk now vouches for nothing the earlier records were
+/// made from: it is left out of `run_info`, so later resumes and merges compare the header
+/// fingerprints, as they did.
+inline void keep_unverified(const nlohmann::json& prev, nlohmann::json& run_info) {
+    if (!prev.is_object() || !run_info.is_object()) return;
+    for (const char* key : kInputPathKeys) {
+        const std::string ck = std::string(key) + "_contents";
+        if (!prev.contains(ck)) run_info.erase(ck);
+    }
+}
+
 /// Resuming a folder with another model, tokenizer, host or donor mixed two models' records
 /// in one items.jsonl without a word: the inputs named in both run.json files must agree.
 inline void check_same_inputs(const nlohmann::json& prev, const nlohmann::json& now, const std::filesystem::path& run_path,
@@ -352,6 +364,7 @@ public:
                   " (there and here); resume with the same settings or choose another output folder");
             detail::check_same_inputs(prev, o_.run_info, run_path, o_.kind);
             detail::check_items_unchanged(prev, items, "[" + o_.kind + "] --resume: ");
+            detail::keep_unverified(prev, o_.run_info);
         } else if (o_.resume) {
             detail::check_no_orphan_records(items, o_.kind);
         } else {
@@ -487,6 +500,7 @@ struct ShardFolders {
     MergeResult counts;                      ///< folders and incomplete (records set by the caller)
     nlohmann::json study;                    ///< the definition, shard aside
     nlohmann::json first_run;                ///< the first folder's run.json
+    std::vector<nlohmann::json> runs;        ///< every folder's run.json, in order
     nlohmann::json sources = nlohmann::json::array();  ///< run.json "merged_from"
     std::vector<std::string> missing;        ///< shards "i/N" of the study that no folder holds
     std::vector<nlohmann::json> records;     ///< every folder's records, unsorted
@@ -592,8 +606,13 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
         check(s == f.study, "[merge] ", d.string(), " is another study than ", dirs.front().string(), ": ",
               definition_difference(s, f.study), " (there and in the first)");
         // Shards of one study run on two models merged into one result that named the first.
-        const std::string other = differing_input(f.first_run, run);
-        check(other.empty(), "[merge] ", dirs.front().string(), " and ", d.string(), " were run on other inputs: ", other);
+        // Every pair of folders: the strongest digest two folders share is compared, so an
+        // older first folder (no contents digest) must not hide two later ones that differ.
+        for (std::size_t j = 0; j < f.runs.size(); ++j) {
+            const std::string other = differing_input(f.runs[j], run);
+            check(other.empty(), "[merge] ", dirs[j].string(), " and ", d.string(), " were run on other inputs: ", other);
+        }
+        f.runs.push_back(run);
         check(shards.insert(shard).second || shard == "0/1", "[merge] shard ", shard, " is given twice");
         Shard sh;
         try {
@@ -648,6 +667,13 @@ inline nlohmann::json merged_run(const ShardFolders& f, std::size_t records, con
     run[kItemsFingerprintKey] = fnv1a64_hex(items_text);
     run.erase("records_written");
     run.erase("timings");
+    // An input's contents digest vouches for every record only where every folder has it (they
+    // agree: read_shard_folders compared them); else the merge is as strong as its weakest folder.
+    for (const char* key : kInputPathKeys) {
+        const std::string ck = std::string(key) + "_contents";
+        for (const nlohmann::json& r : f.runs)
+            if (!r.contains(ck)) run.erase(ck);
+    }
     return run;
 }
 
