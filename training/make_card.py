@@ -15,6 +15,7 @@ import argparse
 import csv
 import decimal
 import json
+import math
 import os
 import sys
 
@@ -85,6 +86,8 @@ def two_places(x):
     """x to two decimals, a half rounded up as a reader does (0.495 is 0.50): the shortest decimal
     of the float, then rounded. f"{0.495:.2f}" is 0.49, the float being a little below 0.495,
     where docs/study_circuit.md, written from summary.csv, says 0.50."""
+    if not math.isfinite(float(x)):
+        return f"{float(x):.2f}"  # inf, nan: Decimal cannot round them
     return str(decimal.Decimal(repr(float(x))).quantize(decimal.Decimal("0.01"), rounding=decimal.ROUND_HALF_UP))
 
 

@@ -18,6 +18,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
+#include <type_traits>
 #include <random>
 #include <vector>
 
@@ -98,7 +100,7 @@ TEST_CASE("run_block: the donor layers on a sequence with a fresh cache, zero_mi
     CHECK_THROWS_AS(run_block(m, {0}, std::vector<float>(5), 1, 12), ShapeError);
 }
 
-TEST_CASE("a stitched block's cache: saved and loaded whole, compared, copied; its heads refused; its sites fire") {
+TEST_CASE("a stitched block's cache: saved and loaded whole, compared, copied, its heads refused, its sites fire") {
     // GDN | block (GDN, ATTN) | GDN: the block's slot holds a recurrent part and a KV cache,
     // both nested in its donor layers' cache (interp/stitch.hpp, StitchBlockCache).
     const auto m = test::random_qwen({});
@@ -134,6 +136,18 @@ TEST_CASE("a stitched block's cache: saved and loaded whole, compared, copied; i
                          ChannelError);
     CHECK_THROWS_AS(patch_heads<channel::kv>(a, b, LayerSet({1}), {0}), ChannelError);
     CHECK(mask_state<channel::ssm>(a, LayerSet({0}), {0}) != a);
+    const auto all_masked = mask_state<channel::ssm>(a, LayerSet::all(), {0});  // all layers pass the block by
+    CHECK(diff(all_masked, a, LayerSet({1})).max() == 0.0);
+    CHECK(diff(all_masked, a, LayerSet({0})).state > 0.0);
+    // Another plan of the same C++ type (one donor layer in the block, not two): not comparable,
+    // and no copy between them (the extra donor layer was skipped, diff read 0).
+    const auto s1 = stitch<NoAdapter>(m, StitchPlan{{{1, 2, {1}, false}}}, m, {NoAdapter{}});
+    const auto one = s1.prefill(ids);
+    static_assert(std::is_same_v<decltype(one), decltype(a)>);
+    CHECK_FALSE(diff(a, one).same_layout);
+    CHECK(diff(one, a).max() == std::numeric_limits<double>::infinity());
+    auto into_one = one;
+    CHECK_THROWS_WITH_AS(copy_recurrent(into_one, a, {1}), doctest::Contains("stitched blocks of different plans"), ShapeError);
     // The block's slot fires resid_pre, mixer_out (its write) and resid_post, and lists those.
     CHECK(layer_sites(s.stack(), 1) == std::vector<Site>{Site::resid_pre, Site::mixer_out, Site::resid_post});
     for (Site site : layer_sites(s.stack(), 1)) CHECK(capture(s, ids, {SiteRef{site, 1}}).size() == 1);
@@ -141,7 +155,7 @@ TEST_CASE("a stitched block's cache: saved and loaded whole, compared, copied; i
     CHECK(layer_sites(s.stack(), 0).size() > 3);
 }
 
-TEST_CASE("fit_stitch refuses a reversed block; Ridge and effective_rank name a non-finite value") {
+TEST_CASE("fit_stitch refuses a reversed block, Ridge and effective_rank name a non-finite value") {
     const auto m = test::random_granite({});
     std::vector<StitchItem> items;
     for (unsigned s = 0; s < 6; ++s) items.push_back({prompt(100 + s, 16)});

@@ -62,6 +62,11 @@ CacheDiff diff(const Cache& a, const Cache& b, const LayerSet& layers = {}) {
         a.visit(i, [&](const auto& ca) {
             b.visit(i, [&](const auto& cb) {
                 if constexpr (std::is_same_v<decltype(ca), decltype(cb)>) {
+                    if (!same_nested_layout(ca, cb)) {  // stitched blocks of two plans
+                        d.same_layout = false;
+                        d.kv = d.conv = d.state = inf;
+                        return;
+                    }
                     // Every part, a stitched block's donor layers' too (they read 0 when skipped).
                     for_each_kv_pair(ca, cb, [&](const KVCache& ka, const KVCache& kb) {
                         if (ka.length() != kb.length() || ka.kv_heads() != kb.kv_heads() || ka.head_dim() != kb.head_dim()) {

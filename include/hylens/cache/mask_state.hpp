@@ -95,12 +95,15 @@ void check_units(const Cache& cache, const LayerSet& layers, const std::vector<s
         if (!layers.contains(i)) continue;
         cache.visit(i, [&](const auto& c) {
             // A stitched block holds the channel in its donor layers, several of them, where the
-            // heads of one part are meant: it was left unchanged without a word.
+            // heads of one part are meant: it was left unchanged without a word. Named in the
+            // set, it is an error; all layers (the default) pass it by, as a layer without the part.
             if constexpr (requires { c.inner.num_layers(); })
-                fail<ChannelError>("[", op, "] layer ", i, " is a stitched block: its ",
+                if (!layers.is_all())
+                    fail<ChannelError>("[", op, "] layer ", i, " is a stitched block: its ",
                                    std::is_same_v<Part, channel::kv> ? "KV heads" : "state heads and conv channels",
                                    " are its donor layers' (", c.inner.num_layers(), " of them), and ", op,
-                                   " selects those of one layer; edit the block whole (patch_state, drop, keep_only, swap)");
+                                   " selects those of one layer; leave it out of the layers, or edit it whole (patch_state, "
+                                   "drop, keep_only, swap)");
             const std::size_t n = units_of<Part>(c);
             if (n == 0) return;
             for (std::size_t u : units)

@@ -86,8 +86,23 @@ void for_each_named_part(C& c, const std::string& prefix, F&& f) {
     }
 }
 
+/// Whether two layer caches of one type nest equal layouts: a stitched block's donor layers,
+/// as many and of the same kinds (two stitch plans of one C++ type may differ there).
+template <class C>
+bool same_nested_layout(const C& a, const C& b) {
+    if constexpr (requires { a.first; a.second; }) {
+        return same_nested_layout(a.first, b.first) && same_nested_layout(a.second, b.second);
+    } else if constexpr (requires { a.inner.num_layers(); }) {
+        return a.inner.num_layers() == b.inner.num_layers() && a.inner.order() == b.inner.order();
+    } else {
+        return true;
+    }
+}
+
 /// Calls f(dst_part, src_part) for the matching parts of type Part of two layer caches of one
 /// type (equal layouts: nested stack caches of one model); `dst` may be const (a comparison).
+/// Stitched blocks of two different plans are a ShapeError (their extra donor layers were
+/// skipped without a word).
 template <class Part, class C, class F>
 void for_each_part_pair(C& dst, const std::type_identity_t<std::remove_const_t<C>>& src, F&& f) {
     if constexpr (std::is_same_v<std::remove_const_t<C>, Part>) {
@@ -96,6 +111,9 @@ void for_each_part_pair(C& dst, const std::type_identity_t<std::remove_const_t<C
         for_each_part_pair<Part>(dst.first, src.first, f);
         for_each_part_pair<Part>(dst.second, src.second, f);
     } else if constexpr (requires { dst.inner.num_layers(); }) {
+        check<ShapeError>(same_nested_layout(dst, src), "[cache] stitched blocks of different plans (", dst.inner.num_layers(),
+                          " and ", src.inner.num_layers(), " donor layers, or other kinds): the caches come from different "
+                          "stitched models");
         for (std::size_t i = 0; i < dst.inner.num_layers(); ++i)
             dst.inner.visit(i, [&](auto& d) {
                 src.inner.visit(i, [&](const auto& s) {

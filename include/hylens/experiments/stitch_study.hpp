@@ -575,7 +575,9 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
     }
     if (o.reader.given()) def["reader"] = {{"layer", o.reader.layer}, {"head", o.reader.head}};
     StudyFolderOptions fo = o.folder("stitch", def);
-    fo.run_info["corpus"] = std::filesystem::absolute(corpus.source).string();  // where it was read; the definition holds what
+    // Where it was read (null for a corpus made in memory); the definition holds what.
+    fo.run_info["corpus"] = corpus.source.empty() ? nlohmann::json(nullptr)
+                                                  : nlohmann::json(std::filesystem::absolute(corpus.source).string());
     StudyFolder folder(fo);
 
     const auto wants = [&](std::string_view c) { return std::find(conditions.begin(), conditions.end(), c) != conditions.end(); };
