@@ -91,10 +91,14 @@ def two_places(x):
     return str(decimal.Decimal(repr(float(x))).quantize(decimal.Decimal("0.01"), rounding=decimal.ROUND_HALF_UP))
 
 
+def interval(value, lo, hi):
+    return f"{two_places(value)} [{two_places(lo)}, {two_places(hi)}]"
+
+
 def fmt(r):
     if r is None:
         return "–"
-    return f"{two_places(r['mean'])} [{two_places(r['ci_lo'])}, {two_places(r['ci_hi'])}]"
+    return interval(r["mean"], r["ci_lo"], r["ci_hi"])
 
 
 def main():
@@ -373,7 +377,7 @@ def circuit_section(folder):
         circuit = json.load(f)
     with open(os.path.join(folder, "run.json")) as f:
         run = json.load(f)
-    iv = lambda d: f"{two_places(d['value'])} [{two_places(d['lo'])}, {two_places(d['hi'])}]"  # noqa: E731
+    iv = lambda d: interval(d["value"], d["lo"], d["hi"])  # noqa: E731
     gv = lambda d: f"{d['value']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}]"  # noqa: E731
     study = run["study"]  # circuit_check checked it: one seed
     L = ["## Circuit study\n",

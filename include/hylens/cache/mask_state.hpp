@@ -56,7 +56,7 @@ std::size_t units_of(const LayerCache& c) {
 template <class Part, class LayerCache, class F>
 void for_unit(LayerCache& c, const LayerCache* donor, std::size_t u, F&& f) {
     if constexpr (requires { c.inner.num_layers(); }) {
-        return;  // a stitched block: its parts are its donor layers' (check_units refuses it)
+        return;  // a stitched block: its parts are its donor layers' (check_units refuses it or passes it by)
     } else if constexpr (std::is_same_v<Part, channel::kv> && !LayerCache::channels::template has<channel::kv>) {
         return;  // no K/V in this kind of layer (callers skip it; this keeps null pointers out of the code)
     } else if constexpr (!std::is_same_v<Part, channel::kv> && !LayerCache::channels::template has<channel::recurrent>) {

@@ -46,30 +46,7 @@ auto recurrent_part(C& c) {
 
 namespace hylens {
 
-/// Calls f(Part&) for every part of type Part (KVCache or RecurrentCache) inside a layer
-/// cache: its own, both halves of a ParallelCache, and every layer of a nested stack cache (a
-/// stitched block's donor layers).
-template <class Part, class C, class F>
-void for_each_part(C& c, F&& f) {
-    if constexpr (std::is_same_v<std::remove_const_t<C>, Part>) {
-        f(c);
-    } else if constexpr (requires { c.first; c.second; }) {
-        for_each_part<Part>(c.first, f);
-        for_each_part<Part>(c.second, f);
-    } else if constexpr (requires { c.inner.num_layers(); }) {
-        for (std::size_t i = 0; i < c.inner.num_layers(); ++i) c.inner.visit(i, [&](auto& lc) { for_each_part<Part>(lc, f); });
-    }
-}
-template <class C, class F>
-void for_each_kv_part(C& c, F&& f) {
-    for_each_part<KVCache>(c, f);
-}
-template <class C, class F>
-void for_each_recurrent_part(C& c, F&& f) {
-    for_each_part<RecurrentCache>(c, f);
-}
-
-/// Calls f(Part&, name) for every part of type Part inside a layer cache, as for_each_part:
+/// Calls f(Part&, name) for every part of type Part inside a layer cache (as for_each_part):
 /// `name` is `prefix` for the layer's own parts (both halves of a ParallelCache, one KV and one
 /// recurrent, share it) and `prefix` + "<i>." for those of layer i of a nested stack cache (a
 /// stitched block's donor layers). save_cache's tensor names.
@@ -84,6 +61,22 @@ void for_each_named_part(C& c, const std::string& prefix, F&& f) {
         for (std::size_t i = 0; i < c.inner.num_layers(); ++i)
             c.inner.visit(i, [&](auto& lc) { for_each_named_part<Part>(lc, prefix + std::to_string(i) + ".", f); });
     }
+}
+
+/// Calls f(Part&) for every part of type Part (KVCache or RecurrentCache) inside a layer
+/// cache: its own, both halves of a ParallelCache, and every layer of a nested stack cache (a
+/// stitched block's donor layers).
+template <class Part, class C, class F>
+void for_each_part(C& c, F&& f) {
+    for_each_named_part<Part>(c, std::string(), [&](auto& part, const std::string&) { f(part); });
+}
+template <class C, class F>
+void for_each_kv_part(C& c, F&& f) {
+    for_each_part<KVCache>(c, f);
+}
+template <class C, class F>
+void for_each_recurrent_part(C& c, F&& f) {
+    for_each_part<RecurrentCache>(c, f);
 }
 
 /// Whether two layer caches of one type nest equal layouts: a stitched block's donor layers,

@@ -8,8 +8,8 @@
 // * "<key>_contents" (input_contents): XXH3-64 (the xxHash library) over every byte read: for
 //   a folder config.json's bytes, model.safetensors.index.json's, and, for every *.safetensors
 //   file in name order, its name and its bytes, weights included; for a checkpoint named by
-//   one of its files, its folder's; for another file its bytes. A checkpoint retrained in place with the
-//   same shapes differs here only.
+//   one of its files, its folder's; for another file its bytes. A checkpoint retrained in
+//   place with the same shapes differs here only.
 // * "<key>_fingerprint" (input_fingerprint, kept for folders written before the contents
 //   digest): FNV-1a (64 bit) over config.json's bytes and, for every *.safetensors file, its
 //   name, size and JSON header (tensor names, dtypes, shapes, offsets; no weights); for a file
@@ -144,10 +144,7 @@ inline std::string input_contents(const std::filesystem::path& p) {
     std::error_code ec;
     if (!fs::exists(p, ec)) return "";
     const std::string name = p.filename().string();
-    const auto ends_with = [&](std::string_view tail) {
-        return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
-    };
-    if (!fs::is_directory(p, ec) && (ends_with(".safetensors") || ends_with(".safetensors.index.json")))
+    if (!fs::is_directory(p, ec) && (name.ends_with(".safetensors") || name.ends_with(".safetensors.index.json")))
         return input_contents(fs::absolute(p).parent_path());
     detail::Xxh3 h;
     const auto add = [&](const fs::path& f) {

@@ -117,9 +117,8 @@ inline MergeResult merge_results(const std::vector<std::filesystem::path>& dirs,
     // A swap item left out for its lengths has no records.
     std::vector<nlohmann::json> skipped;
     std::set<std::tuple<std::string, std::uint64_t, std::size_t>> left_out;
-    for (const fs::path& d : dirs)
-        for (nlohmann::json& r : detail::channel_skipped_lines(d, detail::read_json_file(d / "run.json"), left_out))
-            skipped.push_back(std::move(r));
+    for (std::size_t i = 0; i < dirs.size(); ++i)  // f.runs[i]: dirs[i]'s run.json, as read_shard_folders read it
+        for (nlohmann::json& r : detail::channel_skipped_lines(dirs[i], f.runs[i], left_out)) skipped.push_back(std::move(r));
     for (const nlohmann::json& r : f.records) {
         const RecordKey k = record_key(r, "a merged record");
         check<FormatError>(!left_out.count({k.task, k.seed, k.item}), "[merge] record (", k.task, ", seed ", k.seed, ", item ",

@@ -499,8 +499,7 @@ namespace detail {
 struct ShardFolders {
     MergeResult counts;                      ///< folders and incomplete (records set by the caller)
     nlohmann::json study;                    ///< the definition, shard aside
-    nlohmann::json first_run;                ///< the first folder's run.json
-    std::vector<nlohmann::json> runs;        ///< every folder's run.json, in order
+    std::vector<nlohmann::json> runs;        ///< every folder's run.json, in the order given
     nlohmann::json sources = nlohmann::json::array();  ///< run.json "merged_from"
     std::vector<std::string> missing;        ///< shards "i/N" of the study that no folder holds
     std::vector<nlohmann::json> records;     ///< every folder's records, unsorted
@@ -552,8 +551,8 @@ inline void check_merge_output(const std::filesystem::path& out, const ShardFold
     if (prev.is_null()) return;
     const std::string where = "[merge] the output folder " + out.string();
     const char* fix = kMergeTargetFix;
-    check(run_kind(prev) == run_kind(f.first_run), where, " holds a '", run_kind(prev), "' study, and the folders merged are a '",
-          run_kind(f.first_run), "' study", fix);
+    check(run_kind(prev) == run_kind(f.runs.front()), where, " holds a '", run_kind(prev), "' study, and the folders merged are a '",
+          run_kind(f.runs.front()), "' study", fix);
     nlohmann::json study = prev.value("study", nlohmann::json());
     if (study.is_object()) study.erase("shard");
     check(study == f.study, where, " holds a merge of another study: ", definition_difference(study, f.study),
@@ -599,10 +598,7 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
         nlohmann::json s = run["study"];
         const std::string shard = s.value("shard", "0/1");
         s.erase("shard");
-        if (f.first_run.is_null()) {
-            f.study = s;
-            f.first_run = run;
-        }
+        if (f.runs.empty()) f.study = s;
         check(s == f.study, "[merge] ", d.string(), " is another study than ", dirs.front().string(), ": ",
               definition_difference(s, f.study), " (there and in the first)");
         // Shards of one study run on two models merged into one result that named the first.
@@ -657,7 +653,7 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
 /// "status" ("incomplete" when a folder was not complete), "records" and the fingerprint of
 /// the merged items.jsonl text; no timings.
 inline nlohmann::json merged_run(const ShardFolders& f, std::size_t records, const std::string& items_text) {
-    nlohmann::json run = f.first_run, study = f.study;
+    nlohmann::json run = f.runs.front(), study = f.study;
     study["shard"] = "0/1";
     run["study"] = study;
     run["merged_from"] = f.sources;
