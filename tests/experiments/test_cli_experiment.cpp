@@ -217,7 +217,15 @@ TEST_CASE("cli: hylens experiment channels --judge scores persona with a second 
     CHECK(run["status"] == "complete");
     CHECK(run["judge"]["model"] == fs::absolute(judge).string());
     CHECK(run["judge"]["tokenizer"] == fs::absolute(judge_tok).string());
-    CHECK(run["study"]["judge"] == run["judge"]);
+    // The definition names the judge by content: its type and the digests of its folder and
+    // tokenizer, no path.
+    const nlohmann::json& named = run["study"]["judge"];
+    CHECK(named.size() == 3);
+    CHECK(named["model_type"] == run["judge"]["model_type"]);
+    CHECK(named["model_contents"].get<std::string>().size() == 16);
+    CHECK(named["model_contents"] == run["judge"]["model_contents"]);
+    CHECK(named["tokenizer_contents"] == run["judge"]["tokenizer_contents"]);
+    CHECK(named["tokenizer_contents"] != named["model_contents"]);
     CHECK(run["check_finite"] == true);
     // Swap items whose A and B contexts differ in token length are skipped (skipped.jsonl).
     const std::size_t kept = 6 - run["skipped_items"].get<std::size_t>();
@@ -238,6 +246,24 @@ TEST_CASE("cli: hylens experiment channels --judge scores persona with a second 
     }
     // Resuming a judged run without its judge is another study.
     CHECK(sh(study + " --resume --out " + judged.string() + " >/dev/null 2>&1") == 1);
+    // A copy of the judge and its tokenizer at other paths is the same judge: the resume goes on.
+    const fs::path judge_copy = dir.path / "jcopy", tok_copy = dir.path / "jcopy_tokenizer.json";
+    fs::copy(judge, judge_copy, fs::copy_options::recursive);
+    fs::copy_file(judge_tok, tok_copy);
+    CHECK(sh(study + " --judge " + judge_copy.string() + " --judge-tokenizer " + tok_copy.string() + " --resume --out " +
+             judged.string() + " >/dev/null 2>&1") == 0);
+    CHECK(records(judged).size() == 2 * kept);
+    // The judge's weights changed in place (the same path, one float): another study.
+    {
+        std::fstream w(judge_copy / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+        w.seekp(-4, std::ios::end);
+        const float other = 12345.0f;
+        w.write(reinterpret_cast<const char*>(&other), sizeof other);
+    }
+    const fs::path resume_log = dir.path / "resume_stderr.txt";
+    CHECK(sh(study + " --judge " + judge_copy.string() + " --judge-tokenizer " + tok_copy.string() + " --resume --out " +
+             judged.string() + " >/dev/null 2>" + resume_log.string()) == 1);
+    CHECK(hylens::test::read_text(resume_log).find("describes another study") != std::string::npos);
     // A missing judge folder is an error of the run before any item; --judge-tokenizer needs --judge.
     const fs::path missing = dir.path / "missing";
     CHECK(sh(study + " --judge " + (dir.path / "nojudge").string() + " --out " + missing.string() + " >/dev/null 2>&1") == 1);

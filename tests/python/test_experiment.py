@@ -118,9 +118,12 @@ def test_experiment_judge_as_the_tool(byte_tokenizer, cli, tmp_path):
     assert len(r.records) == 6
     assert {rec["scored_by"] for rec in r.records} == {"judge"}
     assert all("judge" in rec["score_fields"] for rec in r.records)
+    named = {k: v for k, v in r.run["judge"].items() if k.endswith("_contents")}
     assert r.run["judge"] == {"model": str(judge_dir.resolve()), "model_type": judge.model_type,
-                              "tokenizer": str(Path(byte_tokenizer.path).resolve())}
-    assert r.run["study"]["judge"] == r.run["judge"]
+                              "tokenizer": str(Path(byte_tokenizer.path).resolve()), **named}
+    assert set(named) == {"model_contents", "tokenizer_contents"}
+    # the definition names the judge by content, not by path
+    assert r.run["study"]["judge"] == {"model_type": judge.model_type, **named}
     run_cli(cli, "experiment", "channels", "--model", GOLDEN / "models" / "qwen3_5_dense", "--tokenizer",
             byte_tokenizer.path, "--task", "persona", "--conditions", "FULL,NONE", "--items", 3, "--seeds", 1,
             "--max-new", 4, "--judge", judge_dir, "--judge-tokenizer", byte_tokenizer.path, "--no-progress",

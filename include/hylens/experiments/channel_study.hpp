@@ -69,8 +69,9 @@ struct StudyOptions {
     std::size_t batch = 16;             ///< most items per forward
     std::filesystem::path out;
     tasks::Judge* judge = nullptr;
-    /// What the judge is, for run.json and the study definition (e.g. {"model": DIR}); null
-    /// when there is no judge (run.json then says "rubric").
+    /// What the judge is, for run.json (e.g. {"model": DIR}, as study_judge_info makes it);
+    /// null when there is no judge (run.json then says "rubric"). The study definition names it
+    /// by content (identity_by_contents: each input path its digest).
     nlohmann::json judge_info = nullptr;
     bool check_finite = true;           ///< the non-finite check on every forward (see above)
     bool progress = true;
@@ -93,9 +94,10 @@ inline nlohmann::json study_definition(const StudyOptions& o, const std::vector<
     for (const auto& c : expanded) conds.push_back(c.name());
     nlohmann::json d = {{"tasks", tasks}, {"conditions", conds}, {"items", o.items},  {"seeds", o.seeds},
                         {"max_new", o.max_new}, {"shard", o.shard.text()}};
-    // Only a judged study names its judge (a resumed run must use the same one); the
-    // definitions of rubric-scored studies stay as they were.
-    if (o.judge) d["judge"] = o.judge_info.is_null() ? nlohmann::json("unnamed") : o.judge_info;
+    // Only a judged study names its judge (a resumed run must use the same one), by content:
+    // a judge retrained in place is another study, a copy elsewhere the same. The definitions
+    // of rubric-scored studies stay as they were.
+    if (o.judge) d["judge"] = o.judge_info.is_null() ? nlohmann::json("unnamed") : identity_by_contents(o.judge_info);
     return d;
 }
 

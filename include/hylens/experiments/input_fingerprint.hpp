@@ -188,4 +188,25 @@ inline nlohmann::json with_input_fingerprints(nlohmann::json run_info) {
     return run_info;
 }
 
+/// `info` (an object naming inputs, such as a persona judge's) as an identity by content: every
+/// input path it names (kInputPathKeys) that exists is replaced by "<key>_contents", its
+/// contents digest (kept where `info` already has it), and any "<key>_fingerprint" is dropped.
+/// A copy of the input at another path is the same identity, the input changed in place
+/// another. A path that does not exist, and every other field, stay as written.
+inline nlohmann::json identity_by_contents(nlohmann::json info) {
+    if (!info.is_object()) return info;
+    for (const char* key : kInputPathKeys) {
+        const std::string ck = std::string(key) + "_contents";
+        info.erase(std::string(key) + "_fingerprint");
+        if (!info.contains(key) || !info[key].is_string()) continue;
+        if (!info.contains(ck)) {
+            const std::string c = input_contents(info[key].get<std::string>());
+            if (c.empty()) continue;
+            info[ck] = c;
+        }
+        info.erase(key);
+    }
+    return info;
+}
+
 }  // namespace hylens::experiments
