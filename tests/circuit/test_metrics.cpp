@@ -75,6 +75,13 @@ TEST_CASE("pairs: D, gap (mean and SEM), acc over 2n prompts, cacc among the dic
     CHECK(s.gap.sem == doctest::Approx(2.0 / std::sqrt(2.0)).epsilon(1e-15));  // population std 2
     CHECK(s.acc == 0.25);   // 1 of 4 prompts
     CHECK(s.cacc == 0.75);  // 3 of 4 prompts
+    // No items: no mean (it read 0, a gap and accuracies of a study that never ran).
+    const PairSummary none = summarize_pairs({});
+    CHECK(none.n == 0);
+    CHECK(std::isnan(none.gap.mean));
+    CHECK(std::isnan(none.gap.sem));
+    CHECK(std::isnan(none.acc));
+    CHECK(std::isnan(none.cacc));
     CHECK_THROWS_AS(score_pair(c1, x1, 5, 1, 7, {1, 3}), ShapeError);
 }
 
@@ -104,6 +111,15 @@ TEST_CASE("transplant scores: ansA / ansB / dAB from the logits, attA / attB fro
     CHECK(m.dAB.mean == 0.0);
     CHECK(m.attA.n == 1);  // only the item with a reader row
     CHECK(m.attA.mean == doctest::Approx(0.5).epsilon(1e-7));
+    // No item with a reader row: attA has no mean (it read 0, as if the head ignored entry A).
+    const TransplantSummary unread = summarize_transplants({t});
+    CHECK(unread.attA.n == 0);
+    CHECK(std::isnan(unread.attA.mean));
+    CHECK(std::isnan(unread.attB.mean));
+    CHECK(unread.dAB.mean == -0.5);
+    const TransplantSummary empty = summarize_transplants({});
+    CHECK(std::isnan(empty.ansA));
+    CHECK(std::isnan(empty.dAB.mean));
     CHECK(contiguous_span({4, 5, 6}) == Span{4, 7});
     CHECK_THROWS_AS(contiguous_span({4, 6}), ShapeError);
     CHECK_THROWS_AS(score_transplant(row, 4, 9, 1), ShapeError);

@@ -129,6 +129,10 @@ TEST_CASE("metrics of §A.5 on hand-made rows") {
     const MeanSem g = gap({3.0, 5.0}, {1.0, 1.0});
     CHECK(g.mean == 3.0);
     CHECK(g.sem == doctest::Approx(1.0 / std::sqrt(2.0)));
+    const MeanSem none = gap({}, {});  // a mean of no items is not 0
+    CHECK(none.n == 0);
+    CHECK(std::isnan(none.mean));
+    CHECK(std::isnan(none.sem));
     const float probs[] = {0.1f, 0.6f, 0.1f, 0.2f};
     const AttentionSplit a = attention_split(probs, 4, {{1, 2}, {2, 4}}, 0);
     CHECK(a.target == doctest::Approx(0.6));

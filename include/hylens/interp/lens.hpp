@@ -70,10 +70,14 @@ struct MeanSem {
     double mean = 0.0, sem = 0.0;  ///< sem = std / sqrt(n) (population std, as numpy's default)
     std::size_t n = 0;
 };
+/// The mean of `x` and its SEM; both NaN for no values (a mean of nothing is not 0).
 inline MeanSem mean_sem(const std::vector<double>& x) {
     MeanSem m;
     m.n = x.size();
-    if (x.empty()) return m;
+    if (x.empty()) {
+        m.mean = m.sem = std::numeric_limits<double>::quiet_NaN();
+        return m;
+    }
     for (double v : x) m.mean += v;
     m.mean /= static_cast<double>(x.size());
     double ss = 0.0;
@@ -82,7 +86,7 @@ inline MeanSem mean_sem(const std::vector<double>& x) {
     return m;
 }
 
-/// gap = mean over items of D(clean) - D(corrupted), with its SEM.
+/// gap = mean over items of D(clean) - D(corrupted), with its SEM (NaN for no items).
 inline MeanSem gap(const std::vector<double>& d_clean, const std::vector<double>& d_corrupt) {
     check<ShapeError>(d_clean.size() == d_corrupt.size(), "[gap] ", d_clean.size(), " clean and ", d_corrupt.size(),
                       " corrupted items");

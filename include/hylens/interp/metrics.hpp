@@ -104,10 +104,15 @@ struct PairSummary {
     double cacc = 0.0;  ///< over the 2n prompts
     std::size_t n = 0;  ///< items
 };
+/// The summary of `items`; every mean is NaN for no items.
 inline PairSummary summarize_pairs(const std::vector<PairScore>& items) {
     PairSummary s;
     s.n = items.size();
-    if (items.empty()) return s;
+    s.gap = mean_sem({});
+    if (items.empty()) {
+        s.acc = s.cacc = std::numeric_limits<double>::quiet_NaN();
+        return s;
+    }
     std::vector<double> g;
     for (const PairScore& p : items) {
         g.push_back(p.gap());
@@ -156,13 +161,18 @@ inline TransplantScore score_transplant(const float* row, std::size_t V, std::in
 
 struct TransplantSummary {
     double ansA = 0.0, ansB = 0.0;
-    MeanSem dAB, attA, attB;  ///< attA / attB over the items that have a reader row
+    MeanSem dAB, attA, attB;  ///< attA / attB over the items that have a reader row (NaN: none has)
     std::size_t n = 0;
 };
+/// The summary of `items`; every mean is NaN for no items.
 inline TransplantSummary summarize_transplants(const std::vector<TransplantScore>& items) {
     TransplantSummary s;
     s.n = items.size();
-    if (items.empty()) return s;
+    if (items.empty()) {
+        s.ansA = s.ansB = std::numeric_limits<double>::quiet_NaN();
+        s.dAB = s.attA = s.attB = mean_sem({});
+        return s;
+    }
     std::vector<double> d, a, b;
     for (const TransplantScore& t : items) {
         s.ansA += static_cast<double>(t.ansA);
