@@ -106,10 +106,7 @@ inline int run_experiment_query_map(int argc, char** argv) {
             o.shard = place.shard;
             o.out = place.out;
             o.vocabulary = ex::query_map_vocabulary(tok_r, donor_tok ? &*donor_tok : nullptr);
-            std::optional<CircuitRoles> roles;
-            if (!circuit.empty()) roles = read_circuit_file(circuit);
-            o.circuit = roles;
-            if (roles && reader.empty()) o.reader = {roles->reader_layer, roles->reader_head};
+            if (!circuit.empty()) ex::use_circuit_roles(o, read_circuit_file(circuit), !reader.empty());
             o.run_info = study_run_info(a.model, rtype, tr, all, place.ranks, hylens::version);
             o.run_info["donor"] = donor_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(donor_dir).string());
             o.run_info["donor_model_type"] = dtype;
@@ -118,7 +115,7 @@ inline int run_experiment_query_map(int argc, char** argv) {
             const ex::QueryMapResult r = recv.visit([&](const auto& rm) {
                 return dm.visit([&](const auto& d) {
                     ex::set_query_map_blocks(o, rm, td::group_size_of(rtype, group_size), d, td::group_size_of(dtype, group_size),
-                                             address, sources, roles);
+                                             address, sources, o.circuit);
                     return ex::run_query_map_study(rm, tok_r, chat_format(ex::chat_family(rtype)), d, tok_d,
                                                    chat_format(ex::chat_family(dtype)), o);
                 });

@@ -131,11 +131,7 @@ inline int run_experiment_transplant(int argc, char** argv) {
             ex::TransplantStudyOptions o = opt;
             o.shard = place.shard;
             o.out = place.out;
-            if (!circuit.empty()) {
-                const CircuitRoles roles = read_circuit_file(circuit);
-                o.reader = {roles.reader_layer, roles.reader_head};
-                o.circuit = roles;
-            }
+            if (!circuit.empty()) ex::use_circuit_roles(o, read_circuit_file(circuit), false);  // --reader excludes --circuit
             o.run_info = study_run_info(a.model, type, tok_path, all, place.ranks, hylens::version);
             o.run_info["circuit"] = circuit.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::filesystem::absolute(circuit).string());
             const ex::TransplantStudyResult r = model.visit([&](const auto& m) {

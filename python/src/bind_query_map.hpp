@@ -42,11 +42,8 @@ inline void bind_query_map(pyb::module_& m) {
         opt.per_config = per_config;
         opt.seeds = seeds;
         opt.embedding_source = embedding;
-        std::optional<CircuitRoles> roles;
-        if (!circuit.empty()) roles = read_circuit_file(circuit);
-        opt.circuit = roles;
         if (!reader.empty()) opt.reader = ex::parse_reader_head(reader, "reader");
-        else if (roles) opt.reader = {roles->reader_layer, roles->reader_head};
+        if (!circuit.empty()) ex::use_circuit_roles(opt, read_circuit_file(circuit), !reader.empty());
         set_python_run(opt, model, tok, out, shard, resume, progress);
         const PyModel& dm = donor ? *donor : model;
         const Tokenizer& dt = donor_tok ? *donor_tok : tok;
@@ -60,7 +57,7 @@ inline void bind_query_map(pyb::module_& m) {
         const auto t0 = std::chrono::steady_clock::now();
         const ex::QueryMapResult r =
             run_two_models_released(model, dm, [&](const auto& x, ChatFamily xf, const auto& d, ChatFamily df) {
-                ex::set_query_map_blocks(opt, x, gs_r, d, gs_d, address, sources, roles);
+                ex::set_query_map_blocks(opt, x, gs_r, d, gs_d, address, sources, opt.circuit);
                 return ex::run_query_map_study(x, tok, chat_format(xf), d, dt, chat_format(df), opt);
             });
         pyb::dict res = study_counts(r.records, r.written, r.resumed);

@@ -41,12 +41,8 @@ inline void bind_transplant(pyb::module_& m) {
         for (const std::string& p : positions) opt.positions.push_back(ex::parse_position_set(p));
         opt.kinds.clear();
         for (const std::string& k : kinds) opt.kinds.push_back(ex::parse_transplant_kind(k));
-        if (!circuit.empty()) {
-            const CircuitRoles roles = read_circuit_file(circuit);
-            opt.reader = {roles.reader_layer, roles.reader_head};
-            opt.circuit = roles;
-        }
         if (!reader.empty()) opt.reader = ex::parse_reader_head(reader, "reader");
+        if (!circuit.empty()) ex::use_circuit_roles(opt, read_circuit_file(circuit), !reader.empty());
         for (const std::string& w : watch) opt.watch.push_back(ex::parse_reader_head(w, "watch"));
         set_python_run(opt, model, tok, out, shard, resume, progress);
         opt.run_info["circuit"] =

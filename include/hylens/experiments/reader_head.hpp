@@ -12,6 +12,7 @@
 
 #include "../core/error.hpp"
 #include "../core/indices.hpp"
+#include "../interp/circuit.hpp"  // CircuitRoles
 #include "../interp/sites.hpp"
 #include "../layers/hooks.hpp"
 
@@ -35,6 +36,15 @@ inline ReaderHead parse_reader_head(std::string_view s, const char* option) {
           "' is not LAYER:HEAD (e.g. 3:1)");
     return {static_cast<LayerIndex>(std::stoul(std::string(s.substr(0, c)))),
             static_cast<std::size_t>(std::stoul(std::string(s.substr(c + 1))))};
+}
+
+/// Sets a study's roles from a circuit file read: `o.circuit` (checked against the model when
+/// the study runs) and, unless a reader head was given (`--reader`, Python's reader=), the
+/// reader head the file names.
+template <class Options>
+void use_circuit_roles(Options& o, const CircuitRoles& roles, bool reader_given) {
+    o.circuit = roles;
+    if (!reader_given) o.reader = {roles.reader_layer, roles.reader_head};
 }
 
 /// Checks a given reader head against the model: its layer has softmax attention and the head
