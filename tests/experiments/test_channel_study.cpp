@@ -405,6 +405,31 @@ TEST_CASE("channel study: resuming with another model is an error (its records w
                          Error);
     o.run_info = {{"model", "/models/qwen-a"}, {"model_type", "granitemoehybrid"}};
     CHECK_THROWS_WITH_AS(run(o), doctest::Contains("differ in model_type"), Error);
+    // bf16-rounded activations change a bf16 model's records: run.json says which arithmetic
+    // ran, and a resume or a merge with the other is refused (they mixed without a word).
+    o.run_info = {{"model", "/models/qwen-a"}, {"model_type", "qwen3_5"}};
+    CHECK(nlohmann::json::parse(test::read_text(dir.path / "run.json"))["bf16_activations"] == false);
+    {
+        const precision::RoundActivations on(true);
+        CHECK_THROWS_WITH_AS(run(o), doctest::Contains("differ in bf16_activations false and true"), Error);
+        test::TempDir other("resume_model_bf16");
+        StudyOptions p = o;
+        p.resume = false;
+        p.out = other.path;
+        p.shard = parse_shard("1/2");
+        run(p);
+        CHECK(nlohmann::json::parse(test::read_text(other.path / "run.json"))["bf16_activations"] == true);
+        test::TempDir first("resume_model_first"), merged("resume_model_merged");
+        p.out = first.path;
+        p.shard = parse_shard("0/2");
+        {
+            const precision::RoundActivations off(false);
+            run(p);
+        }
+        CHECK_THROWS_WITH_AS(merge_results({first.path, other.path}, merged.path),
+                             doctest::Contains("were run on other inputs: bf16_activations false and true"), Error);
+    }
+    CHECK(run(o).written == 0);
 }
 
 TEST_CASE("input fingerprints: two copies of a checkpoint agree, an edited one does not, merges compare contents") {

@@ -154,7 +154,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     const FolderLock lock(opt.out, "experiment");  // makes the folder
     const fs::path items_path = opt.out / "items.jsonl", run_path = opt.out / "run.json";
     const nlohmann::json definition = study_definition(opt, conds);
-    nlohmann::json run_info = with_input_fingerprints(opt.run_info);  // what was read, by content
+    nlohmann::json run_info = with_run_inputs(opt.run_info);  // what was read, by content, and how it computed
     if (opt.resume && fs::exists(run_path)) {
         const nlohmann::json prev = detail::read_json_file(run_path);
         check(prev.value("study", nlohmann::json()) == definition, "[experiment] --resume: ", run_path.string(),

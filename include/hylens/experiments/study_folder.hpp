@@ -44,6 +44,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../core/error.hpp"
+#include "../core/precision.hpp"  // precision::round_activations
 #include "../io/json_depth.hpp"
 #include "bootstrap.hpp"  // Interval, sample_sd
 #include "folder_lock.hpp"
@@ -154,6 +155,10 @@ inline void check_no_orphan_records(const std::filesystem::path& items, const st
 /// file are input_fingerprint.hpp's kInputPathKeys).
 inline constexpr const char* kInputTypeKeys[] = {"model_type", "host_type", "donor_type"};
 
+/// The run.json keys saying how the products were computed, compared as written:
+/// "bf16_activations" (precision.hpp), which changes the records of a model with bf16 weights.
+inline constexpr const char* kArithmeticKeys[] = {"bf16_activations"};
+
 /// The first input named in both run.json files on which they disagree, as "model \"a\"
 /// and \"b\"" ("" when they agree). Where both record an input's contents digest, or else its
 /// header fingerprint (input_fingerprint.hpp), those are compared, wherever the inputs lay
@@ -190,8 +195,26 @@ inline std::string differing_input(const nlohmann::json& prev, const nlohmann::j
     for (const char* key : kInputTypeKeys)
         if (prev.contains(key) && now.contains(key) && prev[key] != now[key])
             return std::string(key) + " " + prev[key].dump() + " and " + now[key].dump();
+    for (const char* key : kArithmeticKeys)
+        if (prev.contains(key) && now.contains(key) && prev[key] != now[key])
+            return std::string(key) + " " + prev[key].dump() + " and " + now[key].dump();
     return "";
 }
+
+}  // namespace detail
+
+/// `run_info` as a study's run.json records what it read and how it computed: the digests of
+/// each input (with_input_fingerprints) and "bf16_activations" (precision::round_activations:
+/// products with bf16 weights round their inputs to bf16, HYLENS_BF16_ACTIVATIONS=1 or Python's
+/// set_bf16_activations, which changes a bf16 model's records). A resume or a merge compares
+/// both (detail::differing_input).
+inline nlohmann::json with_run_inputs(nlohmann::json run_info) {
+    run_info = with_input_fingerprints(std::move(run_info));
+    if (run_info.is_object()) run_info["bf16_activations"] = precision::round_activations();
+    return run_info;
+}
+
+namespace detail {
 
 /// On a resume of a folder whose run.json has no contents digest of an input (written before
 /// it existed), the digest of what is on disk now vouches for nothing the earlier records were
@@ -346,7 +369,7 @@ class StudyFolder {
 public:
     explicit StudyFolder(StudyFolderOptions o) : o_(std::move(o)) {
         namespace fs = std::filesystem;
-        o_.run_info = with_input_fingerprints(std::move(o_.run_info));
+        o_.run_info = with_run_inputs(std::move(o_.run_info));
         check(!o_.kind.empty(), "[study] no study kind");
         check(o_.definition.is_object() && !o_.definition.contains("shard"), "[study] ", o_.kind,
               ": the definition must be a JSON object without a 'shard' key");
