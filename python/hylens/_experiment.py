@@ -261,6 +261,7 @@ def circuit_study(model, tokenizer, out, variant="chat8", per_config=20, seeds=(
     from . import _core
 
     who = "circuit_study"
+    model = _model_of(model, "model", who)  # the binding's TypeError named its private function
     out = _out_path(out, who)
     seeds = _seed_list(seeds, who)
     tokenizer = _tokenizer_of(tokenizer, who)
@@ -348,6 +349,7 @@ def transplant_study(model, tokenizer, out, circuit=None, reader=None, blocks=""
     from . import _core
 
     who = "transplant_study"
+    model = _model_of(model, "model", who)  # the binding's TypeError named its private function
     out = _out_path(out, who)
     seeds = _seed_list(seeds, who)
     tokenizer = _tokenizer_of(tokenizer, who)
@@ -384,6 +386,7 @@ def encode_swap_study(model, tokenizer, out, circuit, other_layers=None, variant
     from . import _core
 
     who = "encode_swap_study"
+    model = _model_of(model, "model", who)  # the binding's TypeError named its private function
     out = _out_path(out, who)
     tokenizer = _tokenizer_of(tokenizer, who)
     circuit = _circuit_path(circuit, who)

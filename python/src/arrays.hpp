@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -63,8 +64,27 @@ struct Ids {
     bool batched = false;
 };
 
+/// A Python bool or a NumPy bool scalar (np.True_ has __index__, with only a DeprecationWarning,
+/// so it passed as the integer 1).
+inline bool is_bool(pyb::handle h) {
+    if (PyBool_Check(h.ptr())) return true;
+    const std::string_view type = Py_TYPE(h.ptr())->tp_name;
+    return type == "numpy.bool_" || type == "numpy.bool";
+}
+
+/// Whether a list or tuple (nested) holds a bool: NumPy reads [1, True] as the ints [1, 1].
+inline bool holds_bool(pyb::handle obj) {
+    if (!pyb::isinstance<pyb::list>(obj) && !pyb::isinstance<pyb::tuple>(obj)) return is_bool(obj);
+    for (pyb::handle h : pyb::iter(obj))
+        if (holds_bool(h)) return true;
+    return false;
+}
+
+
 inline Ids to_ids(pyb::handle obj, const char* what) {
     if (obj.is_none()) throw pyb::type_error(std::string(what) + ": token ids expected, got None");
+    if ((pyb::isinstance<pyb::list>(obj) || pyb::isinstance<pyb::tuple>(obj)) && holds_bool(obj))
+        throw pyb::type_error(std::string(what) + ": token ids must be integers, got a bool in the list");
     pyb::array a;
     try {
         a = pyb::module_::import("numpy").attr("asarray")(obj);
@@ -123,13 +143,13 @@ inline std::vector<float> to_floats(pyb::handle obj, const std::string& what, st
 /// One integer (a Python int or a NumPy integer scalar), not a bool, not an array: NumPy
 /// arrays have __index__ too, so np.array([0, 1]) was read as one integer (and rejected).
 inline bool is_int_scalar(pyb::handle obj) {
-    if (!PyIndex_Check(obj.ptr()) || PyBool_Check(obj.ptr())) return false;
+    if (!PyIndex_Check(obj.ptr()) || is_bool(obj)) return false;
     return !pyb::isinstance<pyb::array>(obj) || pyb::reinterpret_borrow<pyb::array>(obj).ndim() == 0;
 }
 
-/// An integer from a Python int or NumPy integer (bool is rejected).
+/// An integer from a Python int or NumPy integer (a bool, NumPy's too, is rejected).
 inline long long to_int(pyb::handle h, const std::string& what) {
-    PyObject* r = PyBool_Check(h.ptr()) ? nullptr : PyNumber_Index(h.ptr());
+    PyObject* r = is_bool(h) ? nullptr : PyNumber_Index(h.ptr());
     if (!r) {
         PyErr_Clear();
         throw pyb::type_error(what + ": an integer is needed, got " + std::string(Py_TYPE(h.ptr())->tp_name));
@@ -181,7 +201,7 @@ struct Count {
 /// included); false with no Python error set otherwise.
 template <class T, class Read>
 bool load_integer(pyb::handle src, T& out, Read read) {
-    if (!src || PyBool_Check(src.ptr()) || PyFloat_Check(src.ptr()) || !PyIndex_Check(src.ptr())) return false;
+    if (!src || is_bool(src) || PyFloat_Check(src.ptr()) || !PyIndex_Check(src.ptr())) return false;
     PyObject* r = PyNumber_Index(src.ptr());
     if (!r) {
         PyErr_Clear();

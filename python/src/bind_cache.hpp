@@ -125,6 +125,10 @@ inline void bind_cache(pyb::module_& m) {
     c.def_property_readonly("model_type", &PyCache::model_type)
         .def_property_readonly("family", &PyCache::family)
         .def_property_readonly("closed", &PyCache::closed)
+        .def_property_readonly("torn", [](PyCache& s) {
+            return s.visit("Cache.torn", [](auto& x) { return x.torn().empty() ? pyb::object(pyb::none()) : pyb::object(pyb::str(x.torn())); });
+        }, "None, or why the cache can no longer be used: a forward that failed inside the layers left some layers "
+           "with the tokens and others without; reset() clears it.")
         .def_property_readonly("batch", [](PyCache& s) { return s.visit("Cache.batch", [](auto& x) { return x.batch(); }); })
         .def_property_readonly("num_layers", [](PyCache& s) { return s.visit("Cache.num_layers", [](auto& x) { return x.num_layers(); }); })
         .def_property_readonly("next_position", [](PyCache& s) {
@@ -218,6 +222,9 @@ inline void bind_cache(pyb::module_& m) {
         .def("__exit__", [](PyCache& s, pyb::args) { s.close(); })
         .def("__repr__", [](PyCache& s) {
             if (s.closed()) return std::string("<hylens.Cache (closed)>");
+            // repr must not raise (a debugger or a traceback prints it): a cache a forward is
+            // changing has no state to show.
+            if (s.busy()) return "<hylens.Cache " + s.model_type() + " (in use by another thread)>";
             return s.visit("repr", [&](auto& x) {
                 return "<hylens.Cache " + s.model_type() + ", batch " + std::to_string(x.batch()) + ", " +
                        std::to_string(x.num_layers()) + " layers, next position " + std::to_string(x.next_position()) + ">";

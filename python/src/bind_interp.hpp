@@ -120,10 +120,17 @@ inline std::vector<LayerIndex> to_layer_list(pyb::handle obj, const std::string&
 /// A layer as Python sees it: -1 for `no_layer`.
 inline long long python_layer(LayerIndex l) { return l == no_layer ? -1 : static_cast<long long>(l); }
 
-/// One float vector per layer from an array [D] (one for all), [L, D], or a list of arrays.
+/// One float vector per layer from an array [D] (one for all), [L, D], or a list of arrays. A
+/// list of numbers is one vector [D], as its array is (it was read as D vectors of one value).
 inline std::vector<std::vector<float>> to_rows_per_layer(pyb::handle obj, const std::string& what) {
     std::vector<std::vector<float>> out;
-    if (pyb::isinstance<pyb::list>(obj) || pyb::isinstance<pyb::tuple>(obj)) {
+    const auto of_numbers = [](pyb::handle seq) {
+        const pyb::object ndim = pyb::module_::import("numpy").attr("ndim");
+        for (pyb::handle h : pyb::iter(seq))
+            if (ndim(h).cast<int>() == 0) return true;
+        return false;
+    };
+    if ((pyb::isinstance<pyb::list>(obj) || pyb::isinstance<pyb::tuple>(obj)) && !of_numbers(obj)) {
         for (pyb::handle h : pyb::iter(obj)) out.push_back(to_floats(h, what));
         return out;
     }
@@ -199,8 +206,14 @@ inline void bind_interp(pyb::module_& m) {
     pyb::class_<Positions>(m, "Positions", "Positions of a run's tokens (0 = first fed, -1 = last).")
         .def_static("all", &Positions::all)
         .def_static("last", &Positions::last)
-        .def_static("at", &Positions::at, pyb::arg("indices"))
-        .def_static("range", &Positions::range, pyb::arg("begin"), pyb::arg("end"))
+        .def_static("at", [](pyb::handle indices) {  // pybind11's int caster took True as 1
+            if (!pyb::isinstance<pyb::iterable>(indices) || pyb::isinstance<pyb::str>(indices))
+                throw pyb::type_error("Positions.at: a list of ints is needed");
+            std::vector<std::int64_t> idx;
+            for (pyb::handle h : pyb::iter(indices)) idx.push_back(to_int(h, "Positions.at"));
+            return Positions::at(std::move(idx));
+        }, pyb::arg("indices"))
+        .def_static("range", [](Int begin, Int end) { return Positions::range(begin, end); }, pyb::arg("begin"), pyb::arg("end"))
         .def("resolve", &Positions::resolve, pyb::arg("T"))
         .def("__repr__", [](const Positions& p) { return "Positions(" + p.describe() + ")"; });
 

@@ -417,8 +417,11 @@ inline void bind_model(pyb::module_& m) {
                                           .check_finite = check_finite});
         }();
         // Absolute now: a study's run.json names the folder loaded, whatever the working
-        // directory is when the study runs.
-        return std::make_shared<PyModel>(std::move(am), std::filesystem::absolute(path).string(), check_finite);
+        // directory is when the study runs. A checkpoint named by one of its files (a
+        // .safetensors or its index) is its folder: the studies look for tokenizer.json there.
+        std::filesystem::path folder = std::filesystem::absolute(path);
+        if (!std::filesystem::is_directory(folder)) folder = folder.parent_path();
+        return std::make_shared<PyModel>(std::move(am), folder.string(), check_finite);
     }, pyb::arg("path"), pyb::kw_only(), pyb::arg("mmap") = true, pyb::arg("check_finite") = true,
           "Loads a model folder (config.json + safetensors, F32 or BF16) of any supported family. mmap=False reads "
           "the weights into private memory instead of mapping the files (the CLI's --no-mmap; the same values; "

@@ -34,12 +34,17 @@ inline const char* family_name(std::size_t index) {
 
 class PyCache {
 public:
-    PyCache(CacheVariant c, std::string model_type) : c_(std::move(c)), model_type_(std::move(model_type)) {}
+    PyCache(CacheVariant c, std::string model_type)
+        : c_(std::move(c)), model_type_(std::move(model_type)), family_index_(c_.index()) {}
 
     const std::string& model_type() const noexcept { return model_type_; }
-    std::size_t family_index() const noexcept { return c_.index(); }
-    const char* family() const noexcept { return family_name(c_.index()); }
+    /// The stack type's index, kept when the cache is closed (closing empties c_, whose index
+    /// is then the first family's: a closed Granite cache said 'qwen3_5').
+    std::size_t family_index() const noexcept { return family_index_; }
+    const char* family() const noexcept { return family_name(family_index_); }
     bool closed() const noexcept { return closed_; }
+    /// Whether another thread runs a forward on the cache now.
+    bool busy() const noexcept { return busy_.load(); }
 
     /// Frees the cache; every later use raises ValueError. Closing a closed cache does nothing
     /// (as a file's close()), so close() inside a `with` block is not an error at its end.
@@ -99,6 +104,7 @@ public:
 private:
     CacheVariant c_;
     std::string model_type_;
+    std::size_t family_index_;
     bool closed_ = false;
     std::atomic<bool> busy_{false};
 };

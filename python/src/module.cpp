@@ -18,12 +18,14 @@
 #include "bind_text.hpp"
 #include "bind_transplant.hpp"
 #include "errors.hpp"
+#include "interrupt.hpp"
 #include "two_model_studies.hpp"
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "hylens: interpretability of hybrid language models (C++ core)";
     m.attr("__version__") = hylens::version;
     hylens::python::register_errors(m);
+    hylens::python::install_interrupt_check();
     hylens::python::bind_cache(m);
     hylens::python::bind_interp(m);
     hylens::python::bind_text(m);

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 using namespace hylens;
@@ -366,4 +367,21 @@ TEST_CASE("surgery ops: LayerSet") {
     CHECK_THROWS_AS((void)LayerSet::from_i64({-1}), ShapeError);
     CHECK_THROWS_AS(s.check_against(3, "test"), ShapeError);
     CHECK_NOTHROW(s.check_against(4, "test"));
+}
+
+TEST_CASE("a cache whose size overflows is refused when it is made, not at its first read") {
+    // Python's new_cache(2**60) made a cache whose element count had wrapped around: a small
+    // buffer that reads and writes ran past (a segfault).
+    const std::size_t huge = std::size_t{1} << 60;
+    CHECK_THROWS_WITH_AS(RecurrentCache(huge, 64, 4, {2, 16, 16}), doctest::Contains("[RecurrentCache] a container of"), ShapeError);
+    CHECK_THROWS_WITH_AS(RecurrentCache(2, 64, 4, {huge, 16}), doctest::Contains("larger than memory can address"), ShapeError);
+    CHECK_THROWS_WITH_AS(KVCache(huge, 2, 8), doctest::Contains("[KVCache] a container of"), ShapeError);
+    CHECK(checked_elements({std::size_t{3}, std::size_t{0}, huge, huge}, "t") == 0);  // nothing to allocate
+    CHECK(checked_elements({std::size_t{3}, std::size_t{5}}, "t") == 15);
+    KVCache kv(1, 1, 4);
+    kv.reserve_more(3);
+    CHECK_THROWS_WITH_AS(kv.reserve_more(std::numeric_limits<std::size_t>::max()),
+                         doctest::Contains("[KVCache] a container of [1, 1, 18446744073709551615, 4] floats"), ShapeError);
+    CHECK_THROWS_AS(test::random_qwen({}).new_cache(huge), ShapeError);
+    CHECK_THROWS_AS(test::random_falcon({}).new_cache(huge), ShapeError);
 }

@@ -67,6 +67,15 @@ TEST_CASE("load: malformed config.json is a FormatError naming the file") {
     CHECK(msg.find("config.json") != std::string::npos);
 }
 
+TEST_CASE("load: a file that is not the checkpoint's weights or their index says to give the folder") {
+    // config.json (or any other file) was opened as safetensors: "header length ... runs past the end".
+    const std::string msg = error_of<FormatError>(golden("granite_h_dense") / "config.json");
+    CHECK(msg.find("is not a model folder, a .safetensors file or a .safetensors.index.json") != std::string::npos);
+    CHECK(msg.find("config.json") != std::string::npos);
+    // The weights file itself loads, as its folder.
+    CHECK(load(golden("granite_h_dense") / "model.safetensors").config().model_type == "granitemoehybrid");
+}
+
 TEST_CASE("load: a tensor shape disagreeing with config.json names the tensor") {
     const fs::path d = scratch("shape");
     fs::copy_file(golden("granite_h_dense") / "model.safetensors", d / "model.safetensors");

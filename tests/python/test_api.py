@@ -39,6 +39,10 @@ def test_model_description(qwen):
     assert set(falcon.layer_kinds) == {"attention+mamba2"}
     assert all(c == ["kv", "recurrent"] for c in falcon.channels)
     assert falcon.mixer_site(1) == "ssm_out.1" and falcon.mixer_site(1, "attention") == "attn_out.1"
+    # a checkpoint loaded by one of its files is its folder: path was the file, and the studies'
+    # default tokenizer (path / "tokenizer.json") was looked for beside it
+    assert hylens.load(str(QWEN / "model.safetensors")).path == str(QWEN.resolve())
+    assert qwen.path == str(QWEN.resolve())
 
 
 @pytest.mark.parametrize("bad, exc", [
@@ -180,6 +184,10 @@ def test_closed_cache_raises(qwen):
         with pytest.raises(ValueError, match="closed"):
             op()
     assert "closed" in repr(c)
+    # the stack type outlives close(): a closed Granite cache said 'qwen3_5'
+    granite = hylens.load(str(GOLDEN / "models" / "granite_h_dense")).prefill(IDS)
+    granite.close()
+    assert granite.family == "granite4h" and granite.model_type == "granitemoehybrid"
 
 
 def test_captures_own_their_buffers_and_interventions_apply(qwen):
@@ -262,6 +270,15 @@ def test_channel_mask_writes_the_listed_channels_only(qwen):
     masked[..., ch] = mu[ch]
     m = qwen.run(IDS, interventions=[hylens.channel_mask("mixer_out", [3], ch, fill="mean", mean=mu)]).logits
     assert_bitwise(m, qwen.run(IDS, interventions=[hylens.patch("mixer_out.3", masked)]).logits, "mean fill")
+    # a plain list of D numbers is the one vector its array is (it was read as D vectors of one value)
+    as_list = hylens.channel_mask("mixer_out", [3], ch, fill="mean", mean=[float(x) for x in mu])
+    assert_bitwise(qwen.run(IDS, interventions=[as_list]).logits, m, "mean as a list")
+    as_list = hylens.mean_ablate("mixer_out", [3], mu.tolist())
+    assert_bitwise(qwen.run(IDS, interventions=[as_list]).logits,
+                   qwen.run(IDS, interventions=[hylens.mean_ablate("mixer_out", [3], mu)]).logits, "mean_ablate list")
+    two = hylens.mean_ablate("mixer_out", [2, 3], [mu, mu])  # a list of arrays: one per layer
+    assert_bitwise(qwen.run(IDS, interventions=[two]).logits,
+                   qwen.run(IDS, interventions=[hylens.mean_ablate("mixer_out", [2, 3], mu)]).logits, "one per layer")
     # an argument the fill does not read is an error (mean= with fill='zero' masked with zeros)
     with pytest.raises(ValueError, match="does not use mean="):
         hylens.channel_mask("mixer_out", [3], ch, mean=mu)
@@ -281,9 +298,17 @@ def test_layers_and_counts_refuse_bools_and_negatives(qwen):
                lambda: qwen.generate(IDS, max_new=True), lambda: qwen.new_cache(True),
                lambda: qwen.split_prefill(IDS, IDS, "full", max_new=True), lambda: qwen.state_after(IDS, True),
                lambda: setattr(c, "tokens_seen", True), lambda: qwen.generate(IDS, max_new=-1),
-               lambda: qwen.generate(IDS, max_new=2.0)):
+               lambda: qwen.generate(IDS, max_new=2.0),
+               # NumPy's bools and bools in id lists: [1, True] ran as [1, 1], np.array([True, False])
+               # as layers 1 and 0
+               lambda: qwen.forward([1, True]), lambda: qwen.forward([[1, 2], [3, np.True_]]),
+               lambda: c.keep_only("kv", layers=np.array([True, False])), lambda: c.k(np.True_),
+               lambda: hylens.Positions.at([True]), lambda: hylens.Positions.range(True, 3),
+               lambda: qwen.generate(IDS, max_new=np.True_)):
         with pytest.raises(TypeError):
             op()
+    assert hylens.Positions.at(np.array([0, -1])).resolve(4) == [0, 3]
+    assert hylens.Positions.range(np.int64(1), -1).resolve(4) == [1, 2]
     assert qwen.generate(IDS, max_new=np.int64(2)).ids.shape == (2,)  # a NumPy integer is a count
     # -1 is the layer of embed and final_norm, not a decoder layer of a head or a projection
     with pytest.raises(hylens.ShapeError, match="layer -1 is negative"):
@@ -295,8 +320,26 @@ def test_layers_and_counts_refuse_bools_and_negatives(qwen):
     assert hylens.site("resid_post", np.int64(2)).layer == 2
     with pytest.raises(ValueError, match="past the largest position"):
         c.tokens_seen = 2**63
+    # forward past 2^63 - 1 wrapped an all-Mamba cache's count into negative positions
+    mamba = hylens.load(str(GOLDEN / "models" / "granite_h_allmamba"))
+    m = mamba.new_cache()
+    m.tokens_seen = 2**63 - 2
+    mamba.forward(np.array([1]), cache=m)
+    assert m.tokens_seen == 2**63 - 1
+    with pytest.raises(ValueError, match="pass the largest position"):
+        mamba.forward(np.array([1]), cache=m)
+    assert m.tokens_seen == 2**63 - 1  # refused before any layer took the token
+    # a batch whose cache size wraps around made a small buffer that later reads ran past
+    for batch in (2**60, 2**62 + 1):
+        with pytest.raises(ValueError, match="larger than memory can address"):
+            qwen.new_cache(batch)
     with pytest.raises(ValueError, match="no layers given"):
         qwen.logit_lens(IDS, [])
+    # a layer listed twice: the message named a capture 'resid_post.1' the caller never listed
+    with pytest.raises(ValueError, match=r"\[logit_lens\] layer 1 is listed twice"):
+        qwen.logit_lens(IDS, [1, 1])
+    with pytest.raises(ValueError, match=r"\[transplant_mixer\] layer 0 is listed twice"):
+        qwen.transplant_mixer(IDS, IDS, [0, 0])
 
 
 def test_generate_batch_and_stop(qwen):
@@ -366,8 +409,9 @@ def test_a_cache_under_a_forward_refuses_every_other_use(qwen):
                 c.next_position
             except RuntimeError:
                 busy = True
-        refused = set()
+        refused, shown = set(), ""
         if busy:
+            shown = repr(c)  # repr never raises (a traceback or a debugger prints it)
             for name, op in ops.items():
                 try:
                     op(c)
@@ -377,6 +421,7 @@ def test_a_cache_under_a_forward_refuses_every_other_use(qwen):
         t.join()
         assert_bitwise(got[0], want, "the forward under the other thread's attempts")
         if refused == set(ops):
+            assert shown == "<hylens.Cache qwen3_5 (in use by another thread)>"
             return
     pytest.fail("no attempt saw every op refused while the forward ran")
 
@@ -500,6 +545,16 @@ def test_a_nan_stops_every_forward_unless_turned_off(tmp_path):
     m.check_finite = True
     with pytest.raises(hylens.NonFiniteError):
         m.forward(ids)
+    # a cache left part-updated by the failing forward says so, and is refused until reset
+    c = m.new_cache()
+    assert c.torn is None
+    with pytest.raises(hylens.NonFiniteError):
+        m.forward(ids, cache=c)
+    assert "layer 2" in c.torn
+    with pytest.raises(hylens.Error, match="part-updated"):
+        m.forward(ids, cache=c)
+    c.reset()
+    assert c.torn is None and c.next_position == 0
     assert hylens.load(str(folder), check_finite=False).check_finite is False
     healthy = hylens.load(str(GOLDEN / "models" / "qwen3_5_dense"))
     assert np.isfinite(healthy.forward(ids)).all()

@@ -71,6 +71,10 @@ def test_channel_study_records_and_summaries(byte_tokenizer, tmp_path):
             hylens.experiment(model, tokenizer, [task], tmp_path / "z", **{"items": 1, "seeds": [1], **bad})
     with pytest.raises(TypeError, match="experiment: model must be a hylens.Model"):
         hylens.experiment("x", tokenizer, [task], tmp_path / "z", items=1, seeds=[1])
+    # the three single-model studies said pybind's signature error of their private function
+    for study, args in ((hylens.circuit_study, ()), (hylens.transplant_study, ()), (hylens.encode_swap_study, ("c.json",))):
+        with pytest.raises(TypeError, match=f"{study.__name__}: model must be a hylens.Model \\(hylens.load\\), got str"):
+            study("x", tokenizer, tmp_path / "z", *args)
     assert not (tmp_path / "z").exists()
     # run.json names the library's version, as the tool's does
     assert r.run["hylens_version"] == hylens.__version__ and r.run["via"] == "python"
@@ -144,3 +148,35 @@ def test_experiment_judge_as_the_tool(byte_tokenizer, cli, tmp_path):
     with pytest.raises(ValueError, match="has no tokenizer.json"):  # the golden folders hold none
         hylens.experiment(model, byte_tokenizer, ["persona"], tmp_path / "x", judge=judge, **study)
     assert not (tmp_path / "x").exists()
+
+
+def test_ctrl_c_stops_a_study_at_the_next_forward_and_resume_finishes_it(byte_tokenizer, tmp_path):
+    """A SIGINT while a study runs without the GIL stops it at the next forward with
+    KeyboardInterrupt (it ran to the end, and the late KeyboardInterrupt threw the result away);
+    the flushed records stay, and resume=True finishes the study with the records of a run never
+    stopped."""
+    import _thread
+    import threading
+
+    model = hylens.load(str(GOLDEN / "models" / "qwen3_5_dense"))
+    study = dict(conditions="FULL,KV_ONLY,REC_ONLY,NONE", items=60, seeds=[1], max_new=4, frames=False)
+    items = tmp_path / "stopped" / "items.jsonl"
+
+    def interrupt_after_the_first_records():
+        while not (items.exists() and items.stat().st_size > 0):
+            threading.Event().wait(0.005)
+        _thread.interrupt_main()
+
+    watcher = threading.Thread(target=interrupt_after_the_first_records, daemon=True)
+    watcher.start()
+    with pytest.raises(KeyboardInterrupt):
+        hylens.experiment(model, byte_tokenizer, ["drm"], tmp_path / "stopped", **study)
+    watcher.join()
+    run = json.loads((tmp_path / "stopped" / "run.json").read_text())
+    kept = len(items.read_text().splitlines())
+    assert run["status"] == "running" and 0 < kept < 4 * 60  # stopped part-way, the flushed records kept
+    resumed = hylens.experiment(model, byte_tokenizer, ["drm"], tmp_path / "stopped", resume=True, **study)
+    assert resumed.stats["resumed"] == kept and resumed.run["status"] == "complete"
+    whole = hylens.experiment(model, byte_tokenizer, ["drm"], tmp_path / "whole", **study)
+    assert items.read_bytes() == (tmp_path / "whole" / "items.jsonl").read_bytes()
+    assert len(whole.records) == 4 * 60

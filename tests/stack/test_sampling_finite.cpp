@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <unistd.h>  // getpid
@@ -288,5 +289,28 @@ TEST_SUITE("stack/finite_check") {
         CHECK(e.torn().empty());
         m.forward(ids, whole);
         CHECK(e == whole);
+    }
+
+    TEST_CASE("a host's interrupt check stops generate at a forward, before any layer, and leaves the cache whole") {
+        // Python's Ctrl-C: the check throws Interrupted (not a hylens::Error) at the n-th forward.
+        static int forwards = 0;
+        const auto m = load_as<Qwen35Model>(std::string(HYLENS_GOLDEN_DIR) + "/models/qwen3_5_dense");
+        interrupt::set_check([] {
+            if (++forwards == 4) throw Interrupted();
+        });
+        auto c = m.new_cache(1);
+        CHECK_THROWS_AS(generate(m, c, TokenBatch({1, 2, 3}), {.max_new = 10}), Interrupted);
+        interrupt::set_check(nullptr);
+        CHECK(forwards == 4);
+        CHECK(c.torn().empty());
+        // The prompt and two generated tokens were taken (forwards 1-3), as by a generation of
+        // three tokens (its last is not fed); the cache goes on from there.
+        CHECK(c.next_position() == 5);
+        auto whole = m.new_cache(1);
+        generate(m, whole, TokenBatch({1, 2, 3}), {.max_new = 3});
+        CHECK(c == whole);
+        CHECK_FALSE(std::is_base_of_v<Error, Interrupted>);
+        (void)m.forward(TokenBatch({1}), c);  // usable, with no check set
+        CHECK(c.next_position() == 6);
     }
 }

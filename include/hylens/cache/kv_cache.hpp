@@ -44,7 +44,9 @@ public:
 
     KVCache() = default;
     KVCache(std::size_t batch, std::size_t kv_heads, std::size_t head_dim)
-        : B_(batch), H_(kv_heads), hd_(head_dim) {}
+        : B_(batch), H_(kv_heads), hd_(head_dim) {
+        checked_elements({B_, H_, std::size_t{16}, hd_}, "KVCache");  // the first reserve's, refused when made
+    }
 
     std::size_t batch() const noexcept { return B_; }
     std::size_t kv_heads() const noexcept { return H_; }
@@ -58,7 +60,9 @@ public:
     void reserve_more(std::size_t extra) {
         const std::size_t need = len_ + extra;
         if (need <= cap_) return;
-        const std::size_t cap = std::max<std::size_t>(need, std::max<std::size_t>(16, cap_ * 2));
+        check<ShapeError>(need >= len_, "[KVCache] ", len_, " + ", extra, " positions overflow");
+        const std::size_t cap = std::max<std::size_t>(need, std::max<std::size_t>(16, cap_ <= need / 2 ? cap_ * 2 : need));
+        checked_elements({B_, H_, cap, hd_}, "KVCache");
         Tensor4 k = Tensor4::from_shape({B_, H_, cap, hd_}), v = Tensor4::from_shape({B_, H_, cap, hd_});
         k.fill(0.0f);
         v.fill(0.0f);

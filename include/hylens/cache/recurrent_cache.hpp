@@ -28,6 +28,9 @@ public:
     RecurrentCache(std::size_t batch, std::size_t conv_channels, std::size_t conv_width,
                    std::vector<std::size_t> state_shape)
         : B_(batch), C_(conv_channels), K_(conv_width), state_shape_(std::move(state_shape)) {
+        // A batch whose sizes wrap around allocated a small buffer (Python's new_cache(2**60)).
+        checked_elements({B_, C_, K_}, "RecurrentCache");
+        checked_elements(batch_state_shape(), "RecurrentCache");
         state_size_ = 1;
         for (auto d : state_shape_) state_size_ *= d;
         conv_ = Tensor3::from_shape({B_, C_, K_});

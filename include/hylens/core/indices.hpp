@@ -44,4 +44,12 @@ LayerIndex site_layer_index(I layer) {
 /// "13", or "none" for no_layer (messages and descriptions).
 inline std::string layer_name(LayerIndex layer) { return layer == no_layer ? "none" : std::to_string(layer); }
 
+/// A ShapeError naming `op` when a layer comes twice in `layers` (one result per layer).
+template <class Layers>
+void check_distinct_layers(const Layers& layers, const char* op) {
+    for (auto i = layers.begin(); i != layers.end(); ++i)
+        for (auto j = layers.begin(); j != i; ++j)
+            check<ShapeError>(*i != *j, "[", op, "] layer ", layer_name(*i), " is listed twice");
+}
+
 }  // namespace hylens

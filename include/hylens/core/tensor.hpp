@@ -9,10 +9,13 @@
 #include <xtensor/xadapt.hpp>   // xt::adapt
 #include <xtensor/xtensor.hpp>  // xt::xtensor
 
-#include <cstddef>  // std::size_t
-#include <limits>   // std::numeric_limits
-#include <string>   // std::string
-#include <vector>   // std::vector
+#include <cstddef>           // std::size_t
+#include <initializer_list>  // std::initializer_list
+#include <limits>            // std::numeric_limits
+#include <string>            // std::string
+#include <vector>            // std::vector
+
+#include "error.hpp"
 
 namespace hylens {
 
@@ -34,6 +37,26 @@ std::string shape_string(const Shape& s) {
         first = false;
     }
     return out + "]";
+}
+
+/// The element count of a float32 container of shape `dims`, checked: a ShapeError naming
+/// `where` when its bytes do not fit in a size_t. xtensor multiplies the sizes unchecked, and a
+/// count that wrapped around allocated a small buffer that later reads and writes ran past.
+template <class Shape>
+std::size_t checked_elements(const Shape& dims, const char* where) {
+    std::size_t n = 1;
+    bool zero = false;
+    for (const std::size_t d : dims) zero = zero || d == 0;
+    if (zero) return 0;
+    for (const std::size_t d : dims) {
+        check<ShapeError>(n <= std::numeric_limits<std::size_t>::max() / sizeof(float) / d, "[", where, "] a container of ",
+                          shape_string(dims), " floats is larger than memory can address");
+        n *= d;
+    }
+    return n;
+}
+inline std::size_t checked_elements(std::initializer_list<std::size_t> dims, const char* where) {
+    return checked_elements<std::initializer_list<std::size_t>>(dims, where);
 }
 
 /// Largest |a - b| over two containers of equal size (tests and checks): NaN when any

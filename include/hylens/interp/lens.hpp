@@ -223,6 +223,7 @@ inline EffectiveRank effective_rank(const float* m, std::size_t rows, std::size_
 template <class Model>
 std::vector<Tensor3> logit_lens(const Model& model, const TokenBatch& ids, const std::vector<LayerIndex>& layers,
                                 const Positions& positions = Positions::last()) {
+    check_distinct_layers(layers, "logit_lens");  // else the capture's message, of a site never listed
     std::vector<SiteRef> sites;
     for (LayerIndex l : layers) sites.push_back(site::resid_post(l, positions));
     const NamedTensors c = capture(model, ids, sites);

@@ -54,6 +54,7 @@ MixerTransplant transplant_mixer(const Model& model, const TokenBatch& donor, co
                                  const std::vector<LayerIndex>& layers, const Positions& positions,
                                  MixerChannel channel = MixerChannel::recurrent, const RunOptions& host_options = {},
                                  const std::vector<Intervention>& donor_interventions = {}) {
+    check_distinct_layers(layers, "transplant_mixer");
     std::vector<SiteRef> sites;
     for (LayerIndex l : layers) sites.push_back({mixer_site(model.stack(), l, channel), l, positions, false});
     return transplant_sites(model, donor, host, sites, host_options, donor_interventions);
@@ -65,6 +66,7 @@ template <class Model>
 MixerTransplant transplant_layer_write(const Model& model, const TokenBatch& donor, const TokenBatch& host,
                                        const std::vector<LayerIndex>& layers, const Positions& positions,
                                        const RunOptions& host_options = {}) {
+    check_distinct_layers(layers, "transplant_layer_write");
     std::vector<SiteRef> sites;
     for (LayerIndex l : layers) sites.push_back(site::layer_write(l, positions));
     return transplant_sites(model, donor, host, sites, host_options);

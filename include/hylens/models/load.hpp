@@ -99,6 +99,12 @@ struct LoadOptions {
 /// are an UnsupportedError that names them.
 inline AnyModel load(const std::filesystem::path& dir, const LoadOptions& options = {}) {
     check<FormatError>(std::filesystem::exists(dir), "[load] ", dir.string(), ": no such model folder");
+    // A file is a checkpoint's own (its weights or their index); config.json said its safetensors
+    // header ran past the end.
+    const std::string name = dir.filename().string();
+    check<FormatError>(std::filesystem::is_directory(dir) || name.ends_with(".safetensors") || name.ends_with(".safetensors.index.json"),
+                       "[load] ", dir.string(), " is not a model folder, a .safetensors file or a .safetensors.index.json: "
+                       "give the folder holding config.json and the weights");
     const std::filesystem::path cfg_path = std::filesystem::is_directory(dir) ? dir / "config.json" : dir.parent_path() / "config.json";
     check<FormatError>(std::filesystem::exists(cfg_path), "[load] ", cfg_path.string(), ": no config.json");
     const io::Config cfg = io::Config::from_file(cfg_path);

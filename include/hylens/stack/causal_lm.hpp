@@ -10,11 +10,13 @@
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::int64_t
 #include <exception>  // std::exception
+#include <limits>   // std::numeric_limits
 #include <span>     // std::span
 #include <string>   // std::string
 #include <vector>   // std::vector
 
 #include "../core/error.hpp"
+#include "../core/interrupt.hpp"
 #include "../core/tensor.hpp"
 #include "../core/thread_pool.hpp"
 #include "../core/weight.hpp"
@@ -96,6 +98,7 @@ public:
     void forward(const TokenBatch& ids, cache_type& cache, Tensor3& logits, const ForwardOptions& opt = {}) const {
         const std::size_t B = ids.batch, T = ids.T(), H = c_.hidden;
         check_loaded("CausalLM::forward");
+        interrupt::poll();  // a host's stop (Python's Ctrl-C), before any layer takes a token
         (void)ThreadPool::instance();  // a bad HYLENS_THREADS fails here, before any layer takes a token
         check<ShapeError>(B >= 1 && T >= 1 && ids.ids.size() == B * T, "[CausalLM::forward] need B >= 1 sequences of T >= 1 tokens, got ",
                           ids.ids.size(), " ids for batch ", B);
@@ -104,6 +107,11 @@ public:
                               "[CausalLM::forward] token id ", ids.ids[i], " at sequence ", i / T, ", position ", i % T,
                               " is outside the vocabulary [0, ", c_.vocab, ")");
         stack_.check_cache(cache, B);
+        // Positions are int64: a cache whose count would pass 2^63 - 1 (a tokens_seen set near it)
+        // went on to wrap into negative positions.
+        constexpr std::size_t kLast = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
+        check<ShapeError>(cache.tokens_seen() <= kLast - T && cache.next_position() <= kLast - T, "[CausalLM::forward] ", T,
+                          " more tokens after ", cache.next_position(), " pass the largest position, 2^63 - 1");
         Workspace::Frame ws;
         const std::span<std::int64_t> pos = ws.zeros<std::int64_t>(T);
         if (opt.positions.empty()) {
