@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -336,7 +337,7 @@ inline int run_bench(int argc, char** argv) {
     std::size_t n_prompt = 512, n_gen = 64;
     std::vector<std::size_t> threads{ThreadPool::instance().size()};
     int reps = 3;
-    bool json = false, bf16_activations = false, no_mmap = false;
+    bool json = false, bf16_flag = false, no_mmap = false;
     std::string simd_level = "native";
     CLI::App app{"Measures prefill (pp<N>) and decode (tg<N>) tokens/s of the model folder DIR, with min / median / "
                  "max over repetitions, and beside each the floor measured in the same run (the float32 or bf16 GEMM "
@@ -351,17 +352,23 @@ inline int run_bench(int argc, char** argv) {
         ->delimiter(',')
         ->check(CLI::Range(std::size_t{1}, std::size_t{1024}));
     app.add_option("-r,--repetitions", reps, "repetitions of each test (default 3)")->check(CLI::Range(1, 1000));
-    app.add_option("--simd", simd_level, "instruction-set level: baseline, avx2, avx512, avx512bf16, native (default)")
-        ->check(CLI::IsMember({"baseline", "avx2", "avx512", "avx512bf16", "native"}));
-    app.add_flag("--bf16-activations", bf16_activations,
+    CLI::Option* simd_opt =
+        app.add_option("--simd", simd_level, "instruction-set level: baseline, avx2, avx512, avx512bf16, native (default: "
+                                             "HYLENS_SIMD, else native)")
+            ->check(CLI::IsMember({"baseline", "avx2", "avx512", "avx512bf16", "native"}));
+    app.add_flag("--bf16-activations", bf16_flag,
                  "round the input of every product with a bf16 weight to bf16 (llama.cpp's BF16 arithmetic; "
-                 "docs/performance.md)");
+                 "docs/performance.md; also HYLENS_BF16_ACTIVATIONS=1)");
     add_no_mmap(app, no_mmap);
     app.add_flag("--json", json, "one JSON object per line and per (test, threads) instead of the table");
     if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
 
-    simd::force(simd::parse_level(simd_level));
-    precision::RoundActivations rounding(bf16_activations);
+    // The options win; without them HYLENS_SIMD and HYLENS_BF16_ACTIVATIONS apply, as in every
+    // other command (bench forced native and float32 activations over them, without a word).
+    if (simd_opt->count() > 0) simd::force(simd::parse_level(simd_level));
+    std::optional<precision::RoundActivations> rounding;
+    if (bf16_flag) rounding.emplace(true);
+    const bool bf16_activations = precision::round_activations();
     const std::string level = simd::level_name(simd::active());
     const AnyModel model = load_model(dir, load_options(no_mmap));
     const std::size_t vocab = model.config().vocab;

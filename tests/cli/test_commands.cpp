@@ -48,9 +48,11 @@ fs::path tmp(const std::string& name) {
 }
 
 /// Runs `hylens <args>` and returns its exit status, stdout and stderr.
-Run run_cli(const std::string& args) {
+/// The tool with `args`, and `env` (e.g. "HYLENS_SIMD=baseline") set for it.
+Run run_cli(const std::string& args, const std::string& env = "") {
     const fs::path o = tmp("stdout"), e = tmp("stderr");
-    const std::string cmd = std::string(HYLENS_CLI) + " " + args + " >" + o.string() + " 2>" + e.string();
+    const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(HYLENS_CLI) + " " + args + " >" + o.string() +
+                            " 2>" + e.string();
     const int st = std::system(cmd.c_str());
     Run r{WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(o), slurp(e)};
     fs::remove(o);
@@ -341,6 +343,22 @@ TEST_SUITE("cli") {
             int rows = 0;
             for (std::string line; std::getline(lines, line); ++rows) CHECK(nlohmann::json::parse(line)["weights"] == "in_memory");
             CHECK(rows == 2);
+        }
+        {  // Without --simd and --bf16-activations, HYLENS_SIMD and HYLENS_BF16_ACTIVATIONS apply, as
+           // in every other command (bench forced native and float32 activations over them).
+            const std::string test = "bench --model " + bf16_model + " -p 4 -n 0 -r 1 -t 1 --json";
+            const Run env = run_cli(test, "HYLENS_SIMD=baseline HYLENS_BF16_ACTIVATIONS=1");
+            REQUIRE(env.rc == 0);
+            const auto j = nlohmann::json::parse(env.out);
+            CHECK(j["simd"] == "baseline");
+            CHECK(j["bf16_activations"] == true);
+            CHECK(j["floor_name"] == "bf16_gemm_gflops");
+            const Run bad = run_cli(test, "HYLENS_SIMD=foo");  // said nothing and ran native
+            CHECK(bad.rc == 1);
+            CHECK(bad.err.find("unknown instruction-set level 'foo'") != std::string::npos);
+            // The option wins over the variable.
+            const Run opt = run_cli(test + " --simd baseline", "HYLENS_SIMD=foo");
+            CHECK(opt.rc == 0);
         }
         CHECK(run_cli("bench --model " + kQwen + " --bogus").rc == 2);
         CHECK(run_cli("bench --model " + kQwen + " --simd sse9").rc == 2);
