@@ -10,6 +10,7 @@
 #include <pybind11/pybind11.h>
 
 #include <exception>
+#include <filesystem>
 #include <string>
 
 namespace hylens::python {
@@ -68,6 +69,12 @@ inline void register_errors(pyb::module_& m) {
             PyErr_SetString(e.non_finite, x.what());
         } catch (const Error& x) {
             PyErr_SetString(e.base, x.what());
+        } catch (const std::filesystem::filesystem_error& x) {
+            // A folder or file the call could not make or read (it was a bare RuntimeError):
+            // OSError(errno, message, path), which Python makes its subclass (FileNotFoundError,
+            // PermissionError, ...), as open() raises.
+            const pyb::object err = pyb::handle(PyExc_OSError)(x.code().value(), x.what(), x.path1().string());
+            PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(err.ptr())), err.ptr());
         }
     });
 }

@@ -66,6 +66,15 @@ def test_bad_ids_raise(qwen, bad, exc):
         qwen.prefill(bad)
 
 
+def test_a_folder_that_cannot_be_made_is_an_oserror(qwen, tmp_path):
+    """A study's out that cannot be created was a bare RuntimeError 'filesystem error'; it is
+    the OSError subclass open() raises, with errno and the path."""
+    tok = SOURCE_DIR / "models" / "qwen35-tiny" / "tokenizer.json"
+    with pytest.raises(FileNotFoundError) as e:
+        hylens.circuit_study(qwen, str(tok), "/proc/hylens_no_such/run", per_config=1)
+    assert e.value.filename == "/proc/hylens_no_such/run" and e.value.errno == 2
+
+
 def test_errors_keep_the_cpp_message_and_class(qwen):
     with pytest.raises(hylens.ShapeError, match=r"token id 320 at sequence 0, position 1 is outside the vocabulary \[0, 320\)"):
         qwen.forward([1, 320])
