@@ -57,6 +57,23 @@ TEST_SUITE("text/tokenizer") {
 
     TEST_CASE("hostile tokenizer.json files give hylens errors, never crashes") {
         CHECK_THROWS_AS(Tokenizer::from_string("{not json"), hylens::FormatError);
+        // Read from text (the streaming reader takes the vocabulary out of the DOM): a missing or
+        // malformed merges said "missing field 'vocab'".
+        {
+            auto t = small();
+            t["model"].erase("merges");
+            CHECK_THROWS_WITH_AS(Tokenizer::from_string(t.dump()), doctest::Contains("merges"), hylens::FormatError);
+            t["model"]["merges"] = "a b";
+            CHECK_THROWS_WITH_AS(Tokenizer::from_string(t.dump()),
+                                 "[tokenizer.json model.merges] expected an array, got string", hylens::FormatError);
+            t = small();
+            t["model"]["vocab"]["a"] = nullptr;
+            CHECK_THROWS_WITH_AS(Tokenizer::from_string(t.dump()), doctest::Contains("token 'a' has a non-integer id (null)"),
+                                 hylens::FormatError);
+            t["model"]["vocab"]["a"] = 18446744073709551615ULL;
+            CHECK_THROWS_WITH_AS(Tokenizer::from_string(t.dump()), doctest::Contains("has id 18446744073709551615"),
+                                 hylens::FormatError);
+        }
         CHECK_THROWS_AS(Tokenizer::from_string("[1, 2]"), hylens::FormatError);
         // Valid JSON of another type is not "not valid JSON".
         for (const char* other : {"[]", "null", "3"})
@@ -81,6 +98,19 @@ TEST_SUITE("text/tokenizer") {
         rejects<hylens::FormatError>(j, "2^28");
         j = small(), j["model"]["vocab"]["a"] = -1;
         rejects<hylens::FormatError>(j, "id -1");
+        // null and bools dropped the token without a word; an id past int64 said "id -1"
+        j = small(), j["model"]["vocab"]["a"] = nullptr;
+        rejects<hylens::FormatError>(j, "token 'a' has a non-integer id (null)");
+        j = small(), j["model"]["vocab"]["a"] = true;
+        rejects<hylens::FormatError>(j, "token 'a' has a non-integer id (boolean)");
+        j = small(), j["model"]["vocab"]["a"] = 18446744073709551615ULL;
+        rejects<hylens::FormatError>(j, "has id 18446744073709551615, expected");
+        // One id far past the others made the dense id tables gigabytes (41 KB file, 8 GB).
+        j = small(), j["model"]["vocab"]["zzzq"] = (1 << 28) - 1;
+        rejects<hylens::FormatError>(j, "token 'zzzq' has id 268435455 among 5 tokens: ids must run from 0 with few gaps");
+        j = small(), j["added_tokens"][0]["id"] = (1 << 28) - 1;
+        j["added_tokens"][0]["content"] = "<far>";
+        rejects<hylens::FormatError>(j, "token '<far>' has id 268435455 beside");
         j = small(), j["model"]["type"] = "Unigram";
         rejects<hylens::UnsupportedError>(j, "Unigram");
         j = small(), j["normalizer"] = {{"type", "Lowercase"}};

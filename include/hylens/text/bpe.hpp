@@ -122,6 +122,9 @@ struct BpeOptions {
 /// (tokenizers/src/models/bpe/word.rs) does.
 class Bpe {
 public:
+    /// The gap a vocabulary's ids may leave beyond twice its size (the id tables are dense).
+    static constexpr std::size_t kIdSlack = 65536;
+
     /// vocab: (token, id) pairs; merges: pairs of tokens in rank order. With byte_of (byte
     /// mode, for a pre-tokenizer that ends with ByteLevel), words are raw bytes and each token
     /// made of byte-level characters is keyed by the bytes it stands for; byte_of maps a
@@ -134,11 +137,21 @@ public:
         byte_mode_ = bytes;
         if constexpr (bytes) byte_of_ = [byte_of](char32_t c) { return byte_of(c); };
         std::int64_t max_id = -1;
+        const std::string* max_tok = nullptr;
         for (const auto& [tok, id] : vocab) {
             check<FormatError>(id >= 0 && id < (std::int64_t{1} << 28), "[tokenizer.json model.vocab] token '", tok,
                                "' has id ", id, ", expected 0 <= id < 2^28");
-            max_id = std::max(max_id, id);
+            if (id > max_id) {
+                max_id = id;
+                max_tok = &tok;
+            }
         }
+        // The id table is dense: one id far past the others (a 41 KB file with an id of 2^28 - 1)
+        // made it gigabytes. A tokenizer's ids run 0 .. N-1, with room here for gaps.
+        check<FormatError>(max_id < static_cast<std::int64_t>(kIdSlack + 2 * vocab.size()), "[tokenizer.json model.vocab] token '",
+                           max_tok ? *max_tok : std::string(), "' has id ", max_id, " among ", vocab.size(),
+                           " tokens: ids must run from 0 with few gaps (the largest allowed here is ",
+                           kIdSlack + 2 * vocab.size() - 1, ")");
         id_to_token_.assign(static_cast<std::size_t>(max_id + 1), std::string{});
         has_id_.assign(static_cast<std::size_t>(max_id + 1), false);
         keys_.reserve(vocab.size());

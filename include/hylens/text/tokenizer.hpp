@@ -238,8 +238,13 @@ private:
         added_ = text::AddedVocabulary(std::move(added), normalizer_);
         added_by_id_.clear();
         std::size_t size = model_.id_bound();
+        const std::size_t id_limit = text::Bpe::kIdSlack + 2 * (size + added_.tokens().size());
         for (std::size_t i = 0; i < added_.tokens().size(); ++i) {
             const auto id = static_cast<std::size_t>(added_.tokens()[i].id);
+            // A dense table, as the model's: an id far past the rest made it gigabytes.
+            check<FormatError>(id < id_limit, "[tokenizer.json added_tokens] token '", added_.tokens()[i].content, "' has id ", id,
+                               " beside ", size, " vocabulary ids: ids must run on from the vocabulary's with few gaps "
+                               "(the largest allowed here is ", id_limit - 1, ")");
             if (added_by_id_.size() <= id) added_by_id_.resize(id + 1, -1);
             added_by_id_[id] = static_cast<std::int32_t>(i);
             size = std::max(size, id + 1);
@@ -255,22 +260,37 @@ private:
                                 "[tokenizer.json model.dropout] BPE dropout is not supported (it makes encoding random)");
         text::detail::ParsedTokenizerJson from_dom;
         if (parsed == nullptr || !parsed->has_vocab || !parsed->has_merges) {
-            const auto& vocab_json = text::detail::require(m, "vocab", "model");
-            check<FormatError>(vocab_json.is_object(), "[tokenizer.json model.vocab] expected an object, got ", vocab_json.type_name());
-            for (auto it = vocab_json.begin(); it != vocab_json.end(); ++it) {
-                check<FormatError>(it.value().is_number_integer(), "[tokenizer.json model.vocab] token '", it.key(),
-                                   "' has a non-integer id (", it.value().type_name(), ")");
-                from_dom.vocab.emplace_back(it.key(), it.value().get<std::int64_t>());
+            // The streaming reader keeps what it took out of the DOM (a vocabulary read there
+            // is not in `m`): a missing or malformed merges said "missing field 'vocab'".
+            if (parsed != nullptr && parsed->has_vocab) {
+                from_dom.vocab = parsed->vocab;
+            } else {
+                const auto& vocab_json = text::detail::require(m, "vocab", "model");
+                check<FormatError>(vocab_json.is_object(), "[tokenizer.json model.vocab] expected an object, got ",
+                                   vocab_json.type_name());
+                for (auto it = vocab_json.begin(); it != vocab_json.end(); ++it) {
+                    check<FormatError>(it.value().is_number_integer(), "[tokenizer.json model.vocab] token '", it.key(),
+                                       "' has a non-integer id (", it.value().type_name(), ")");
+                    check<FormatError>(!it.value().is_number_unsigned() || it.value().get<std::uint64_t>() < (std::uint64_t{1} << 28),
+                                       "[tokenizer.json model.vocab] token '", it.key(), "' has id ", it.value().dump(),
+                                       ", expected 0 <= id < 2^28");  // it said "has id -1"
+                    from_dom.vocab.emplace_back(it.key(), it.value().get<std::int64_t>());
+                }
             }
-            const auto& merges_json = text::detail::require(m, "merges", "model");
-            check<FormatError>(merges_json.is_array(), "[tokenizer.json model.merges] expected an array, got ", merges_json.type_name());
-            for (const auto& mj : merges_json) {
-                if (mj.is_string()) {
-                    from_dom.merges.push_back(text::detail::split_merge(mj.get<std::string>()));
-                } else {
-                    check<FormatError>(mj.is_array() && mj.size() == 2 && mj[0].is_string() && mj[1].is_string(),
-                                       "[tokenizer.json model.merges] expected \"a b\" or [\"a\", \"b\"], got ", mj.dump());
-                    from_dom.merges.emplace_back(mj[0].get<std::string>(), mj[1].get<std::string>());
+            if (parsed != nullptr && parsed->has_merges) {
+                from_dom.merges = parsed->merges;
+            } else {
+                const auto& merges_json = text::detail::require(m, "merges", "model");
+                check<FormatError>(merges_json.is_array(), "[tokenizer.json model.merges] expected an array, got ",
+                                   merges_json.type_name());
+                for (const auto& mj : merges_json) {
+                    if (mj.is_string()) {
+                        from_dom.merges.push_back(text::detail::split_merge(mj.get<std::string>()));
+                    } else {
+                        check<FormatError>(mj.is_array() && mj.size() == 2 && mj[0].is_string() && mj[1].is_string(),
+                                           "[tokenizer.json model.merges] expected \"a b\" or [\"a\", \"b\"], got ", mj.dump());
+                        from_dom.merges.emplace_back(mj[0].get<std::string>(), mj[1].get<std::string>());
+                    }
                 }
             }
             parsed = &from_dom;

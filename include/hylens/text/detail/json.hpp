@@ -101,11 +101,20 @@ class TokenizerJsonSax {
 public:
     explicit TokenizerJsonSax(ParsedTokenizerJson& out) : out_(out) {}
 
-    bool null() { return value(Json(nullptr)); }
-    bool boolean(bool v) { return value(Json(v)); }
+    // A vocabulary id of null or a bool dropped its token without a word (a string was refused).
+    bool null() {
+        if (mode_ == Mode::vocab) fail<FormatError>("[tokenizer.json model.vocab] token '", key_, "' has a non-integer id (null)");
+        return value(Json(nullptr));
+    }
+    bool boolean(bool v) {
+        if (mode_ == Mode::vocab) fail<FormatError>("[tokenizer.json model.vocab] token '", key_, "' has a non-integer id (boolean)");
+        return value(Json(v));
+    }
     bool number_integer(Json::number_integer_t v) { return mode_ == Mode::vocab ? vocab_id(v) : value(Json(v)); }
     bool number_unsigned(Json::number_unsigned_t v) {
-        return mode_ == Mode::vocab ? vocab_id(v > 0x7FFFFFFFFFFFFFFFull ? -1 : static_cast<std::int64_t>(v)) : value(Json(v));
+        if (mode_ == Mode::vocab && v > 0x7FFFFFFFFFFFFFFFull)  // it said "has id -1"
+            fail<FormatError>("[tokenizer.json model.vocab] token '", key_, "' has id ", v, ", expected 0 <= id < 2^28");
+        return mode_ == Mode::vocab ? vocab_id(static_cast<std::int64_t>(v)) : value(Json(v));
     }
     bool number_float(Json::number_float_t v, const std::string&) {
         check<FormatError>(mode_ == Mode::dom, "[tokenizer.json model.", mode_ == Mode::vocab ? "vocab" : "merges",
