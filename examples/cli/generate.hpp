@@ -20,8 +20,10 @@ namespace hylens::cli {
 /// other value is a ConfigError: ignored, generation would run past the end of the answer.
 inline std::vector<std::int64_t> eos_ids(const std::string& dir) {
     const std::filesystem::path path = std::filesystem::path(dir) / "config.json";
-    std::ifstream f(path);
-    const nlohmann::json cfg = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+    // Read as the loader reads it: it accepts the NaN and Infinity that Python's json writes
+    // ("time_step_limit": [0.0, Infinity]); a plain parse failed on them and the stop list was
+    // empty, so generation ran past the end of the answer.
+    const nlohmann::json cfg = std::filesystem::exists(path) ? io::Config::from_file(path).raw() : nlohmann::json();
     std::vector<std::int64_t> out;
     for (const char* where : {"", "text_config"}) {
         const nlohmann::json* c = *where ? (cfg.is_object() && cfg.contains(where) ? &cfg[where] : nullptr) : &cfg;

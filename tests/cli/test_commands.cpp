@@ -480,6 +480,16 @@ TEST_SUITE("cli") {
         const Run eos = run_cli("generate --model " + d.string() + " --ids 1,2 --max-new 2");
         CHECK(eos.rc == 1);
         CHECK(eos.err.find("eos_token_id must be a token id or a list of them, got \"x\"") != std::string::npos);
+        // A config.json with Infinity (Python's json writes it: time_step_limit [0.0, Infinity])
+        // still stops at its eos_token_id: the stop list was read with a parse that failed on it.
+        const std::string plain = run_cli("generate --model " + d.string() + " --ids 1,2 --max-new 3 --no-stop").out;
+        const std::string first = plain.substr(0, plain.find(' '));  // "261 317 179": the first id
+        REQUIRE(first.find_first_not_of("0123456789") == std::string::npos);
+        cfg["eos_token_id"] = std::stoll(first);
+        std::ofstream(d / "config.json") << cfg.dump().insert(1, "\"time_step_limit_note\": [0.0, Infinity], ");
+        const Run stops = run_cli("generate --model " + d.string() + " --ids 1,2 --max-new 3");
+        CHECK(stops.rc == 0);
+        CHECK(stops.out == first + "\n");
         // input_ids of shape [2, 3]: not one sequence of six tokens
         io::SafetensorsWriter w;
         const std::vector<std::int64_t> ids = {1, 2, 3, 4, 5, 6};
