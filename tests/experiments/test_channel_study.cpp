@@ -388,6 +388,21 @@ TEST_CASE("channel study: resume and merge refuse records the study does not mak
                           });
     CHECK_THROWS_WITH_AS(merge_results({done.path, other.path}, merged.path),
                          doctest::Contains("holds a record of the swap condition KV_A+REC_B on"), FormatError);
+    // A score that is not a number in [0, 1]: averaged into the summaries (-5, 2, 1e308) or
+    // dropped from them (a string, null, none), with exit 0. Refused by --resume and by merge.
+    for (const nlohmann::json& bad : {nlohmann::json(-5), nlohmann::json(2.0), nlohmann::json(1e308), nlohmann::json("x"),
+                                      nlohmann::json(nullptr), nlohmann::json::object()}) {
+        INFO(bad.dump());
+        const auto set_score = [&](std::vector<nlohmann::json>& l) {
+            if (bad.is_object()) l[0].erase("score");  // {}: no score at all
+            else l[0]["score"] = bad;
+        };
+        test::write_text(done.path / "items.jsonl", items);
+        killed_records_edited(done.path, 2, set_score);
+        CHECK_THROWS_WITH_AS(merge_results({done.path, other.path}, merged.path), doctest::Contains("is not a number in [0, 1]"),
+                             FormatError);
+        CHECK_THROWS_WITH_AS(resume(done.path, "0/2"), doctest::Contains("is not a number in [0, 1]"), FormatError);
+    }
 }
 
 TEST_CASE("channel study: resuming with another model is an error (its records would mix with the first's)") {

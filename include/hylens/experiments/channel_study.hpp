@@ -173,6 +173,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     std::set<RecordKey> done;
     for (std::size_t i = 0; i < existing.size(); ++i) {
         const RecordKey k = record_key(existing[i], items_path.string() + " line " + std::to_string(i + 1));
+        check_record_score(existing[i], items_path.string() + " line " + std::to_string(i + 1));
         check<FormatError>(done.insert(k).second, "[experiment] ", items_path.string(), " holds record (", k.task, ", seed ",
                            k.seed, ", item ", k.item, ", ", k.condition, ") twice");
     }

@@ -55,6 +55,7 @@ inline void channel_item_check(const nlohmann::json& s, const std::string& task,
 inline void channel_record_check(const nlohmann::json& run, const nlohmann::json& r, const std::string& where) {
     const nlohmann::json& s = run["study"];
     const RecordKey k = record_key(r, where);
+    check_record_score(r, where);
     const nlohmann::json& conds = s.contains("conditions") && s["conditions"].is_array() ? s["conditions"] : nlohmann::json::array();
     check<FormatError>(std::find(conds.begin(), conds.end(), nlohmann::json(k.condition)) != conds.end(), "[merge] ", where,
                        " holds a record of condition \"", k.condition, "\", which the study does not run (conditions: ",

@@ -5,6 +5,7 @@
 // and reports every other line that is not a record as an error naming the file and line.
 
 #include <cerrno>       // errno
+#include <cmath>        // std::isfinite
 #include <cstdint>      // std::uint64_t
 #include <cstring>      // std::strerror
 #include <filesystem>   // std::filesystem
@@ -51,6 +52,17 @@ inline RecordKey record_key(const nlohmann::json& r, const std::string& where) {
     } catch (const nlohmann::json::exception& e) {
         fail<FormatError>("[items.jsonl] ", where, ": not a study record (", e.what(), ")");
     }
+}
+
+/// A channel-study record's score: a finite number in [0, 1] (every task's scorer gives one).
+/// Read back on resume or merge, a score of another value (an edited file, another program's)
+/// was averaged into the summaries, or dropped from them when not a number, without a word.
+inline void check_record_score(const nlohmann::json& r, const std::string& where) {
+    const auto it = r.find("score");
+    const bool ok = it != r.end() && it->is_number() && std::isfinite(it->get<double>()) && it->get<double>() >= 0.0 &&
+                    it->get<double>() <= 1.0;
+    check<FormatError>(ok, "[items.jsonl] ", where, ": score ", it == r.end() ? std::string("missing") : it->dump(),
+                       " is not a number in [0, 1] (the file was edited or comes from another program)");
 }
 
 /// Reads every line of a JSON-lines file as JSON. With drop_torn_tail, a last line without its
