@@ -16,23 +16,34 @@ namespace {
 double silu_d(double x) { return x / (1 + std::exp(-x)); }
 }  // namespace
 
-TEST_CASE("rms_norm: standard and (1 + w) forms") {
+TEST_CASE("rms_norm: standard and (1 + w) forms, rows whose float32 squares overflow") {
     std::mt19937 rng(3);
     std::normal_distribution<float> nd;
     const std::size_t d = 37, rows = 3;
-    std::vector<float> x(rows * d), w(d), y(rows * d);
-    for (auto& v : x) v = 3 * nd(rng);
+    std::vector<float> x0(rows * d), w(d), y(rows * d);
+    for (auto& v : x0) v = 3 * nd(rng);
     for (auto& v : w) v = nd(rng);
-    for (bool one_plus : {false, true}) {
-        kernels::rms_norm(x.data(), d, rows, d, w.data(), 1e-6f, y.data(), d, one_plus);
-        for (std::size_t r = 0; r < rows; ++r) {
-            double ss = 0;
-            for (std::size_t i = 0; i < d; ++i) ss += double(x[r * d + i]) * x[r * d + i];
-            const double inv = 1 / std::sqrt(ss / d + 1e-6);
-            for (std::size_t i = 0; i < d; ++i)
-                CHECK(std::fabs(y[r * d + i] - (one_plus ? 1 + w[i] : w[i]) * x[r * d + i] * inv) <= 1e-5);
+    // Scale 1e25: finite values whose squares pass float32's range (a multiplier of 1e30 in
+    // config.json). The float32 sum was infinite and every output 0, with no NaN to see.
+    for (const float scale : {1.0f, 1e25f}) {
+        std::vector<float> x = x0;
+        for (auto& v : x) v *= scale;
+        for (bool one_plus : {false, true}) {
+            kernels::rms_norm(x.data(), d, rows, d, w.data(), 1e-6f, y.data(), d, one_plus);
+            for (std::size_t r = 0; r < rows; ++r) {
+                double ss = 0;
+                for (std::size_t i = 0; i < d; ++i) ss += double(x[r * d + i]) * x[r * d + i];
+                const double inv = 1 / std::sqrt(ss / d + 1e-6);
+                for (std::size_t i = 0; i < d; ++i)
+                    CHECK(std::fabs(y[r * d + i] - (one_plus ? 1 + w[i] : w[i]) * x[r * d + i] * inv) <= 1e-5);
+            }
         }
     }
+    // A row holding an infinity stays non-finite (the forward's check sees it), not 0.
+    std::vector<float> inf_row = x0;
+    inf_row[5] = INFINITY;
+    kernels::rms_norm(inf_row.data(), d, 1, d, w.data(), 1e-6f, y.data(), d, false);
+    CHECK_FALSE(std::isfinite(y[5]));
 }
 
 TEST_CASE("gated_rms_norm: norm-before-gate and gate-before-norm, group-wise") {
@@ -43,7 +54,11 @@ TEST_CASE("gated_rms_norm: norm-before-gate and gate-before-norm, group-wise") {
     for (auto& v : x) v = 2 * nd(rng);
     for (auto& v : z) v = nd(rng);
     for (auto& v : w) v = nd(rng);
+    // The second pass at 1e25 times the values: their float32 squares overflow (see rms_norm).
+    for (const float scale : {1.0f, 1e25f})
     for (auto order : {kernels::GateOrder::norm_before_gate, kernels::GateOrder::gate_before_norm}) {
+        if (order == kernels::GateOrder::norm_before_gate && scale != 1.0f)
+            for (auto& v : x) v *= scale;
         kernels::gated_rms_norm(x.data(), d, z.data(), d, 1, d, group, w.data(), 1e-5f, order, y.data(), d);
         for (std::size_t g0 = 0; g0 < d; g0 += group) {
             double ss = 0;

@@ -21,6 +21,18 @@ namespace hylens::kernels {
 
 enum class GateOrder { norm_before_gate, gate_before_norm };
 
+/// r(x) = 1 / sqrt(ss / n + eps) from the float32 sum of squares `ss` of the n values at `x`.
+/// Finite values whose squares pass float32's range (a residual of 1e20, from a multiplier of
+/// 1e30 in config.json) made ss infinite and r zero: every output 0, every logit 0, no NaN for
+/// the finite check to see. Such a row is summed again in double, where it fits; a row holding
+/// an infinity or a NaN stays non-finite, for the check.
+inline float inv_rms(const float* x, std::size_t n, float ss, float eps) {
+    if (std::isfinite(ss)) return 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+    double s = 0.0;
+    for (std::size_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    return static_cast<float>(1.0 / std::sqrt(s / static_cast<double>(n) + static_cast<double>(eps)));
+}
+
 /// y[r] = norm(x[r]) for `rows` rows of d values (row strides ldx, ldy; y may alias x). Rows are
 /// split over the pool (row_grain); each row is computed alike whatever the split.
 inline void rms_norm(const float* x, std::size_t ldx, std::size_t rows, std::size_t d, const float* w, float eps,
@@ -33,7 +45,7 @@ inline void rms_norm(const float* x, std::size_t ldx, std::size_t rows, std::siz
                 const float* xr = x + r * ldx;
                 float* yr = y + r * ldy;
                 const float ss = sum_squares(xr, d);  // dispatched SIMD reduction (kernels/matvec.hpp)
-                const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + eps);
+                const float inv = inv_rms(xr, d, ss, eps);
                 if (one_plus) {
                     for (std::size_t i = 0; i < d; ++i) yr[i] = (xr[i] * inv) * (1.0f + w[i]);
                 } else {
@@ -65,11 +77,11 @@ inline void gated_rms_norm(const float* x, std::size_t ldx, const float* z, std:
                         if (order == GateOrder::gate_before_norm) {
                             silu_mul(tag, zr + g0, 1.0f, xr + g0, yr + g0, group);  // u = x * silu(z)
                             for (std::size_t i = g0; i < g0 + group; ++i) ss += yr[i] * yr[i];
-                            const float inv = 1.0f / std::sqrt(ss / static_cast<float>(group) + eps);
+                            const float inv = inv_rms(yr + g0, group, ss, eps);
                             for (std::size_t i = g0; i < g0 + group; ++i) yr[i] = (w ? w[i] : 1.0f) * (yr[i] * inv);
                         } else {
                             for (std::size_t i = g0; i < g0 + group; ++i) ss += xr[i] * xr[i];
-                            const float inv = 1.0f / std::sqrt(ss / static_cast<float>(group) + eps);
+                            const float inv = inv_rms(xr + g0, group, ss, eps);
                             for (std::size_t i = g0; i < g0 + group; ++i) yr[i] = (w ? w[i] : 1.0f) * (xr[i] * inv);
                             silu_mul(tag, zr + g0, 1.0f, yr + g0, yr + g0, group);  // then * silu(z)
                         }
