@@ -7,6 +7,7 @@
 #include <hylens/core/error.hpp>
 #include <hylens/stack/finite_check.hpp>  // NonFiniteError
 
+#include <nlohmann/json.hpp>
 #include <pybind11/pybind11.h>
 
 #include <exception>
@@ -69,6 +70,10 @@ inline void register_errors(pyb::module_& m) {
             PyErr_SetString(e.non_finite, x.what());
         } catch (const Error& x) {
             PyErr_SetString(e.base, x.what());
+        } catch (const nlohmann::json::exception& x) {
+            // A study file of the wrong shape (a run.json field of another type, a record's
+            // value that is not a number) that no check named: it was a bare RuntimeError.
+            PyErr_SetString(e.format, (std::string("[json] a file holds a value of another type or shape: ") + x.what()).c_str());
         } catch (const std::filesystem::filesystem_error& x) {
             // A folder or file the call could not make or read (it was a bare RuntimeError):
             // OSError(errno, message, path), which Python makes its subclass (FileNotFoundError,

@@ -184,6 +184,23 @@ TEST_CASE("identify_circuit: groups, removal scans, reader search and B6 on a Qw
         CHECK(c.groups[0].layers == std::vector<LayerIndex>{0});
     }
     CHECK_THROWS_AS(circuit_from_json(nlohmann::json::object()), FormatError);
+    // Malformed fields name themselves (they were nlohmann's "cannot use at() with array" or
+    // "key 'layers' not found"; a head of 1.5 was read as 1, -1 as 2^64 - 1).
+    const nlohmann::json good = {{"encode", {{"layers", {0}}}}, {"address", {{"layers", {1}}}}, {"reader", {{"layer", 2}, {"head", 1}}}};
+    CHECK(circuit_from_json(good).reader_head == 1);
+    const auto refused = [&](const char* key, const char* inner, const nlohmann::json& v, const std::string& says) {
+        nlohmann::json j = good;
+        if (inner) j[key][inner] = v;
+        else j[key] = v;
+        CHECK_THROWS_WITH_AS(circuit_from_json(j), doctest::Contains(says.c_str()), FormatError);
+    };
+    refused("encode", nullptr, nlohmann::json::array({0, 1}), "needs 'encode.layers' ('encode' is [0,1])");
+    refused("reader", nullptr, nlohmann::json::object(), "needs 'reader.layer'");
+    refused("reader", "head", 1.5, "reader.head: 1.5 is not a head index");
+    refused("reader", "head", -1, "reader.head: -1 is not a head index");
+    refused("reader", "head", "1", "reader.head: \"1\" is not a head index");
+    refused("address", "layers", 3, "address.layers is not a list of layers");
+    CHECK_THROWS_WITH_AS(circuit_from_json(nlohmann::json::array()), doctest::Contains("needs 'encode'"), FormatError);
 }
 
 TEST_CASE("pair_item: a generated clean/corrupted pair as the reader-search item") {

@@ -3,6 +3,7 @@ tied to their model type, surgery ops keep their inputs, captures and interventi
 trip, the tokenizer matches the Hugging Face reference ids and offsets."""
 
 import copy
+import json
 import tarfile
 import threading
 import time
@@ -73,6 +74,20 @@ def test_a_folder_that_cannot_be_made_is_an_oserror(qwen, tmp_path):
     with pytest.raises(FileNotFoundError) as e:
         hylens.circuit_study(qwen, str(tok), "/proc/hylens_no_such/run", per_config=1)
     assert e.value.filename == "/proc/hylens_no_such/run" and e.value.errno == 2
+
+
+def test_a_study_file_of_the_wrong_shape_is_a_format_error(tmp_path):
+    """A run.json field of another type (status null) reached Python as a bare RuntimeError."""
+    tok = SOURCE_DIR / "models" / "qwen35-tiny" / "tokenizer.json"
+    model = hylens.load(str(SOURCE_DIR / "models" / "qwen35-tiny"))
+    study = dict(conditions="FULL", items=1, seeds=[1], max_new=1, frames=False)
+    for i in range(2):
+        hylens.experiment(model, str(tok), ["drm"], tmp_path / f"s{i}", shard=f"{i}/2", **study)
+    run = json.loads((tmp_path / "s0" / "run.json").read_text())
+    run["study"]["shard"] = 0
+    (tmp_path / "s0" / "run.json").write_text(json.dumps(run))
+    with pytest.raises(hylens.FormatError, match="json"):
+        hylens.merge([tmp_path / "s0", tmp_path / "s1"], tmp_path / "m")
 
 
 def test_errors_keep_the_cpp_message_and_class(qwen):

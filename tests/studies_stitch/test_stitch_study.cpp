@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <sys/wait.h>  // WEXITSTATUS
+#include <unistd.h>    // getpid
 
 #include "studies_circuit/fixtures.hpp"
 #include "support/damaged_model.hpp"
@@ -115,6 +116,14 @@ TEST_CASE("fit corpus: the Debian Policy Manual (package debian-policy) cleans t
     const lk::FitCorpus again = lk::read_fit_corpus();
     CHECK(again.paragraphs == c.paragraphs);
     CHECK(again.held_out == c.held_out);
+    // The gzip file cut off at 60 %: refused (it read as a shorter corpus, exit 0).
+    std::ifstream gz(std::string(lk::fit_corpus_default_path), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(gz)), std::istreambuf_iterator<char>());
+    const std::filesystem::path cut = std::filesystem::temp_directory_path() / ("hylens_cut_" + std::to_string(::getpid()) + ".txt.gz");
+    std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() * 6 / 10);
+    CHECK_THROWS_WITH_AS(lk::read_fit_corpus(cut.string()), doctest::Contains("ends before its gzip stream does"),
+                         hylens::FormatError);
+    std::filesystem::remove(cut);
 }
 
 TEST_CASE("stitch study forwards: an identity self-stitch is the model to float32 rounding, a zero bypass is removal") {

@@ -200,6 +200,19 @@ inline std::vector<LayerIndex> layers_from_json(const nlohmann::json& x, const c
     for (const auto& l : x) out.push_back(layer_from_json(l, what));
     return out;
 }
+/// A head index: a non-negative integer (1.5 was read as 1, -1 as 2^64 - 1).
+inline std::size_t head_from_json(const nlohmann::json& x, const char* what) {
+    check<FormatError>(x.is_number_unsigned() || (x.is_number_integer() && x.get<long long>() >= 0), "[circuit file] ",
+                       what, ": ", x.dump(), " is not a head index");
+    return x.get<std::size_t>();
+}
+/// j[key][inner], a FormatError naming "key.inner" when j[key] is not an object holding it
+/// (it was nlohmann's "cannot use at() with array").
+inline const nlohmann::json& member(const nlohmann::json& j, const char* key, const char* inner) {
+    check<FormatError>(j.contains(key) && j[key].is_object() && j[key].contains(inner), "[circuit file] needs '", key, ".",
+                       inner, "'", j.contains(key) ? " ('" + std::string(key) + "' is " + j[key].dump() + ")" : std::string());
+    return j[key][inner];
+}
 }  // namespace detail
 
 /// What the other studies read back from a circuit file.
@@ -214,13 +227,13 @@ struct CircuitRoles {
     std::vector<std::pair<LayerIndex, std::size_t>> found_heads;
 };
 inline CircuitRoles circuit_from_json(const nlohmann::json& j) {
-    check<FormatError>(j.contains("encode") && j.contains("address") && j.contains("reader"),
+    check<FormatError>(j.is_object() && j.contains("encode") && j.contains("address") && j.contains("reader"),
                        "[circuit file] needs 'encode', 'address' and 'reader'");
     CircuitRoles r;
-    r.encode = detail::layers_from_json(j.at("encode").at("layers"), "encode.layers");
-    r.address = detail::layers_from_json(j.at("address").at("layers"), "address.layers");
-    r.reader_layer = detail::layer_from_json(j.at("reader").at("layer"), "reader.layer");
-    r.reader_head = j.at("reader").at("head").get<std::size_t>();
+    r.encode = detail::layers_from_json(detail::member(j, "encode", "layers"), "encode.layers");
+    r.address = detail::layers_from_json(detail::member(j, "address", "layers"), "address.layers");
+    r.reader_layer = detail::layer_from_json(detail::member(j, "reader", "layer"), "reader.layer");
+    r.reader_head = detail::head_from_json(detail::member(j, "reader", "head"), "reader.head");
     if (j.contains("layers") && j["layers"].is_array())
         for (const auto& e : j["layers"])
             if (e.is_object() && e.contains("layer")) r.found_linear.push_back(detail::layer_from_json(e["layer"], "layers"));
@@ -228,7 +241,7 @@ inline CircuitRoles circuit_from_json(const nlohmann::json& j) {
         for (const auto& e : j["reader_candidates"]) {
             if (!e.is_object() || !e.contains("layer") || !e.contains("head")) continue;
             const LayerIndex l = detail::layer_from_json(e["layer"], "reader_candidates");
-            const std::size_t h = e["head"].get<std::size_t>();
+            const std::size_t h = detail::head_from_json(e["head"], "reader_candidates");
             auto it = std::find_if(r.found_heads.begin(), r.found_heads.end(), [&](const auto& x) { return x.first == l; });
             if (it == r.found_heads.end()) r.found_heads.push_back({l, h + 1});
             else it->second = std::max(it->second, h + 1);
@@ -275,7 +288,11 @@ inline CircuitRoles read_circuit_file(const std::filesystem::path& path) {
     } catch (const nlohmann::json::exception& e) {
         fail<FormatError>("[circuit file] the circuit file ", path.string(), " is not JSON: ", e.what());
     }
-    return circuit_from_json(j);
+    try {
+        return circuit_from_json(j);
+    } catch (const FormatError& e) {
+        fail<FormatError>(e.what(), " (in ", path.string(), ")");  // which file, of the several a study reads
+    }
 }
 
 }  // namespace hylens

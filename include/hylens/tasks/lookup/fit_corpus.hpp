@@ -70,11 +70,18 @@ inline std::string read_maybe_gzip(const std::filesystem::path& path) {
             gzclose(f);
             fail<FormatError>("[fit_corpus] ", path.string(), " is not readable gzip or text: ", msg);
         }
-        if (n == 0) break;
+        if (n == 0) {
+            // The end of the data, or of a cut-off gzip stream (Z_BUF_ERROR: "unexpected end of
+            // file"), which read as a shorter corpus without a word.
+            int err = 0;
+            const std::string msg = gzerror(f, &err);
+            gzclose(f);
+            check<FormatError>(err == Z_OK, "[fit_corpus] ", path.string(), " ends before its gzip stream does (", msg,
+                               "): the file is cut off");
+            return out;
+        }
         out.append(buf, static_cast<std::size_t>(n));
     }
-    gzclose(f);
-    return out;
 }
 
 inline bool heading_rule(std::string_view line) {
