@@ -380,6 +380,9 @@ TEST_CASE("a cache whose size overflows is refused when it is made, not at its f
     CHECK(checked_elements({std::size_t{3}, std::size_t{5}}, "t") == 15);
     KVCache kv(1, 1, 4);
     kv.reserve_more(3);
+    CHECK(kv.capacity() == 16);
+    kv.reserve_more(17);  // growth stays amortised: twice the capacity, not just what is needed
+    CHECK(kv.capacity() == 32);
     CHECK_THROWS_WITH_AS(kv.reserve_more(std::numeric_limits<std::size_t>::max()),
                          doctest::Contains("[KVCache] a container of [1, 1, 18446744073709551615, 4] floats"), ShapeError);
     CHECK_THROWS_AS(test::random_qwen({}).new_cache(huge), ShapeError);

@@ -12,6 +12,7 @@
 
 #include <algorithm>    // std::copy, std::max
 #include <cstddef>      // std::size_t
+#include <limits>       // std::numeric_limits
 #include <type_traits>  // std::remove_cvref_t
 #include <utility>      // std::declval, std::forward, std::move
 
@@ -61,7 +62,8 @@ public:
         const std::size_t need = len_ + extra;
         if (need <= cap_) return;
         check<ShapeError>(need >= len_, "[KVCache] ", len_, " + ", extra, " positions overflow");
-        const std::size_t cap = std::max<std::size_t>(need, std::max<std::size_t>(16, cap_ <= need / 2 ? cap_ * 2 : need));
+        const std::size_t doubled = cap_ <= std::numeric_limits<std::size_t>::max() / 2 ? cap_ * 2 : need;  // amortised growth
+        const std::size_t cap = std::max<std::size_t>(need, std::max<std::size_t>(16, doubled));
         checked_elements({B_, H_, cap, hd_}, "KVCache");
         Tensor4 k = Tensor4::from_shape({B_, H_, cap, hd_}), v = Tensor4::from_shape({B_, H_, cap, hd_});
         k.fill(0.0f);
