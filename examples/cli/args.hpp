@@ -246,6 +246,9 @@ inline std::vector<std::int64_t> read_token_ids(const io::SafetensorsFile& f, co
         fail<FormatError>("[input] ", f.path().string(), ": tensor '", name, "' has shape [", dims,
                           "]; one sequence of token ids is [T] or [1, T]");
     }
+    // read_i64 widens BOOL (layer masks), which ran as the ids 0 and 1.
+    check<FormatError>(f.info(name).dtype != DType::BOOL, "[input] ", f.path().string(), ": tensor '", name,
+                       "' is BOOL; token ids are an integer tensor");
     return f.read_i64(name);
 }
 

@@ -11,8 +11,13 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>  // getpid
 
@@ -65,6 +70,26 @@ TEST_CASE("cache io: tokens_seen of a stack without attention survives the round
     const auto back = load_cache(p, m.new_cache(1));
     CHECK(back.next_position() == 4);
     CHECK(back == c);
+    // The counter is a position, 0 to 2^63 - 1: twenty nines wrapped around, "" read as 0.
+    const auto with_seen = [&](const std::string& seen) {
+        std::ifstream in(p, std::ios::binary);
+        const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::uint64_t n = 0;
+        for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
+        nlohmann::json header = nlohmann::json::parse(bytes.substr(8, n));
+        header["__metadata__"]["hylens.tokens_seen"] = seen;
+        const std::string h = header.dump();
+        std::string out(8, '\0');
+        for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((h.size() >> (8 * i)) & 0xff);
+        const fs::path q = temp_file("mamba_seen.safetensors");
+        std::ofstream(q, std::ios::binary) << out << h << bytes.substr(8 + n);
+        return q;
+    };
+    CHECK(load_cache(with_seen("9223372036854775807"), m.new_cache(1)).tokens_seen() == 9223372036854775807ULL);
+    for (const char* bad : {"99999999999999999999", "9223372036854775808", "", "-1", "4x"})
+        CHECK_THROWS_WITH_AS(load_cache(with_seen(bad), m.new_cache(1)),
+                             doctest::Contains("metadata hylens.tokens_seen is not a position (0 to 2^63 - 1)"), FormatError);
+    fs::remove(temp_file("mamba_seen.safetensors"));
     fs::remove(p);
 }
 

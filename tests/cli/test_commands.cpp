@@ -504,6 +504,15 @@ TEST_SUITE("cli") {
         one.add_i64("input_ids", {1, 6}, ids);
         one.write(in);
         CHECK(run_cli("dump --model " + kQwen + " --input " + in.string() + " --out " + tmp("o.safetensors").string()).rc == 0);
+        {  // BOOL input_ids (a mask) ran as the ids 0 and 1
+            const std::string header = R"({"input_ids":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}})";
+            std::string file(8, '\0');
+            file[0] = static_cast<char>(header.size());
+            std::ofstream(in, std::ios::binary) << file << header << std::string("\x01\x00\x01", 3);
+            const Run mask = run_cli("dump --model " + kQwen + " --input " + in.string() + " --out " + tmp("o.safetensors").string());
+            CHECK(mask.rc == 1);
+            CHECK(mask.err.find("tensor 'input_ids' is BOOL; token ids are an integer tensor") != std::string::npos);
+        }
         fs::remove(in);
         fs::remove(tmp("o.safetensors"));
         fs::remove_all(d);

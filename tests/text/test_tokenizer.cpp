@@ -6,8 +6,12 @@
 #include <thread>
 #include <vector>
 
+#include <sys/stat.h>  // mkfifo
+#include <unistd.h>    // getpid
+
 #include <nlohmann/json.hpp>
 
+#include "hylens/io/config_json.hpp"
 #include "hylens/text/tokenizer.hpp"
 #include "fixtures.hpp"
 
@@ -83,6 +87,15 @@ TEST_SUITE("text/tokenizer") {
         // A folder: a message, not a std::bad_alloc from reading it as a file.
         CHECK_THROWS_WITH_AS(Tokenizer::from_file(std::filesystem::temp_directory_path().string()),
                              doctest::Contains("is a directory, not a tokenizer.json file"), hylens::FormatError);
+        // A FIFO (nothing writing to it) blocked the read forever; a device is refused alike.
+        const std::string fifo = (std::filesystem::temp_directory_path() / ("hylens_fifo_" + std::to_string(::getpid()))).string();
+        std::filesystem::remove(fifo);
+        REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+        CHECK_THROWS_WITH_AS(Tokenizer::from_file(fifo), doctest::Contains("is not a regular file (a pipe or a device?)"),
+                             hylens::FormatError);
+        CHECK_THROWS_WITH_AS(hylens::io::Config::from_file(fifo), doctest::Contains("not a regular file"), hylens::FormatError);
+        std::filesystem::remove(fifo);
+        CHECK_THROWS_WITH_AS(Tokenizer::from_file("/dev/zero"), doctest::Contains("is not a regular file"), hylens::FormatError);
         auto j = small();
         j.erase("model");
         rejects<hylens::FormatError>(j, "model");

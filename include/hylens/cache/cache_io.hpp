@@ -8,6 +8,8 @@
 
 #include <algorithm>   // std::copy
 #include <cstddef>     // std::size_t
+#include <cstdint>     // std::int64_t
+#include <limits>      // std::numeric_limits
 #include <filesystem>  // std::filesystem::path
 #include <string>      // std::string, std::to_string, std::stoull
 #include <utility>     // std::move
@@ -155,12 +157,17 @@ std::size_t load_cache(const io::SafetensorsFile& file, Cache& target, const std
     }
     const auto& meta = file.metadata();
     if (auto it = meta.find("hylens.tokens_seen"); it != meta.end()) {
+        // A position: digits, at most 2^63 - 1 (twenty nines wrapped around; "" read as 0).
+        constexpr std::size_t kLast = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
         std::size_t seen = 0;
+        bool ok = !it->second.empty();
         for (char ch : it->second) {
-            check<FormatError>(ch >= '0' && ch <= '9', "[load_cache] ", file.path().string(),
-                               ": metadata hylens.tokens_seen is not a number: '", it->second, "'");
+            ok = ok && ch >= '0' && ch <= '9' && seen <= (kLast - static_cast<std::size_t>(ch - '0')) / 10;
+            if (!ok) break;
             seen = seen * 10 + static_cast<std::size_t>(ch - '0');
         }
+        check<FormatError>(ok, "[load_cache] ", file.path().string(), ": metadata hylens.tokens_seen is not a position (0 to 2^63 - 1): '",
+                           it->second, "'");
         cache.set_tokens_seen(seen);
     }
     target = std::move(cache);

@@ -39,6 +39,9 @@ public:
     /// JSON (with line, column and byte of the defect) or is not a JSON object.
     static Config from_file(const std::filesystem::path& path) {
         if (std::filesystem::is_directory(path)) fail<FormatError>("[config] ", path.string(), ": a directory, not a JSON file");
+        // A FIFO blocked the read forever, a device (/dev/zero) read until memory ran out.
+        if (std::filesystem::exists(path) && !std::filesystem::is_regular_file(path))
+            fail<FormatError>("[config] ", path.string(), ": not a regular file (a pipe or a device?)");
         std::ifstream in(path, std::ios::binary);
         if (!in) fail<FormatError>("[config] ", path.string(), ": cannot open");
         std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

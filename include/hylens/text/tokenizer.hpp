@@ -51,6 +51,9 @@ public:
     static Tokenizer from_file(const std::string& path) {
         // A directory opens as a stream whose size reads as 2^63 - 1 (a std::bad_alloc below).
         if (std::filesystem::is_directory(path)) fail<FormatError>("[tokenizer] '", path, "' is a directory, not a tokenizer.json file");
+        // A FIFO blocked the read forever.
+        if (std::filesystem::exists(path) && !std::filesystem::is_regular_file(path))
+            fail<FormatError>("[tokenizer] '", path, "' is not a regular file (a pipe or a device?)");
         std::ifstream in(path, std::ios::binary | std::ios::ate);
         check<FormatError>(in.good(), "[tokenizer] cannot open '", path, "'");
         const auto size = static_cast<std::streamoff>(in.tellg());

@@ -58,6 +58,9 @@ namespace detail {
 
 /// The whole (gzip-decompressed when compressed) text of `path`.
 inline std::string read_maybe_gzip(const std::filesystem::path& path) {
+    // A FIFO blocked the read forever, a device (/dev/zero) read until memory ran out.
+    check<FormatError>(!std::filesystem::exists(path) || std::filesystem::is_regular_file(path), "[fit_corpus] ", path.string(),
+                       " is not a regular file (a folder, a pipe or a device?)");
     gzFile f = gzopen(path.c_str(), "rb");
     check<FormatError>(f != nullptr, "[fit_corpus] cannot open ", path.string());
     std::string out;
