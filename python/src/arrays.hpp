@@ -72,7 +72,8 @@ inline bool is_bool(pyb::handle h) {
     return type == "numpy.bool_" || type == "numpy.bool";
 }
 
-/// Whether a list or tuple (nested) holds a bool: NumPy reads [1, True] as the ints [1, 1].
+/// Whether `obj` is a bool or a list or tuple (nested) holding one: NumPy reads [1, True] as
+/// the ints [1, 1]. Arrays are not looked into (their dtype says bool).
 inline bool holds_bool(pyb::handle obj) {
     if (!pyb::isinstance<pyb::list>(obj) && !pyb::isinstance<pyb::tuple>(obj)) return is_bool(obj);
     for (pyb::handle h : pyb::iter(obj))
@@ -83,7 +84,7 @@ inline bool holds_bool(pyb::handle obj) {
 
 inline Ids to_ids(pyb::handle obj, const char* what) {
     if (obj.is_none()) throw pyb::type_error(std::string(what) + ": token ids expected, got None");
-    if ((pyb::isinstance<pyb::list>(obj) || pyb::isinstance<pyb::tuple>(obj)) && holds_bool(obj))
+    if (holds_bool(obj))
         throw pyb::type_error(std::string(what) + ": token ids must be integers, got a bool in the list");
     pyb::array a;
     try {
