@@ -4,6 +4,8 @@
 #include <hylens/core/error.hpp>
 #include <hylens/version.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -79,6 +81,9 @@ int main(int argc, char** argv) {
         return 1;
     } catch (const std::filesystem::filesystem_error& e) {  // a file or folder the command could not read or write
         std::cerr << "hylens " << cmd << ": error: " << e.what() << "\n";
+        return 1;
+    } catch (const nlohmann::json::exception& e) {  // a JSON file's value that no check named (Python: FormatError)
+        std::cerr << "hylens " << cmd << ": error: [json] a file holds a value of another type or shape: " << e.what() << "\n";
         return 1;
     } catch (const std::exception& e) {
         std::cerr << "hylens " << cmd << ": unexpected error: " << e.what() << "\n";

@@ -189,6 +189,16 @@ TEST_CASE("cli: hylens experiment channels on real tasks, shards merged == unsha
     std::ofstream(s1x / "run.json") << run_x.dump();
     CHECK(sh(kCli + " experiment merge " + s0.string() + " " + s1x.string() + " --out " + (dir.path / "mx").string() +
              " 2>&1 | grep -q 'is one of 2 shards'") == 0);
+    // A value of another type than a study writes (an edited shard of 1, a number) names the
+    // folder; it was the JSON library's bare type error, shown as an unexpected error.
+    run_x["study"]["shard"] = 1;
+    std::ofstream(s1x / "run.json") << run_x.dump();
+    CHECK(sh(kCli + " experiment merge " + s0.string() + " " + s1x.string() + " --out " + (dir.path / "mt").string() + " 2>" +
+             (dir.path / "mt.err").string()) == 1);
+    const std::string typed = hylens::test::read_text(dir.path / "mt.err");
+    CHECK(typed.find("error: [merge] " + s1x.string() + " holds a run.json or items.jsonl value of another type") !=
+          std::string::npos);
+    CHECK(typed.find("unexpected") == std::string::npos);
     // The figure script (matplotlib, Agg) draws from the result folder alone.
     const fs::path script = fs::path(HYLENS_GOLDEN_DIR).parent_path().parent_path() / "scripts" / "plot_channels.py";
     if (hylens::test::figure_scripts_can_run()) {

@@ -614,8 +614,8 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
     std::set<std::string> shards;
     std::size_t shard_count = 0;
     std::set<std::size_t> present;
-    for (const fs::path& d : dirs) {
-        check(fs::exists(d / "run.json"), "[merge] ", d.string(), " holds no run.json (not a study result folder)");
+    // One folder: its run.json and records, into f.
+    const auto read_folder = [&](const fs::path& d) {
         const nlohmann::json run = read_json_file(d / "run.json");
         accept(d / "run.json", run);
         nlohmann::json s = run["study"];
@@ -661,6 +661,17 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
             check(keys.insert(k).second, "[merge] record (", k.task, ", seed ", k.seed, ", item ", k.item, ", ", k.condition,
                   ") appears in more than one folder (", d.string(), ")");
             f.records.push_back(std::move(r));
+        }
+    };
+    for (const fs::path& d : dirs) {
+        check(fs::exists(d / "run.json"), "[merge] ", d.string(), " holds no run.json (not a study result folder)");
+        // A value of another type than a study writes (an edited "shard": 0) is named with its
+        // folder; it was the JSON library's bare "type must be string, but is number".
+        try {
+            read_folder(d);
+        } catch (const nlohmann::json::exception& e) {
+            fail<FormatError>("[merge] ", d.string(), " holds a run.json or items.jsonl value of another type or shape",
+                              " than a study writes: ", e.what());
         }
         ++f.counts.folders;
     }
