@@ -2,6 +2,7 @@
 // files): exact round trips with batch 1 and 2, the reference caches of the surgery files
 // read back into our caches, and clear errors for missing or mis-shaped tensors.
 
+#include <hylens/cache/cache_diff.hpp>
 #include <hylens/cache/cache_io.hpp>
 #include <hylens/cache/surgery.hpp>
 #include <hylens/models/load.hpp>
@@ -11,6 +12,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -168,4 +170,50 @@ TEST_CASE("cache io: a load that fails part-way leaves the cache as it was (all 
     CHECK(c.torn().empty());
     fs::remove(whole);
     fs::remove(cut);
+}
+
+TEST_CASE("cache io: allow_missing leaves out whole KV parts, never half of one") {
+    // A .v without its .k was dropped without a word, and a .k without its .v read and thrown
+    // away: the part kept its old K/V while the file held half of a new one.
+    const auto q = test::random_qwen({});
+    const std::vector<std::size_t> kv_layers = layers_with<channel::kv>(q.new_cache(1));
+    REQUIRE(!kv_layers.empty());
+    const std::string p = "cache." + std::to_string(kv_layers.front()) + ".";
+    const fs::path whole = temp_file("kv_whole.safetensors");
+    save_cache(q.prefill(TokenBatch({1, 2, 3})), whole);
+    const io::SafetensorsFile f = io::SafetensorsFile::open(whole);
+    const auto without = [&](const std::vector<std::string>& left_out, const std::string& name) {
+        io::SafetensorsWriter w;
+        for (const auto& n : f.names())
+            if (std::find(left_out.begin(), left_out.end(), n) == left_out.end())
+                w.add(n, f.info(n).dtype, f.info(n).shape, f.bytes(n));
+        const fs::path out = temp_file(name);
+        w.write(out);
+        return out;
+    };
+    const LoadCacheOptions some{.allow_missing = true};
+    for (const std::string half : {"k", "v"}) {
+        INFO("without ." << half);
+        const fs::path cut = without({p + half}, "kv_half.safetensors");
+        auto c = q.new_cache(1);
+        const std::string message = "missing tensor '" + p + half + "' (allow_missing leaves out whole parts";
+        CHECK_THROWS_WITH_AS(load_cache(io::SafetensorsFile::open(cut), c, "cache.", some), doctest::Contains(message.c_str()),
+                             FormatError);
+        CHECK(c == q.new_cache(1));
+        fs::remove(cut);
+    }
+    // Both left out: the part keeps what it held, the rest is read.
+    const fs::path both = without({p + "k", p + "v"}, "kv_both.safetensors");
+    const auto before = q.prefill(TokenBatch({4, 5}));
+    auto c = before;
+    CHECK(load_cache(io::SafetensorsFile::open(both), c, "cache.", some) == f.names().size() - 2);
+    const auto saved = q.prefill(TokenBatch({1, 2, 3}));
+    for (std::size_t i = 0; i < c.num_layers(); ++i) {
+        INFO("layer " << i);
+        const CacheDiff d = diff(c, i == kv_layers.front() ? before : saved, LayerSet({i}));
+        CHECK(d.same_layout);
+        CHECK(d.max() == 0.0);
+    }
+    fs::remove(both);
+    fs::remove(whole);
 }

@@ -120,9 +120,13 @@ std::size_t load_cache(const io::SafetensorsFile& file, Cache& target, const std
                     for (std::size_t b = 0; b < B; ++b) std::copy(buf.data() + b * ns, buf.data() + (b + 1) * ns, r.state(b));
             });
             for_each_named_part<KVCache>(c, prefix + std::to_string(i) + ".", [&](KVCache& kv, const std::string& p) {
-                const std::string kn = p + "k";
-                if (!file.contains(kn) && opt.allow_missing) return;
-                check<FormatError>(file.contains(kn), "[load_cache] ", file.path().string(), ": missing tensor '", kn, "'");
+                const std::string kn = p + "k", vn = p + "v";
+                // A KV part is read whole: with allow_missing a .v without its .k was dropped
+                // without a word, and a .k without its .v read and thrown away.
+                if (opt.allow_missing && !file.contains(kn) && !file.contains(vn)) return;
+                const char* whole = opt.allow_missing ? " (allow_missing leaves out whole parts: a KV part is its .k and .v)" : "";
+                for (const std::string& n : {kn, vn})
+                    check<FormatError>(file.contains(n), "[load_cache] ", file.path().string(), ": missing tensor '", n, "'", whole);
                 const auto& s = file.info(kn).shape;
                 // The KV length is the one free dimension: (.., Hkv, L, hd).
                 check<ShapeError>(s.size() == (B == 1 ? 3u : 4u), "[load_cache] ", file.path().string(), ": tensor '",
@@ -130,7 +134,7 @@ std::size_t load_cache(const io::SafetensorsFile& file, Cache& target, const std
                 const std::size_t H = kv.kv_heads(), hd = kv.head_dim(), L = s[s.size() - 2], n = L * hd;
                 std::vector<float> k, v;
                 fetch(kn, {H, L, hd}, k);
-                if (!fetch(p + "v", {H, L, hd}, v)) return;  // v missing and allowed: keep this part's K/V
+                fetch(vn, {H, L, hd}, v);
                 kv.clear();
                 kv.reserve_more(L);
                 for (std::size_t b = 0; b < B; ++b)
