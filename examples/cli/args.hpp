@@ -234,22 +234,37 @@ struct TokenInput {
     std::string flags() const { return text_opt->get_name() + " or " + ids_opt->get_name(); }
 };
 
-/// One sequence of token ids from a safetensors input file: the integer tensor `name`, of shape
-/// [T] or [1, T]. A batch ([B, T] with B > 1) or a higher rank is a FormatError naming the file,
-/// the tensor and its shape, where reading its values flat would run the rows as one sequence.
-inline std::vector<std::int64_t> read_token_ids(const io::SafetensorsFile& f, const std::string& name) {
+namespace detail {
+/// One row of integers from a safetensors input file: the tensor `name`, of shape [n] or
+/// [1, n], not BOOL. Another shape is a FormatError naming the file, the tensor and its shape,
+/// where reading its values flat would run the rows as one list; read_i64 widens BOOL, which
+/// ran as the values 0 and 1.
+inline std::vector<std::int64_t> read_i64_row(const io::SafetensorsFile& f, const std::string& name, const char* what) {
     const std::vector<std::size_t>& shape = f.info(name).shape;
     const bool one_row = shape.size() == 1 || (shape.size() == 2 && shape[0] == 1);
     if (!one_row) {
         std::string dims;
         for (const std::size_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
-        fail<FormatError>("[input] ", f.path().string(), ": tensor '", name, "' has shape [", dims,
-                          "]; one sequence of token ids is [T] or [1, T]");
+        fail<FormatError>("[input] ", f.path().string(), ": tensor '", name, "' has shape [", dims, "]; ", what,
+                          " is [n] or [1, n]");
     }
-    // read_i64 widens BOOL (layer masks), which ran as the ids 0 and 1.
-    check<FormatError>(f.info(name).dtype != DType::BOOL, "[input] ", f.path().string(), ": tensor '", name,
-                       "' is BOOL; token ids are an integer tensor");
+    check<FormatError>(f.info(name).dtype != DType::BOOL, "[input] ", f.path().string(), ": tensor '", name, "' is BOOL; ",
+                       what, " is an integer tensor");
     return f.read_i64(name);
+}
+}  // namespace detail
+
+/// One sequence of token ids from a safetensors input file: the integer tensor `name`, of shape
+/// [T] or [1, T] (a batch [B, T] with B > 1 is refused: its rows ran as one sequence).
+inline std::vector<std::int64_t> read_token_ids(const io::SafetensorsFile& f, const std::string& name) {
+    return detail::read_i64_row(f, name, "one sequence of token ids");
+}
+
+/// A list of layer indices from a safetensors input file (patch.layers, kv_only_layers.layers):
+/// an integer tensor [n] or [1, n], n >= 0 (an empty list is no layer). A layer mask (BOOL) or
+/// a table of lists is refused: read flat, [true, false, true] was the layers {0, 1}.
+inline std::vector<std::int64_t> read_layer_list(const io::SafetensorsFile& f, const std::string& name) {
+    return detail::read_i64_row(f, name, "a list of layer indices");
 }
 
 /// The chat family of a model_type (Qwen3.5 / Qwen3-Next, Granite 4.0 H, Falcon-H1).

@@ -71,7 +71,7 @@ inline int run_patch(int argc, char** argv) {
         const io::SafetensorsFile in = io::SafetensorsFile::open(input);
         d = read_token_ids(in, "patch.donor.ids");
         h = read_token_ids(in, "patch.host.ids");
-        for (auto l : in.read_i64("patch.layers")) layers.push_back(layer_index(l));
+        for (auto l : read_layer_list(in, "patch.layers")) layers.push_back(layer_index(l));
         const std::vector<std::int64_t> attn = in.read_i64("patch.attn_layer");
         check<ShapeError>(attn.size() == 1, "[patch] ", input, ": patch.attn_layer holds ", attn.size(),
                           " values, expected 1");

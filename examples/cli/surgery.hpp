@@ -150,8 +150,8 @@ inline int run_surgery(int argc, char** argv) {
         in.a = read_token_ids(f, "ctx_a.ids");
         in.b = read_token_ids(f, "ctx_b.ids");
         in.query = read_token_ids(f, "query.ids");
-        in.kv_layers = LayerSet::from_i64(f.read_i64("kv_only_layers.layers"), "kv_only_layers.layers");
-        in.swap_layers = LayerSet::from_i64(f.read_i64("swap_ka_rb_layers.layers"), "swap_ka_rb_layers.layers");
+        in.kv_layers = LayerSet::from_i64(read_layer_list(f, "kv_only_layers.layers"), "kv_only_layers.layers");
+        in.swap_layers = LayerSet::from_i64(read_layer_list(f, "swap_ka_rb_layers.layers"), "swap_ka_rb_layers.layers");
     } else {
         in.a = mi.ids(ctx_a, type);
         in.b = ctx_b.given() ? mi.ids(ctx_b, type) : in.a;

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -498,7 +499,7 @@ TEST_SUITE("cli") {
         w.write(in);
         const Run batch = run_cli("dump --model " + kQwen + " --input " + in.string() + " --out " + tmp("o.safetensors").string());
         CHECK(batch.rc == 1);
-        CHECK(batch.err.find("tensor 'input_ids' has shape [2, 3]; one sequence of token ids is [T] or [1, T]") !=
+        CHECK(batch.err.find("tensor 'input_ids' has shape [2, 3]; one sequence of token ids is [n] or [1, n]") !=
               std::string::npos);
         io::SafetensorsWriter one;
         one.add_i64("input_ids", {1, 6}, ids);
@@ -511,7 +512,30 @@ TEST_SUITE("cli") {
             std::ofstream(in, std::ios::binary) << file << header << std::string("\x01\x00\x01", 3);
             const Run mask = run_cli("dump --model " + kQwen + " --input " + in.string() + " --out " + tmp("o.safetensors").string());
             CHECK(mask.rc == 1);
-            CHECK(mask.err.find("tensor 'input_ids' is BOOL; token ids are an integer tensor") != std::string::npos);
+            CHECK(mask.err.find("tensor 'input_ids' is BOOL; one sequence of token ids is an integer tensor") != std::string::npos);
+        }
+        {  // patch.layers: a table [2, 2] ran as the list 1 2 1 2, a BOOL mask [1, 0, 1] as the layers {0, 1}
+            const auto patch_file = [&](auto add_layers) {
+                io::SafetensorsWriter p;
+                const std::vector<std::int64_t> d = {1, 2, 3}, h = {4, 5, 6}, attn = {3};
+                p.add_i64("patch.donor.ids", {3}, d);
+                p.add_i64("patch.host.ids", {3}, h);
+                p.add_i64("patch.attn_layer", {1}, attn);
+                add_layers(p);
+                p.write(in);
+                return run_cli("patch --model " + kQwen + " --input " + in.string() + " --out " + tmp("o.safetensors").string());
+            };
+            const std::vector<std::int64_t> four = {1, 2, 1, 2};
+            const Run table = patch_file([&](io::SafetensorsWriter& p) { p.add_i64("patch.layers", {2, 2}, four); });
+            CHECK(table.rc == 1);
+            CHECK(table.err.find("tensor 'patch.layers' has shape [2, 2]; a list of layer indices is [n] or [1, n]") !=
+                  std::string::npos);
+            const std::vector<std::byte> bits = {std::byte{1}, std::byte{0}, std::byte{1}};
+            const Run mask = patch_file([&](io::SafetensorsWriter& p) { p.add("patch.layers", DType::BOOL, {3}, bits); });
+            CHECK(mask.rc == 1);
+            CHECK(mask.err.find("tensor 'patch.layers' is BOOL; a list of layer indices is an integer tensor") != std::string::npos);
+            const std::vector<std::int64_t> two = {0, 2};
+            CHECK(patch_file([&](io::SafetensorsWriter& p) { p.add_i64("patch.layers", {1, 2}, two); }).rc == 0);
         }
         fs::remove(in);
         fs::remove(tmp("o.safetensors"));
