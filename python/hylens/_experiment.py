@@ -10,6 +10,7 @@ disk."""
 
 import csv
 import json
+import math
 import numbers
 import os
 import warnings
@@ -92,13 +93,45 @@ def _load_csv(path, frames):
             rows = list(csv.DictReader(f))
     pd = _pandas(frames)
     if not pd:
-        return rows
+        return _numeric_columns(rows)
     df = pd.DataFrame(rows)
     for col in df.columns:  # numeric columns back to numbers (empty cells: NaN)
         conv = pd.to_numeric(df[col], errors="coerce")
         if conv.notna().sum() == (df[col] != "").sum():
             df[col] = conv
     return df
+
+
+def _number(cell):
+    """A summary.csv cell as a number: int for an integer, float otherwise ('inf', '-inf'; an
+    empty cell, a NaN mean, is nan); None when it is not a number."""
+    if cell == "":
+        return math.nan
+    try:
+        return int(cell)
+    except ValueError:
+        pass
+    try:
+        return float(cell)
+    except ValueError:
+        return None
+
+
+def _numeric_columns(rows):
+    """The rows (dicts of strings, as csv reads them) with every column whose cells are all
+    numbers or empty as numbers, as the frames' columns are: '' is nan, 'inf' inf. The rows were
+    strings, and float('') failed on a NaN mean."""
+    if not rows:
+        return rows
+    numeric = []
+    for col in rows[0]:
+        cells = [_number(r[col]) for r in rows]
+        if all(c is not None for c in cells):
+            numeric.append((col, cells))
+    for col, cells in numeric:
+        for r, c in zip(rows, cells):
+            r[col] = c
+    return rows
 
 
 def _whole(x):

@@ -180,3 +180,25 @@ def test_ctrl_c_stops_a_study_at_the_next_forward_and_resume_finishes_it(byte_to
     whole = hylens.experiment(model, byte_tokenizer, ["drm"], tmp_path / "whole", **study)
     assert items.read_bytes() == (tmp_path / "whole" / "items.jsonl").read_bytes()
     assert len(whole.records) == 4 * 60
+
+
+def test_summary_rows_hold_numbers_as_the_frames_do(tmp_path):
+    """frames=False gave every cell as a string ('12', '1.000000', '' for a NaN mean, 'inf'), so
+    float(row['mean']) failed on a mean over no items; the columns of numbers are numbers, as in
+    the frames."""
+    (tmp_path / "summary.csv").write_text(
+        "task,condition,layers,n,mean,ci_lo,rel_full,sd\n"
+        "drm,FULL,all,12,1.000000,0.5,1,\n"
+        "drm,NONE,3,0,,,inf,\n")
+    (tmp_path / "items.jsonl").write_text("")
+    (tmp_path / "run.json").write_text("{}")
+    rows = hylens.ExperimentResult(tmp_path, {}, False).summary
+    assert rows[0]["task"] == "drm" and rows[0]["layers"] == "all" and rows[1]["layers"] == "3"  # a column of text
+    assert rows[0]["n"] == 12 and isinstance(rows[0]["n"], int) and rows[0]["mean"] == 1.0
+    assert rows[1]["mean"] != rows[1]["mean"] and rows[1]["rel_full"] == float("inf")  # nan, inf
+    assert all(r["sd"] != r["sd"] for r in rows)  # a column of empty cells: nan, as in the frames
+    pd = pytest.importorskip("pandas")
+    df = hylens.ExperimentResult(tmp_path, {}, True).summary
+    assert isinstance(df, pd.DataFrame)
+    for col in ("n", "mean", "ci_lo", "rel_full", "sd"):
+        assert [x if x == x else "nan" for x in df[col].tolist()] == [x if x == x else "nan" for x in (r[col] for r in rows)]
