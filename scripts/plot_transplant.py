@@ -14,37 +14,73 @@ study watched (--watch).
 query-map: a bar chart of every condition at the full fit size (A, B, in_family, mean, and per
 source map / self / shuffled), and the learning curves (metric against the number of fit
 prompts, per source; the full fit size is the last point).
+The title gives n (the pairs behind the drawn metric; a range "n = 6-7" when the rows differ, in
+red) and, in red, the folder's state when run.json's status is not "complete" (a merge of
+unfinished shards); a condition without a value is an "n/a" mark (bars) or cell (heat maps).
+A folder with nothing to draw (no summary.json yet, no items, a metric no row has: attA without
+a reader head) gives a one-line message and exit status 1. Prints the figure's path.
 """
 
 import argparse
-import json
+import math
 import os
 import sys
+import warnings
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import figure_common as fc  # noqa: E402
+
+SCRIPT = "plot_transplant.py"
+
 
 def load(folder):
-    with open(os.path.join(folder, "summary.json")) as f:
-        rows = json.load(f)
-    with open(os.path.join(folder, "run.json")) as f:
-        run = json.load(f)
+    """summary.json's rows and run.json, or a one-line exit (no traceback) for a folder the
+    studies can leave: not a result folder, a run that never finished, a summary not a list."""
+    run = fc.read_run(SCRIPT, folder)
+    path = os.path.join(folder, "summary.json")
+    if not os.path.exists(path):
+        state = fc.status_warning(run)
+        fc.fail(SCRIPT, "%s has no summary.json (%s): nothing to draw" % (
+            folder, state or "not a finished transplant or query-map result folder"))
+    rows = fc.read_json(SCRIPT, path)
+    if not isinstance(rows, list):
+        fc.fail(SCRIPT, "%s is not a transplant or query-map summary (not a list of rows)" % path)
     return rows, run
 
 
-def value(row, metric):
+def cell(row, metric):
+    """The metric's cell of a row ({mean, lo, hi, n}), or None (a watched head the row lacks)."""
     if ":" in metric:  # a watched head's attA / attB
         head, score = metric.split(":", 1)
         for w in row.get("watch", []):
             if w["head"] == head:
-                m = w[score]
-                return m["mean"], m["lo"], m["hi"]
+                return w.get(score)
+        return None
+    return row.get(metric)
+
+
+def value(row, metric):
+    m = cell(row, metric)
+    if not isinstance(m, dict):
         return None, None, None
-    m = row[metric]
-    return m["mean"], m["lo"], m["hi"]
+    return m.get("mean"), m.get("lo"), m.get("hi")
+
+
+def metric_n(row, metric):
+    """The number of pairs behind the row's metric (0 when it has no value)."""
+    m = cell(row, metric)
+    if not isinstance(m, dict) or not fc.is_num(m.get("mean")):
+        return 0
+    return m.get("n", row.get("n", 0))
+
+
+def f(x):
+    return float(x) if fc.is_num(x) else math.nan
 
 
 def unit(metric):
@@ -55,10 +91,15 @@ def unit(metric):
 def bars(ax, rows, metric, title):
     names = [r["condition"] for r in rows]
     vals = [value(r, metric) for r in rows]
-    mean = [v[0] if v[0] is not None else float("nan") for v in vals]
-    err_lo = [(v[0] - v[1]) if v[1] is not None else 0.0 for v in vals]
-    err_hi = [(v[2] - v[0]) if v[2] is not None else 0.0 for v in vals]
-    ax.bar(range(len(rows)), mean, yerr=[err_lo, err_hi], color="#4c72b0", capsize=3)
+    mean = [f(v[0]) for v in vals]
+    err_lo = [max(0.0, m - f(v[1])) if fc.is_num(v[1]) and m == m else 0.0 for m, v in zip(mean, vals)]
+    err_hi = [max(0.0, f(v[2]) - m) if fc.is_num(v[2]) and m == m else 0.0 for m, v in zip(mean, vals)]
+    with warnings.catch_warnings():  # all values NaN: matplotlib's "All-NaN axis"
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ax.bar(range(len(rows)), mean, yerr=[err_lo, err_hi], color="#4c72b0", capsize=3)
+    for i, m in enumerate(mean):
+        if m != m:
+            fc.na_mark(ax, i)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(names, rotation=60, ha="right", fontsize=8)
     ax.set_ylabel(metric)
@@ -68,6 +109,16 @@ def bars(ax, rows, metric, title):
 
 
 ROW_KINDS = ("mixer", "layer", "mixer_in", "resid_pre", "upstream")
+
+
+def title_parts(rows, run, metric):
+    """The n of the drawn metric (a range when the rows differ) and the warnings: the folder's
+    state and unequal n."""
+    ns = [metric_n(r, metric) for r in rows if metric_n(r, metric)]
+    warnings = [fc.status_warning(run)]
+    if fc.unequal(ns):
+        warnings.append("unequal n across conditions (%s)" % fc.n_range(ns))
+    return fc.n_range(ns), [w for w in warnings if w]
 
 
 def plot_transplant(rows, run, metric, out):
@@ -88,8 +139,7 @@ def plot_transplant(rows, run, metric, out):
         sets = list(dict.fromkeys(r["positions"] for r in rs))
         grid = [[float("nan")] * len(sets) for _ in blocks]
         for r in rs:
-            v = value(r, metric)[0]
-            grid[blocks.index(r["block"])][sets.index(r["positions"])] = float("nan") if v is None else v
+            grid[blocks.index(r["block"])][sets.index(r["positions"])] = f(value(r, metric)[0])
         vmin, vmax = (0, 1) if unit(metric) else (None, None)
         im = ax.imshow(grid, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto")
         ax.set_xticks(range(len(sets)))
@@ -100,17 +150,22 @@ def plot_transplant(rows, run, metric, out):
             for j in range(len(sets)):
                 if grid[i][j] == grid[i][j]:
                     ax.text(j, i, "%.2f" % grid[i][j], ha="center", va="center", color="w", fontsize=8)
+                else:  # no row, or no value: not a colour of the scale
+                    ax.text(j, i, "n/a", ha="center", va="center", color=fc.WARN_COLOR, fontsize=8,
+                            fontweight="bold", gid="na")
         title = "mixer transplant, donor without %s" % without if kind == "upstream" else "%s transplant" % kind
         ax.set_title("%s: %s" % (title, metric), fontsize=10)
         fig.colorbar(im, ax=ax, fraction=0.046)
     bars(axes[-1], other, metric, "baselines and state transplants")
     reader = run.get("study", {}).get("reader")
     who = os.path.basename(str(run.get("model", "")))
-    fig.suptitle("%s, %s, reader %s, n = %s pairs" % (
+    n, warnings = title_parts(rows, run, metric)
+    fc.flag_figure(fig, "%s, %s, reader %s, %s pairs" % (
         who, rows[0]["task"] if rows else "", "L%dH%d" % (reader["layer"], reader["head"]) if reader else "none",
-        rows[0]["n"] if rows else 0), fontsize=10)
+        n), warnings, fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
+    return fig
 
 
 def plot_query_map(rows, run, metric, out):
@@ -122,26 +177,44 @@ def plot_query_map(rows, run, metric, out):
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     bars(axes[0], full, metric, "conditions (every fit prompt)")
     for src, pts in curves.items():
-        pts.sort()
+        pts.sort(key=lambda p: p[0])
         xs = [p[0] for p in pts]
-        ys = [p[1][0] for p in pts]
-        lo = [p[1][1] for p in pts]
-        hi = [p[1][2] for p in pts]
-        axes[1].plot(xs, ys, marker="o", label=src)
-        axes[1].fill_between(xs, lo, hi, alpha=0.2)
+        ys = [f(p[1][0]) for p in pts]
+        lo = [f(p[1][1]) for p in pts]
+        hi = [f(p[1][2]) for p in pts]
+        drawn = any(y == y for y in ys)
+        line, = axes[1].plot(xs, ys, marker="o", label=src if drawn else "%s (n/a)" % src)
+        axes[1].fill_between(xs, lo, hi, alpha=0.2, color=line.get_color())
     axes[1].set_xscale("log")
     axes[1].set_xlabel("fit prompts")
     axes[1].set_ylabel(metric)
     axes[1].set_title("learning curves of the map", fontsize=10)
     if unit(metric):
         axes[1].set_ylim(0, 1.05)
-    axes[1].legend(fontsize=8)
+    if curves:
+        axes[1].legend(fontsize=8)
     who = os.path.basename(str(run.get("model", "")))
     donor = os.path.basename(str(run.get("donor") or run.get("model", "")))
-    fig.suptitle("query map %s -> %s, %s, n = %s pairs" % (donor, who, rows[0]["task"] if rows else "",
-                                                         rows[0]["n"] if rows else 0), fontsize=10)
+    n, warnings = title_parts(rows, run, metric)
+    fc.flag_figure(fig, "query map %s -> %s, %s, %s pairs" % (donor, who, rows[0]["task"] if rows else "", n),
+                         warnings, fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
+    return fig
+
+
+def nothing_to_draw(folder, rows, run, metric):
+    """Why the folder has nothing to draw for the metric, or None."""
+    if not rows:
+        shard = fc.shard_of(run)
+        return "%s has no items (summary.json has no rows%s): nothing to draw" % (
+            folder, "; shard %s got none" % shard if shard else "")
+    if any(metric_n(r, metric) for r in rows):
+        return None
+    why = "no condition has a value of it"
+    if metric in ("attA", "attB") and not run.get("study", {}).get("reader"):
+        why = "the study ran without a reader head (--reader, or --circuit)"
+    return "%s: no row has items (n = 0) in %s: %s" % (metric, folder, why)
 
 
 def main():
@@ -156,18 +229,30 @@ def main():
         if score not in ("attA", "attB") or not head:
             ap.error("--metric %s: not ansA, ansB, dAB, attA, attB or HEAD:attA / HEAD:attB" % a.metric)
     rows, run = load(a.folder)
-    if ":" in a.metric:
+    kind = run.get("kind")
+    if kind not in ("transplant", "query-map"):
+        sys.exit("plot_transplant.py: %s/run.json is a '%s' study, not transplant or query-map" % (a.folder, kind))
+    if ":" in a.metric and rows:
         watched = list(dict.fromkeys(w["head"] for r in rows for w in r.get("watch", [])))
         if a.metric.split(":")[0] not in watched:
             sys.exit("plot_transplant.py: --metric %s: %s watched no head %s (watched: %s)" % (
                 a.metric, a.folder, a.metric.split(":")[0], ", ".join(watched) or "none"))
-    kind = run.get("kind")
+    why = nothing_to_draw(a.folder, rows, run, a.metric)
+    if why:
+        fc.fail(SCRIPT, why)
+    state = fc.status_warning(run)
+    if state:
+        fc.warn(SCRIPT, "%s: %s" % (a.folder, state))
+    ns = [metric_n(r, a.metric) for r in rows if metric_n(r, a.metric)]
+    if fc.unequal(ns):
+        fc.warn(SCRIPT, "%s: unequal n across conditions (%s)" % (a.folder, fc.n_range(ns)))
     if kind == "transplant":
-        plot_transplant(rows, run, a.metric, a.out or os.path.join(a.folder, "transplant.png"))
-    elif kind == "query-map":
-        plot_query_map(rows, run, a.metric, a.out or os.path.join(a.folder, "query_map.png"))
+        out = a.out or os.path.join(a.folder, "transplant.png")
+        plot_transplant(rows, run, a.metric, out)
     else:
-        sys.exit("plot_transplant.py: %s/run.json is a '%s' study, not transplant or query-map" % (a.folder, kind))
+        out = a.out or os.path.join(a.folder, "query_map.png")
+        plot_query_map(rows, run, a.metric, out)
+    print(out)
 
 
 if __name__ == "__main__":

@@ -4,12 +4,18 @@ one row per task, one column per condition, each cell `mean [ci_lo, ci_hi]` of t
 primary score over all items and seeds (95 % percentile bootstrap, B = 10,000).
 
 usage: print_summary.py RESULTS_DIR [--metric score] [--group all]
+A cell without a value (a NaN mean, written empty) shows "n/a"; a folder whose run.json status is
+not "complete" (a merge of unfinished shards) and a task whose conditions differ in n are named
+on stderr.
 Standard library only, so it runs wherever the study runs.
 """
 import argparse
 import csv
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import figure_common as fc  # noqa: E402  (standard library only)
 
 ORDER = ["FULL", "KV_ONLY", "REC_ONLY", "NONE", "KV_A+REC_B", "KV_B+REC_A", "KV_A+REC_A", "KV_B+REC_B"]
 
@@ -24,28 +30,49 @@ def main() -> int:
     if not os.path.isfile(path):
         print(f"print_summary.py: no summary.csv in {args.results}", file=sys.stderr)
         return 1
+    def num(x):
+        return float(x) if x not in ("", None) else float("nan")
+
     cells, tasks, conds = {}, [], []
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            if row["metric"] != args.metric or row["group"] != args.group or row["layers"] != "all":
-                continue
-            t, c = row["task"], row["condition"]
-            if t not in tasks:
-                tasks.append(t)
-            if c not in conds:
-                conds.append(c)
-            cells[(t, c)] = (float(row["mean"]), float(row["ci_lo"]), float(row["ci_hi"]), int(row["n"]))
+    try:
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                if row["metric"] != args.metric or row["group"] != args.group or row["layers"] != "all":
+                    continue
+                t, c = row["task"], row["condition"]
+                if t not in tasks:
+                    tasks.append(t)
+                if c not in conds:
+                    conds.append(c)
+                cells[(t, c)] = (num(row["mean"]), num(row["ci_lo"]), num(row["ci_hi"]), int(row["n"] or 0))
+    except (OSError, ValueError, KeyError, TypeError, csv.Error) as e:
+        print(f"print_summary.py: {path} is not a channel-study summary.csv ({type(e).__name__}: {e})",
+              file=sys.stderr)
+        return 1
     if not cells:
         print(f"print_summary.py: no rows with metric={args.metric}, group={args.group} in {path}", file=sys.stderr)
         return 1
     conds.sort(key=lambda c: ORDER.index(c) if c in ORDER else len(ORDER))
+    run = fc.read_run("print_summary.py", args.results, required=False)
+    state = fc.status_warning(run)
+    if state:
+        fc.warn("print_summary.py", f"{args.results}: {state}")
+    uneven = []
+    for t in tasks:
+        ns = [v[3] for (tt, _), v in cells.items() if tt == t and v[0] == v[0]]
+        if fc.unequal(ns):
+            uneven.append(f"{t}: {fc.n_range(ns)}")
+    if uneven:
+        fc.warn("print_summary.py", f"{args.results}: unequal n across conditions ({'; '.join(uneven)})")
     width = max(len(t) for t in tasks)
     head = " " * width + "".join(f"  {c:>18}" for c in conds)
     print(head)
     for t in tasks:
         line = f"{t:<{width}}"
         for c in conds:
-            if (t, c) in cells:
+            if (t, c) in cells and cells[(t, c)][0] != cells[(t, c)][0]:
+                line += f"  {'n/a':>18}"
+            elif (t, c) in cells:
                 m, lo, hi, _ = cells[(t, c)]
                 line += f"  {m:5.2f} [{lo:4.2f}, {hi:4.2f}]"
             else:
