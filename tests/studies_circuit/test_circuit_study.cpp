@@ -490,6 +490,19 @@ TEST_CASE("circuit study over several seeds: each seed's records and roles are i
         for (const char* key : {"encode", "address", "reader", "baseline", "layers", "groups", "critical_layers",
                                 "reader_candidates", "selectivity", "attention_split", "value_heads"})
             CHECK_MESSAGE(c[key] == alone5[key], key);
+        // A seed of the study without any record (a merge of a shard stopped before seed 7's
+        // items): it is a seed without roles; it went missing from seeds, and the agreement read
+        // as a study of seed 5 alone.
+        fs::create_directories(d.path / "seed5");
+        ex::write_circuit_summaries(d.path / "seed5", seed5, def, both.bootstrap);
+        const nlohmann::json only5 = json_of(d.path / "seed5" / "circuit.json");
+        CHECK(only5["seeds"] == std::vector<int>{5, 7});
+        CHECK(only5["per_seed"][1] == nlohmann::json{{"seed", 7}, {"error", "[circuit] no item of seed 7 has a record of every "
+                                                                            "condition (no record of the seed)"}});
+        CHECK(only5["agreement"]["seeds"] == 1);
+        CHECK(only5["agreement"]["without_roles"] == std::vector<int>{7});
+        CHECK(only5["per_seed"][0] == alone5["per_seed"][0]);
+        CHECK(json_of(d.path / "seed5" / "summary.json")["agreement"] == only5["agreement"]);
     }
     // Part of an item (one item of seed 5 without its value-head records, as a resumed run
     // stopped again before rewriting them leaves it): the roles and the summary rows leave that

@@ -300,10 +300,12 @@ public:
     /// " (no record of condition 'a')" / " (no record of conditions 'a', 'b')" for the conditions
     /// found in the records that no record of `seed` has; "" when it has every one.
     std::string missing_of(std::uint64_t seed) const {
+        const auto held = present_.find(seed);
+        if (held == present_.end()) return " (no record of the seed)";
         std::string names;
         std::size_t n = 0;
         for (const std::string& c : conditions_)
-            if (!present_.at(seed).count(c)) names += (n++ ? ", '" : "'") + c + "'";
+            if (!held->second.count(c)) names += (n++ ? ", '" : "'") + c + "'";
         return n == 0 ? std::string() : " (no record of condition" + std::string(n > 1 ? "s " : " ") + names + ")";
     }
 
@@ -387,7 +389,8 @@ inline Circuit circuit_from_records(const std::vector<nlohmann::json>& records, 
     c.address_candidates = address_candidates(c.groups, rl);
     for (std::size_t g : c.address_candidates) {
         const auto rs = detail::of_condition(records, cc::qk(rl, g));
-        check<FormatError>(!rs.empty(), "[circuit] no record of condition '", cc::qk(rl, g), "'");
+        check<FormatError>(!rs.empty(), "[circuit] no record of condition '", cc::qk(rl, g), "', which the reader L", rl, "H", rh,
+                           " of the records needs: no item has it (a run stopped before its items' last records; resume it)");
         std::array<std::array<SelectivityMean, 2>, 2> t{};
         const double w = 1.0 / static_cast<double>(rs.size());
         for (const nlohmann::json* r : rs)
@@ -457,8 +460,12 @@ inline nlohmann::json circuit_roles(const nlohmann::json& c) {
 
 namespace detail {
 
-/// circuit_file over the complete items of the records (CompleteItems).
-inline nlohmann::json circuit_file_of(const CompleteItems& complete, const CircuitStructure& s, const CircuitOptions& opt) {
+/// circuit_file over the complete items of the records (CompleteItems), per seed over
+/// `defined_seeds` (the study's) and every seed with a record: a seed of the study without any
+/// record (a merge of unfinished shards) is one without roles, where it went missing from
+/// `seeds` and the agreement read as a study of fewer seeds.
+inline nlohmann::json circuit_file_of(const CompleteItems& complete, const CircuitStructure& s, const CircuitOptions& opt,
+                                      const std::vector<std::uint64_t>& defined_seeds = {}) {
     check<FormatError>(!complete.records().empty(), "[circuit] ",
                        complete.left_out() ? "none of the " + std::to_string(complete.left_out()) +
                                                  " items has a record of every condition"
@@ -472,7 +479,9 @@ inline nlohmann::json circuit_file_of(const CompleteItems& complete, const Circu
     j["seeds"] = nlohmann::json::array();
     j["per_seed"] = nlohmann::json::array();
     const std::map<std::uint64_t, std::vector<nlohmann::json>> by_seed = records_by_seed(complete.records());
-    for (const std::uint64_t seed : complete.seeds()) {
+    std::set<std::uint64_t> seeds(defined_seeds.begin(), defined_seeds.end());
+    for (const std::uint64_t seed : complete.seeds()) seeds.insert(seed);
+    for (const std::uint64_t seed : seeds) {
         j["seeds"].push_back(seed);
         nlohmann::json roles;
         try {
@@ -540,7 +549,8 @@ inline void write_circuit_summaries(const std::filesystem::path& out, const std:
     // Every row and role over the complete items (detail::CompleteItems).
     const detail::CompleteItems complete(records);
     const std::vector<nlohmann::json>& recs = complete.records();
-    const nlohmann::json circuit = detail::circuit_file_of(complete, s, opt);
+    const nlohmann::json circuit =
+        detail::circuit_file_of(complete, s, opt, definition.at("seeds").get<std::vector<std::uint64_t>>());
     // Pair conditions in study order with bootstrap intervals.
     std::vector<std::pair<std::string, std::string>> conds{{"baseline", "B1"}};
     for (std::size_t g = 0; g < s.groups.size(); ++g) conds.push_back({circuit_conditions::group(g), "B2"});
