@@ -167,6 +167,30 @@ TEST_CASE("load: config values that would load into silent garbage are errors na
         {"ssm_multipliers", nlohmann::json::array({1, 1, 1, 1, 0}), "ssm_multipliers[4] must be a positive finite number"},
     };
     refused("falcon_h1", falcon_cases);
+    // Negative widths and counts with a default: they wrapped around into 18446744073709551612
+    // in the shape messages ("mamba_n_groups 18446744073709551615 does not divide 128").
+    refused("falcon_h1", std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
+                             {"mamba_d_conv", -4, "mamba_d_conv must be > 0, got -4"},
+                             {"mamba_n_groups", -1, "mamba_n_groups must be > 0, got -1"},
+                             {"mamba_d_conv", 0, "mamba_d_conv must be > 0, got 0"}});
+    refused("granite_h_moe", std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
+                                 {"num_local_experts", -1, "num_local_experts must be >= 0, got -1"},
+                                 {"shared_intermediate_size", -3, "shared_intermediate_size must be >= 0, got -3"},
+                                 {"mamba_expand", -2, "mamba_expand must be > 0, got -2"}});
+    refused("qwen3_next_moe", std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
+                                  {"linear_conv_kernel_dim", -4, "linear_conv_kernel_dim must be > 0, got -4"},
+                                  {"shared_expert_intermediate_size", -1,
+                                   "shared_expert_intermediate_size must be >= 0, got -1"}});
+    {  // a NaN where an integer goes is named as config.json wrote it (it showed the parser's marker)
+        const fs::path n = scratch("nan_width");
+        fs::copy_file(golden("granite_h_dense") / "model.safetensors", n / "model.safetensors");
+        nlohmann::json without = base;
+        without.erase("mamba_d_conv");
+        write_text(n / "config.json", without.dump().insert(1, "\"mamba_d_conv\": NaN, "));
+        const std::string msg = error_of<ConfigError>(n);
+        CHECK(msg.find("mamba_d_conv: expected an integer, got number NaN") != std::string::npos);
+        CHECK(msg.find("hylens:") == std::string::npos);
+    }
     const fs::path d = scratch("pos_type");
     fs::copy_file(golden("granite_h_dense") / "model.safetensors", d / "model.safetensors");
     nlohmann::json cfg = base;

@@ -179,6 +179,13 @@ private:
 
     /// "string \"64\"" / "number 1.5": the type and a short rendering of the value.
     static std::string describe(const json& v) {
+        // The non-finite literals as config.json wrote them (replace_nonfinite's markers).
+        if (v.is_string()) {
+            const std::string& s = v.get_ref<const std::string&>();
+            if (s == kPosInf) return "number Infinity";
+            if (s == kNegInf) return "number -Infinity";
+            if (s == kNaN) return "number NaN";
+        }
         std::string text = v.dump();
         if (text.size() > 60) text = text.substr(0, 57) + "...";
         return std::string(v.type_name()) + " " + text;

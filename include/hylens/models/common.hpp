@@ -134,12 +134,24 @@ inline RopeParams read_rope(const io::Config& c, double default_theta) {
     return r;
 }
 
-/// A positive integer field, with a message naming the key when it is not.
-inline std::size_t positive(const io::Config& c, std::string_view key) {
-    const std::int64_t v = c.get_int(key);
-    check<ConfigError>(v > 0, "[load] ", c.path(), ": ", c.key_prefix().empty() ? "" : c.key_prefix() + ".", key,
-                       " must be > 0, got ", v);
+namespace detail {
+inline std::size_t at_least(const io::Config& c, std::string_view key, std::int64_t v, std::int64_t least) {
+    check<ConfigError>(v >= least, "[load] ", c.path(), ": ", c.key_prefix().empty() ? "" : c.key_prefix() + ".", key,
+                       least == 1 ? " must be > 0, got " : " must be >= 0, got ", v);
     return static_cast<std::size_t>(v);
+}
+}  // namespace detail
+
+/// A positive integer field, with a message naming the key when it is not.
+inline std::size_t positive(const io::Config& c, std::string_view key) { return detail::at_least(c, key, c.get_int(key), 1); }
+/// The same, `fallback` when the key is absent or null (a negative width wrapped around into
+/// 18446744073709551612 in the shape messages).
+inline std::size_t positive(const io::Config& c, std::string_view key, std::int64_t fallback) {
+    return detail::at_least(c, key, c.get_int(key, fallback), 1);
+}
+/// A count that may be 0 (experts, a shared MLP's width), `fallback` when absent or null.
+inline std::size_t non_negative(const io::Config& c, std::string_view key, std::int64_t fallback) {
+    return detail::at_least(c, key, c.get_int(key, fallback), 0);
 }
 
 /// num_hidden_layers: positive, and at most the checkpoint's number of tensors (every layer holds

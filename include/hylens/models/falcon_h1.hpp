@@ -42,7 +42,7 @@ inline FalconH1Model load_falcon_h1(const io::Checkpoint& ckpt, const io::Config
     std::size_t Ds = 1024;
     if (c.raw().contains("mamba_d_ssm")) {
         Ds = c.has("mamba_d_ssm") ? positive(c, "mamba_d_ssm")
-                                  : static_cast<std::size_t>(c.get_int("mamba_expand", 2)) * H;
+                                  : positive(c, "mamba_expand", 2) * H;
     }
     const bool mamba_norm = c.get_bool("mamba_rms_norm", false);
     const bool norm_before_gate = c.get_bool("mamba_norm_before_gate", true);
@@ -71,8 +71,8 @@ inline FalconH1Model load_falcon_h1(const io::Checkpoint& ckpt, const io::Config
         check<ConfigError>(mc.H * mc.P == Ds, "[load] ", c.path(), ": mamba_n_heads x mamba_d_head = ", mc.H * mc.P,
                            " but the Mamba inner width is ", Ds);
         mc.N = positive(c, "mamba_d_state");
-        mc.G = static_cast<std::size_t>(c.get_int("mamba_n_groups", 1));
-        mc.conv_width = static_cast<std::size_t>(c.get_int("mamba_d_conv", 4));
+        mc.G = positive(c, "mamba_n_groups", 1);
+        mc.conv_width = positive(c, "mamba_d_conv", 4);
         mc.eps = eps;
         mc.norm = !mamba_norm ? MambaNorm::gate_only
                               : (norm_before_gate ? MambaNorm::norm_before_gate : MambaNorm::gate_before_norm);

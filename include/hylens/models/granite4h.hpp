@@ -51,8 +51,8 @@ inline GraniteModel load_granite4h(const io::Checkpoint& ckpt, const io::Config&
     const bool rope = pos_type == "rope";
     const RopeParams rp = read_rope(c, 10000.0);
 
-    const std::size_t E = static_cast<std::size_t>(c.get_int("num_local_experts", 0));
-    const std::size_t S = static_cast<std::size_t>(c.get_int("shared_intermediate_size", 0));
+    const std::size_t E = non_negative(c, "num_local_experts", 0);
+    const std::size_t S = non_negative(c, "shared_intermediate_size", 0);
 
     const TensorSource src(ckpt, "model.", check_finite);
     GraniteStack stack;
@@ -97,11 +97,11 @@ inline GraniteModel load_granite4h(const io::Checkpoint& ckpt, const io::Config&
             Mamba2Config mc;
             mc.hidden = H;
             mc.H = positive(c, "mamba_n_heads");
-            const std::size_t Di = static_cast<std::size_t>(c.get_int("mamba_expand", 2)) * H;
+            const std::size_t Di = positive(c, "mamba_expand", 2) * H;
             mc.P = read_mamba_head_dim(c, Di, mc.H);
             mc.N = positive(c, "mamba_d_state");
-            mc.G = static_cast<std::size_t>(c.get_int("mamba_n_groups", 1));
-            mc.conv_width = static_cast<std::size_t>(c.get_int("mamba_d_conv", 4));
+            mc.G = positive(c, "mamba_n_groups", 1);
+            mc.conv_width = positive(c, "mamba_d_conv", 4);
             mc.eps = eps;
             mc.norm = MambaNorm::gate_before_norm;
             mc.norm_group = mc.d_inner();  // HF Granite normalises over all of d_inner, ignoring groups

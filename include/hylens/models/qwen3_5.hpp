@@ -82,7 +82,7 @@ inline Qwen35Model load_qwen3_5(const io::Checkpoint& ckpt, const io::Config& ro
                 for (std::size_t e = 0; e < E; ++e)
                     ffn.moe.experts.push_back(dense_swiglu(src, p + "mlp.experts." + std::to_string(e) + ".", H, Im));
             }
-            const std::size_t Is = static_cast<std::size_t>(c.get_int("shared_expert_intermediate_size", 0));
+            const std::size_t Is = non_negative(c, "shared_expert_intermediate_size", 0);
             if (Is > 0) {
                 ffn.has_dense = true;
                 ffn.dense = dense_swiglu(src, p + "mlp.shared_expert.", H, Is);
@@ -116,7 +116,7 @@ inline Qwen35Model load_qwen3_5(const io::Checkpoint& ckpt, const io::Config& ro
             g.Hv = positive(c, "linear_num_value_heads");
             g.dk = positive(c, "linear_key_head_dim");
             g.dv = positive(c, "linear_value_head_dim");
-            g.conv_width = static_cast<std::size_t>(c.get_int("linear_conv_kernel_dim", 4));
+            g.conv_width = positive(c, "linear_conv_kernel_dim", 4);
             g.eps = eps;
             g.fused = next;
             check<ConfigError>(g.Hv % g.Hk == 0, "[load] ", c.path(), ": linear_num_value_heads ", g.Hv,
