@@ -10,6 +10,10 @@
 #include <thread>
 #include <vector>
 
+#include <signal.h>    // kill, SIGKILL
+#include <sys/wait.h>  // waitpid
+#include <unistd.h>    // fork, _exit
+
 using namespace hylens;
 
 TEST_CASE("thread pool: parallel_for covers every index exactly once") {
@@ -268,4 +272,48 @@ TEST_CASE("thread pool: the default size is the cores of the affinity mask, HYLE
     }
     if (before) ::setenv("HYLENS_THREADS", saved.c_str(), 1);
     else ::unsetenv("HYLENS_THREADS");
+}
+
+TEST_CASE("thread pool: a child forked while another thread is in a region runs its regions on its own thread") {
+    // Only the forking thread lives on in a child: the region's lock stayed held by a thread
+    // that no longer existed, and the child's first region waited for it for ever
+    // (multiprocessing's fork pools beside a forward in another thread).
+    auto& pool = ThreadPool::instance();
+    const std::size_t before = pool.size();
+    pool.resize(2);
+    std::atomic<bool> inside{false}, release{false};
+    std::thread busy([&] {
+        parallel_for(
+            2,
+            [&](std::size_t, std::size_t) {
+                inside = true;
+                while (!release) std::this_thread::yield();
+            },
+            1, 1);
+    });
+    while (!inside) std::this_thread::yield();  // the region (and its lock) is held now
+    const pid_t pid = ::fork();
+    if (pid == 0) {  // the child: no doctest here, the exit status says it all
+        std::atomic<std::size_t> covered{0};
+        parallel_for(100, [&](std::size_t b, std::size_t e) { covered += e - b; }, 1, 4);
+        ::_exit(covered == 100 && ThreadPool::forked_child() && ThreadPool::instance().size() == 1 ? 0 : 1);
+    }
+    release = true;
+    busy.join();
+    REQUIRE(pid > 0);
+    int status = 0;
+    pid_t got = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while ((got = ::waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (got == 0) {  // hung: the failure this test is for
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+    }
+    CHECK(got == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK_FALSE(ThreadPool::forked_child());  // the parent keeps its threads
+    CHECK(pool.size() == 2);
+    pool.resize(before);
 }

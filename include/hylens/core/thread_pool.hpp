@@ -25,6 +25,12 @@
 // HYLENS_POOL_SPIN_US=N (0 to 10000) or set_spin_micros(N) fixes the time instead
 // (docs/performance.md).
 //
+// After fork: only the forking thread lives on in the child, so the workers are gone and the
+// lock of a region another thread was running is held for ever. A child forked from a process
+// whose pool had started (a pthread_atfork handler marks it) runs every region on its calling
+// thread; the results are those of any thread count (they do not depend on it). A child hung in
+// its first region when another thread was in one at the fork (multiprocessing's fork pools).
+//
 // Parts are claimed as tickets [base_, end_) of a counter that only grows, by compare-and-swap
 // below end_: a thread still finishing the previous region can neither take a part twice nor
 // take one of a region whose number of parts differs before that region is published.
@@ -56,6 +62,12 @@
 #define HYLENS_POOL_AFFINITY 1
 #else
 #define HYLENS_POOL_AFFINITY 0
+#endif
+#if defined(__unix__) && __has_include(<pthread.h>)
+#include <pthread.h>  // pthread_atfork
+#define HYLENS_POOL_ATFORK 1
+#else
+#define HYLENS_POOL_ATFORK 0
 #endif
 #if __has_include(<unistd.h>)
 #include <fcntl.h>   // ::open (the automatic polling's /proc/loadavg)
@@ -173,7 +185,12 @@ public:
         return n;
     }
 
-    std::size_t size() const noexcept { return workers_.size() + 1; }
+    /// The threads that take part in a region: 1 in a child forked after the pool started.
+    std::size_t size() const noexcept { return forked_child() ? 1 : workers_.size() + 1; }
+
+    /// Whether this process was forked from one whose pool had started: its regions run on the
+    /// calling thread (see the top of this header).
+    static bool forked_child() noexcept { return forked_flag().load(std::memory_order_relaxed); }
 
     /// What the parallel regions (parallel_for calls split over more than one thread) cost the
     /// calling thread since reset_region_stats(): how many ran, the time the caller waited at
@@ -189,11 +206,16 @@ public:
     /// (Neither may be called from inside a parallel region: throws.)
     RegionStats region_stats() {
         check(!in_worker(), "[ThreadPool] region_stats called from inside a parallel region");
+        if (forked_child()) return stats_;  // no region runs on another thread
         std::lock_guard<std::mutex> one_job(job_mutex_);
         return stats_;
     }
     void reset_region_stats() {
         check(!in_worker(), "[ThreadPool] reset_region_stats called from inside a parallel region");
+        if (forked_child()) {
+            stats_ = {};
+            return;
+        }
         std::lock_guard<std::mutex> one_job(job_mutex_);
         stats_ = {};
         last_region_end_ = {};
@@ -205,6 +227,8 @@ public:
     void resize(std::size_t n) {
         check(n >= 1, "[ThreadPool] the number of threads must be >= 1");
         check(!in_worker(), "[ThreadPool] resize called from inside a parallel region");
+        check(!forked_child(), "[ThreadPool] resize in a process forked after the pool started: its workers did not survive ",
+              "the fork, and it runs on one thread");
         std::lock_guard<std::mutex> one_job(job_mutex_);
         if (n == size()) return;
         stop_workers();
@@ -223,7 +247,7 @@ public:
         const std::size_t max_parts = (n + grain - 1) / grain;
         const std::size_t per_thread = std::max<std::size_t>(parts_per_thread, 1);
         const std::size_t parts = size() == 1 ? 1 : std::min(max_parts, size() * per_thread);
-        if (parts <= 1 || in_worker()) {
+        if (parts <= 1 || in_worker() || forked_child()) {
             fn(std::size_t{0}, n);
             return;
         }
@@ -244,7 +268,15 @@ public:
 
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
-    ~ThreadPool() { stop_workers(); }
+    ~ThreadPool() {
+        // In a forked child the workers' threads do not exist (joining them would hang, and a
+        // joinable std::thread destroyed is std::terminate): their handles are left as they are.
+        if (forked_child()) {
+            new std::vector<std::thread>(std::move(workers_));  // never destroyed, on purpose
+            return;
+        }
+        stop_workers();
+    }
 
 private:
     void stop_workers() {
@@ -259,6 +291,11 @@ private:
 
     explicit ThreadPool(std::size_t n) {
         started() = true;
+#if HYLENS_POOL_ATFORK
+        static const bool marks_children =
+            ::pthread_atfork(nullptr, nullptr, [] { forked_flag().store(true, std::memory_order_relaxed); }) == 0;
+        (void)marks_children;
+#endif
         if (const char* env = std::getenv("HYLENS_POOL_SPIN_US"); env && std::string(env) != "auto") {
             char* end = nullptr;
             const long us = std::strtol(env, &end, 10);
@@ -287,6 +324,10 @@ private:
     static bool& started() {
         static bool s = false;
         return s;
+    }
+    static std::atomic<bool>& forked_flag() noexcept {
+        static std::atomic<bool> f{false};
+        return f;
     }
     static bool& in_worker() {
         thread_local bool w = false;
