@@ -10,11 +10,13 @@
 #include <hylens/core/thread_pool.hpp>
 #include <hylens/kernels/linear.hpp>
 
+#include "../support/random_model.hpp"
 #include "../support/random_values.hpp"
 #include "../support/nan_max.hpp"
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -22,6 +24,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -257,4 +260,57 @@ TEST_CASE("bf16 activations: linear_group is bitwise one linear() per projection
         CHECK(same_bits(k, k1));
         CHECK(same_bits(v, v1));
     }
+}
+
+TEST_CASE("bf16 activations: a guard is its thread's, a held setting outlasts another thread's change") {
+    precision::unset_round_activations();
+    std::atomic<int> seen{-1};
+    {
+        precision::RoundActivations on;  // this thread only: it set the process's setting, which
+        std::thread other([&] { seen = precision::round_activations() ? 1 : 0; });  // reached here
+        other.join();
+        CHECK(precision::round_activations());
+    }
+    CHECK(seen == 0);
+    // A held setting: another thread's set_round_activations changes later calls, not this one.
+    std::atomic<bool> holding{false}, changed{false};
+    std::atomic<int> during{-1}, after{-1};
+    std::thread holder([&] {
+        {
+            const precision::HoldRoundActivations hold;
+            holding = true;
+            while (!changed) std::this_thread::yield();
+            during = precision::round_activations() ? 1 : 0;
+        }
+        after = precision::round_activations() ? 1 : 0;
+    });
+    while (!holding) std::this_thread::yield();
+    precision::set_round_activations(true);
+    changed = true;
+    holder.join();
+    CHECK(during == 0);
+    CHECK(after == 1);
+    precision::unset_round_activations();
+}
+
+TEST_CASE("bf16 activations: a forward keeps the setting it started with") {
+    // The setting turned on part-way (as another thread's set_bf16_activations does): the
+    // projections after it rounded their input, so the forward was of neither arithmetic.
+    precision::unset_round_activations();
+    const auto m = test::random_qwen({.bf16 = true});
+    const TokenBatch ids({3, 1, 4, 1, 5, 9, 2, 6});
+    auto c0 = m.new_cache(1), c1 = m.new_cache(1), c2 = m.new_cache(1);
+    const Tensor3 off = m.forward(ids, c0);
+    Hook turn_on;
+    turn_on.fn = [](Site, LayerIndex layer, const ActivationView&, const std::int64_t*) {
+        if (layer == 0) precision::set_round_activations(true);
+    };
+    ForwardOptions fo;
+    fo.hook = &turn_on;
+    const Tensor3 changed = m.forward(ids, c1, fo);
+    const Tensor3 on = m.forward(ids, c2);  // the setting is on now
+    precision::unset_round_activations();
+    REQUIRE(off.size() == changed.size());
+    CHECK(std::memcmp(off.data(), changed.data(), off.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(off.data(), on.data(), off.size() * sizeof(float)) != 0);  // the change would show
 }

@@ -18,7 +18,12 @@
 // affected.
 //
 // Set by the environment variable HYLENS_BF16_ACTIVATIONS=1 (read at first use),
-// precision::set_round_activations(bool) at any time, or the scope guard RoundActivations.
+// precision::set_round_activations(bool) at any time (every thread), or the scope guard
+// RoundActivations (its thread). A call holds the setting it started with (HoldRoundActivations:
+// CausalLM::forward, generate, every study), so a set_round_activations from another thread
+// while it runs changes its next call, not half of this one: a forward's projections read the
+// setting one by one, and a study run in a Python thread while the main thread turned it on and
+// off wrote records of both arithmetics under one run.json value.
 // Rounding follows VCVTNEPS2BF16: to nearest, ties to even; a float32 denormal becomes a zero of
 // its sign; NaN stays a quiet NaN (precision::round_activation, the scalar definition).
 
@@ -34,6 +39,11 @@
 namespace hylens::precision {
 
 namespace detail {
+/// This thread's held setting (-1: none; 0 or 1 while a call or a RoundActivations holds one).
+inline int& held() {
+    thread_local int h = -1;
+    return h;
+}
 inline std::atomic<int>& forced() {
     static std::atomic<int> f{-1};
     return f;
@@ -51,13 +61,16 @@ inline bool from_env() {
 }
 }  // namespace detail
 
-/// Whether products with bf16 weights round their activations to bf16 now.
+/// Whether products with bf16 weights round their activations to bf16 now, on this thread: the
+/// setting its call holds, else the process's.
 inline bool round_activations() {
+    if (const int h = detail::held(); h >= 0) return h == 1;
     const int f = detail::forced().load(std::memory_order_relaxed);
     return f >= 0 ? f == 1 : detail::from_env();
 }
 
-/// Turns the rounding of activations on or off for every later product (any thread).
+/// Turns the rounding of activations on or off for every later call (any thread; a call running
+/// keeps the setting it started with).
 inline void set_round_activations(bool on) noexcept {
     detail::forced().store(on ? 1 : 0, std::memory_order_relaxed);
 }
@@ -65,13 +78,28 @@ inline void set_round_activations(bool on) noexcept {
 /// Back to the environment's choice (HYLENS_BF16_ACTIVATIONS, off when unset).
 inline void unset_round_activations() noexcept { detail::forced().store(-1, std::memory_order_relaxed); }
 
-/// Scope guard: the rounding on or off for its lifetime.
+/// Scope guard: the rounding on or off for this thread's calls during its lifetime (it set the
+/// process's setting and restored it, so guards on two threads undid each other).
 class RoundActivations {
 public:
-    explicit RoundActivations(bool on = true) : prev_(detail::forced().load()) { set_round_activations(on); }
-    ~RoundActivations() { detail::forced().store(prev_); }
+    explicit RoundActivations(bool on = true) : prev_(detail::held()) { detail::held() = on ? 1 : 0; }
+    ~RoundActivations() { detail::held() = prev_; }
     RoundActivations(const RoundActivations&) = delete;
     RoundActivations& operator=(const RoundActivations&) = delete;
+
+private:
+    int prev_;
+};
+
+/// Scope guard: this thread keeps the setting of now (round_activations()) for the guard's
+/// lifetime, whatever set_round_activations does meanwhile. A forward, a generation and a study
+/// hold one, so each runs in one arithmetic; nested, the inner one holds what the outer held.
+class HoldRoundActivations {
+public:
+    HoldRoundActivations() : prev_(detail::held()) { detail::held() = round_activations() ? 1 : 0; }
+    ~HoldRoundActivations() { detail::held() = prev_; }
+    HoldRoundActivations(const HoldRoundActivations&) = delete;
+    HoldRoundActivations& operator=(const HoldRoundActivations&) = delete;
 
 private:
     int prev_;

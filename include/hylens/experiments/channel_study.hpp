@@ -131,6 +131,7 @@ inline void check_distinct_tasks(const std::vector<const tasks::TaskSpec*>& task
 /// Runs the study of `opt` on a typed model (a CausalLM) with its tokenizer and chat family.
 template <class Model>
 StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFamily family, const StudyOptions& opt) {
+    const precision::HoldRoundActivations one_arithmetic;  // every forward of the study, as run.json records it
     namespace fs = std::filesystem;
     using Cache = typename Model::cache_type;
     check(!opt.tasks.empty(), "[experiment] no task");

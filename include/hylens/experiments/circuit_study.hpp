@@ -613,6 +613,7 @@ struct CircuitStudyResult {
 template <class Model>
 CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, ChatFamily family,
                                      const CircuitStudyOptions& opt) {
+    const precision::HoldRoundActivations one_arithmetic;  // every forward of the study, as run.json records it
     const CheckFiniteScope finite_check;  // a NaN stops the study at its layer and site (stack/finite_check.hpp)
     namespace lk = tasks::lookup;
     namespace cc = circuit_conditions;

@@ -174,6 +174,7 @@ struct EncodeSwapResult {
 /// Runs the encode-swap study on a typed model with its tokenizer and chat family.
 template <class Model>
 EncodeSwapResult run_encode_swap_study(const Model& model, const Tokenizer& tok, ChatFamily family, const EncodeSwapOptions& opt) {
+    const precision::HoldRoundActivations one_arithmetic;  // every forward of the study, as run.json records it
     const CheckFiniteScope finite_check;  // a NaN stops the study at its layer and site (stack/finite_check.hpp)
     if (opt.circuit) check_circuit_model(*opt.circuit, model.stack(), "encode-swap");
     namespace lk = tasks::lookup;

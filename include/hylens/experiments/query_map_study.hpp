@@ -199,6 +199,7 @@ template <class RecvModel, class DonorModel>
 QueryMapResult run_query_map_study(const RecvModel& recv, const Tokenizer& tok_r, const ChatFormat& fmt_r,
                                    const DonorModel& donor, const Tokenizer& tok_d, const ChatFormat& fmt_d,
                                    const QueryMapOptions& opt) {
+    const precision::HoldRoundActivations one_arithmetic;  // every forward of the study, as run.json records it
     const CheckFiniteScope finite_check;  // a NaN stops the study at its layer and site (stack/finite_check.hpp)
     // before the folder is made (the prompts check it too), naming which of the two it is
     require_chat_specials(tok_r, chat_specials(fmt_r), "the receiver's tokenizer");

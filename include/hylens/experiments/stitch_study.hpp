@@ -518,6 +518,7 @@ template <class Host, class Donor>
 StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, ChatFamily host_family, const Donor& donor,
                                    const Tokenizer& donor_tok, ChatFamily donor_family,
                                    const tasks::lookup::FitCorpus& corpus, const StitchStudyOptions& o) {
+    const precision::HoldRoundActivations one_arithmetic;  // every forward of the study, as run.json records it
     const CheckFiniteScope finite_check;  // a NaN stops the study at its layer and site (stack/finite_check.hpp)
     // before the folder is made (the prompts check it too), naming which of the two it is
     require_chat_specials(host_tok, chat_specials(chat_format(host_family)), "the host's tokenizer");

@@ -722,6 +722,7 @@ void set_transplant_blocks(TransplantStudyOptions& o, const Model& m, std::size_
 template <class Model>
 TransplantStudyResult run_transplant_study(const Model& model, const Tokenizer& tok, const ChatFormat& format,
                                            const TransplantStudyOptions& opt) {
+    const precision::HoldRoundActivations one_arithmetic;  // every forward of the study, as run.json records it
     const CheckFiniteScope finite_check;  // a NaN stops the study at its layer and site (stack/finite_check.hpp)
     require_chat_specials(tok, chat_specials(format));  // before the folder is made (the prompts check it too)
     if (opt.circuit) check_circuit_model(*opt.circuit, model.stack(), "transplant");

@@ -17,6 +17,7 @@
 
 #include "../core/error.hpp"
 #include "../core/interrupt.hpp"
+#include "../core/precision.hpp"  // HoldRoundActivations
 #include "../core/tensor.hpp"
 #include "../core/thread_pool.hpp"
 #include "../core/weight.hpp"
@@ -99,6 +100,7 @@ public:
         const std::size_t B = ids.batch, T = ids.T(), H = c_.hidden;
         check_loaded("CausalLM::forward");
         interrupt::poll();  // a host's stop (Python's Ctrl-C), before any layer takes a token
+        const precision::HoldRoundActivations one_arithmetic;  // every projection of the forward
         (void)ThreadPool::instance();  // a bad HYLENS_THREADS fails here, before any layer takes a token
         check<ShapeError>(B >= 1 && T >= 1 && ids.ids.size() == B * T, "[CausalLM::forward] need B >= 1 sequences of T >= 1 tokens, got ",
                           ids.ids.size(), " ids for batch ", B);

@@ -9,6 +9,7 @@
 #include <cstdint>  // std::int64_t
 #include <vector>   // std::vector
 
+#include "../core/precision.hpp"  // HoldRoundActivations
 #include "../core/tensor.hpp"
 #include "causal_lm.hpp"
 #include "sampling.hpp"
@@ -39,6 +40,7 @@ struct GenerateResult {
 template <class Model>
 GenerateResult generate(const Model& model, typename Model::cache_type& cache, const TokenBatch& prompt,
                         const GenerateOptions& opt = {}) {
+    const precision::HoldRoundActivations one_arithmetic;  // every step of the generation
     const std::size_t B = prompt.batch, T = prompt.T(), V = model.config().vocab;
     opt.sampling.validate();
     SplitMix64 rng(opt.sampling.seed);
