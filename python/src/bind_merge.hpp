@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "nogil.hpp"
+
 namespace hylens::python {
 
 namespace pyb = pybind11;
@@ -24,7 +26,7 @@ inline void bind_merge(pyb::module_& m) {
         const std::string kind = ex::result_kind(dirs.front());
         ex::MergeResult r;
         {
-            const pyb::gil_scoped_release nogil;
+            const NoGil nogil;
             r = ex::merge_result_folders(dirs, out);
         }
         pyb::dict d;

@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "nogil.hpp"
 #include "bind_cache.hpp"
 #include "bind_interp.hpp"
 #include "results.hpp"
@@ -106,7 +107,7 @@ decltype(auto) on_cache(const PyModel& s, const CachePtr& cache, std::size_t bat
         Cache fresh;
         Cache* c = cache ? &typed_cache(*cache, x, op) : nullptr;
         const PyCache::Lease lease(cache.get(), op);
-        const pyb::gil_scoped_release nogil;
+        const NoGil nogil;
         if (!c) {
             fresh = x.new_cache(batch);
             c = &fresh;
@@ -237,7 +238,7 @@ inline void bind_model(pyb::module_& m) {
         .def("prefill", [](const PyModel& s, pyb::handle ids) {
             const Ids in = to_ids(ids, "prefill");
             CacheVariant out = s.visit([&](const auto& x) -> CacheVariant {
-                const pyb::gil_scoped_release nogil;
+                const NoGil nogil;
                 return x.prefill(in.batch);
             });
             return make_cache(std::move(out), s.model_type());
@@ -287,7 +288,7 @@ inline void bind_model(pyb::module_& m) {
                 using M = std::remove_cvref_t<decltype(x)>;
                 const typename M::cache_type* pc = prefilled ? &typed_cache(*prefilled, x, "split_prefill") : nullptr;
                 const PyCache::Lease lease(prefilled.get(), "split_prefill");
-                const pyb::gil_scoped_release nogil;
+                const NoGil nogil;
                 auto r = pc ? run_split(x, *pc, q.batch, md, o) : split_prefill(x, ctx.batch, q.batch, md, o);
                 run = std::move(r.run);
                 out.position = r.position;
@@ -328,7 +329,7 @@ inline void bind_model(pyb::module_& m) {
             const Ids d = to_ids(donor, "transplant_state: donor"), h = to_ids(host, "transplant_state: host");
             std::vector<LayerIndex> ls = to_layer_list(layers, "transplant_state: layers");
             Tensor3 out = s.visit([&](const auto& x) {
-                const pyb::gil_scoped_release nogil;
+                const NoGil nogil;
                 return transplant_state(x, d.batch, h.batch, ls, include_conv);
             });
             return to_numpy(std::move(out), !h.batched);
@@ -341,7 +342,7 @@ inline void bind_model(pyb::module_& m) {
             const Positions p = to_positions(positions);
             if (ch != "recurrent" && ch != "attention") throw pyb::value_error("transplant_mixer: channel is 'recurrent' or 'attention'");
             MixerTransplant t = s.visit([&](const auto& x) {
-                const pyb::gil_scoped_release nogil;
+                const NoGil nogil;
                 return transplant_mixer(x, d.batch, h.batch, ls, p, ch == "attention" ? MixerChannel::attention : MixerChannel::recurrent);
             });
             PyRun host_run;
@@ -356,7 +357,7 @@ inline void bind_model(pyb::module_& m) {
             if (ls.empty()) throw pyb::value_error("logit_lens: no layers given");  // it returned a shape (0,) array
             const Positions p = to_positions(positions);
             std::vector<Tensor3> per = s.visit([&](const auto& x) {
-                const pyb::gil_scoped_release nogil;
+                const NoGil nogil;
                 return logit_lens(x, in.batch, ls, p);
             });
             const std::size_t n = per.empty() ? 0 : per[0].size();
@@ -376,7 +377,7 @@ inline void bind_model(pyb::module_& m) {
             const std::size_t B = shape.size() == 3 ? shape[0] : 1, T = shape[shape.size() - 2];
             check<ShapeError>(B >= 1 && T >= 1, "[head] no rows");
             Tensor3 out = s.visit([&](const auto& x) {
-                const pyb::gil_scoped_release nogil;
+                const NoGil nogil;
                 return x.head(v.data(), B, T);
             });
             return to_numpy(std::move(out), shape.size() == 2);
@@ -384,7 +385,7 @@ inline void bind_model(pyb::module_& m) {
         .def("state_after", [](const PyModel& s, pyb::handle ids, Count t) {
             const Ids in = to_ids(ids, "state_after");
             return make_cache(s.visit([&](const auto& x) -> CacheVariant {
-                const pyb::gil_scoped_release nogil;
+                const NoGil nogil;
                 return state_after(x, in.batch, t);
             }), s.model_type());
         }, pyb::arg("ids"), pyb::arg("t"), "The cache after ids[0..t] (inclusive).")
@@ -412,7 +413,7 @@ inline void bind_model(pyb::module_& m) {
 
     m.def("load", [](const std::filesystem::path& path, bool mmap, bool check_finite) {
         AnyModel am = [&] {
-            const pyb::gil_scoped_release nogil;
+            const NoGil nogil;
             return load(path, LoadOptions{.weights = mmap ? io::Storage::mapped : io::Storage::in_memory,
                                           .check_finite = check_finite});
         }();

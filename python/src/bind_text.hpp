@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "nogil.hpp"
 #include "arrays.hpp"
 
 namespace hylens::python {
@@ -55,7 +56,7 @@ inline void bind_text(pyb::module_& m) {
         .def(pyb::init([](const std::filesystem::path& path) { return Tokenizer::from_file(path.string()); }), pyb::arg("path"))
         .def_property_readonly("path", &Tokenizer::source, "The tokenizer.json it was read from.")
         .def("encode", [](const Tokenizer& t, const std::string& text, bool add_special) {
-            const pyb::gil_scoped_release nogil;
+            const NoGil nogil;
             return t.encode(text, {.add_special = add_special});
         }, pyb::arg("text"), pyb::arg("add_special") = false)
         .def("encode_ids", [](const Tokenizer& t, const std::string& text, bool add_special) {

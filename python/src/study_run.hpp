@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nogil.hpp"
 #include "arrays.hpp"  // Count
 #include "bind_model.hpp"
 
@@ -59,7 +60,7 @@ template <class Run>
 auto run_study_released(const PyModel& model, Run&& run) {
     const ChatFamily family = experiments::chat_family(model.model_type());
     return model.visit([&](const auto& x) {
-        const pybind11::gil_scoped_release nogil;
+        const NoGil nogil;
         return run(x, family);
     });
 }
@@ -71,7 +72,7 @@ auto run_two_models_released(const PyModel& first, const PyModel& second, Run&& 
     const ChatFamily f1 = experiments::chat_family(first.model_type()), f2 = experiments::chat_family(second.model_type());
     return first.visit([&](const auto& x) {
         return second.visit([&](const auto& y) {
-            const pybind11::gil_scoped_release nogil;
+            const NoGil nogil;
             return run(x, f1, y, f2);
         });
     });
