@@ -39,7 +39,10 @@ fs::path default_model() {
 
 std::string layer_list(const std::vector<hylens::LayerIndex>& l) {
     std::string s;
-    for (std::size_t i = 0; i < l.size(); ++i) s += (i ? "," : "") + std::to_string(l[i]);
+    for (std::size_t i = 0; i < l.size(); ++i) {
+        if (i) s += ',';
+        s += std::to_string(l[i]);
+    }
     return s;
 }
 

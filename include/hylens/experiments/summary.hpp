@@ -186,10 +186,12 @@ inline Summary summarize(const std::vector<nlohmann::json>& records, const std::
                     if (full != conds.end()) row.rel_full = boot.ratio(c, cidx("FULL"));
                     out.rows.push_back(std::move(row));
                 }
-                // Paired differences.
+                // Paired differences. (The task by a name of its own: clang before 16 refuses a
+                // lambda that captures a structured binding.)
+                const std::string& task_name = task;
                 const auto add_diff = [&](std::size_t c, std::size_t d) {
                     Interval iv = boot.difference(c, d);
-                    if (iv.n > 0) out.diffs.push_back({task, group, metric, conds[c], conds[d], iv});
+                    if (iv.n > 0) out.diffs.push_back({task_name, group, metric, conds[c], conds[d], iv});
                 };
                 for (std::size_t c = 0; c < C; ++c) {
                     if (full != conds.end() && conds[c] != "FULL") add_diff(c, cidx("FULL"));

@@ -127,7 +127,10 @@ inline const char* action_name(const Action& a) {
 inline std::string Intervention::describe() const {
     std::string s = std::string(action_name(action)) + "(" + (write ? "layer_write" : std::string(site_name(site))) +
                     ", layers {";
-    for (std::size_t i = 0; i < layers.size(); ++i) s += (i ? "," : "") + layer_name(layers[i]);
+    for (std::size_t i = 0; i < layers.size(); ++i) {  // two appends: g++ 12's -Wrestrict false positive
+        if (i) s += ',';                                   // (GCC bug 105651) on s += (i ? "," : "") + ...
+        s += layer_name(layers[i]);
+    }
     return s + "}, positions " + positions.describe() + ")";
 }
 

@@ -75,7 +75,10 @@ public:
     std::string describe() const {
         if (all_) return "all";
         std::string s = range_ ? "[" : "{";
-        for (std::size_t i = 0; i < idx_.size(); ++i) s += (i ? "," : "") + std::to_string(idx_[i]);
+        for (std::size_t i = 0; i < idx_.size(); ++i) {  // not s += (i ? "," : "") + ...: g++ 12's -Wrestrict
+            if (i) s += ',';                                 // false positive at -O3 (GCC bug 105651)
+            s += std::to_string(idx_[i]);
+        }
         return s + (range_ ? ")" : "}");
     }
 
