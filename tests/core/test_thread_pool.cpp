@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
@@ -292,11 +293,14 @@ TEST_CASE("thread pool: a child forked while another thread is in a region runs 
             1, 1);
     });
     while (!inside) std::this_thread::yield();  // the region (and its lock) is held now
+    std::fflush(nullptr);                         // nothing buffered is written twice
     const pid_t pid = ::fork();
     if (pid == 0) {  // the child: no doctest here, the exit status says it all
         std::atomic<std::size_t> covered{0};
         parallel_for(100, [&](std::size_t b, std::size_t e) { covered += e - b; }, 1, 4);
-        ::_exit(covered == 100 && ThreadPool::forked_child() && ThreadPool::instance().size() == 1 ? 0 : 1);
+        // exit, not _exit: the static destructors run, as at a child's normal end (destroying
+        // the pool's condition variables waited for the parent's workers: a hang at exit).
+        std::exit(covered == 100 && ThreadPool::forked_child() && ThreadPool::instance().size() == 1 ? 0 : 1);
     }
     release = true;
     busy.join();

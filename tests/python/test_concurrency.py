@@ -43,7 +43,9 @@ def test_a_daemon_thread_in_a_call_at_exit_does_not_abort_the_process():
 
 def test_a_child_forked_while_another_thread_runs_a_forward_runs_its_own():
     """Only the forking thread lives on in the child: the pool's region lock, held by the thread
-    in its forward, was held for ever and the child's first forward hung."""
+    in its forward, was held for ever and the child's first forward hung; a child that then ended
+    normally hung in the pool's destructor (its condition variables waited for the parent's
+    workers)."""
     code = f"""
         import os, sys, threading, time, numpy as np, hylens
         m = hylens.load({MODEL!r})
@@ -59,8 +61,8 @@ def test_a_child_forked_while_another_thread_runs_a_forward_runs_its_own():
         for _ in range(4):
             time.sleep(0.2)
             pid = os.fork()
-            if pid == 0:
-                os._exit(0 if (m.forward(ids) == want).all() else 3)
+            if pid == 0:  # sys.exit, not os._exit: the child ends as a script does, destructors and all
+                sys.exit(0 if (m.forward(ids) == want).all() else 3)
             for _ in range(300):  # 30 s
                 got, status = os.waitpid(pid, os.WNOHANG)
                 if got:

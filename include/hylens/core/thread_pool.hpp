@@ -145,10 +145,18 @@ public:
         return digits > 0 && i < text.size() && text[i] == '/' ? r : -1;
     }
 
-    /// The process-wide pool, created on first use.
+    /// The process-wide pool, created on first use, destroyed at exit, except in a forked child:
+    /// its condition variables had the parent's sleeping workers as waiters, and destroying one
+    /// waits for them to leave (glibc), so a child that exited normally hung in the destructor.
     static ThreadPool& instance() {
-        static ThreadPool pool(threads_from_env() ? threads_from_env() : requested_size());
-        return pool;
+        static ThreadPool* pool = new ThreadPool(threads_from_env() ? threads_from_env() : requested_size());
+        static const struct Reaper {
+            ThreadPool* p;
+            ~Reaper() {
+                if (!forked_child()) delete p;
+            }
+        } reaper{pool};
+        return *pool;
     }
 
     /// Sets the pool size; allowed only before the pool is first used (throws otherwise).
@@ -268,15 +276,7 @@ public:
 
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
-    ~ThreadPool() {
-        // In a forked child the workers' threads do not exist (joining them would hang, and a
-        // joinable std::thread destroyed is std::terminate): their handles are left as they are.
-        if (forked_child()) {
-            new std::vector<std::thread>(std::move(workers_));  // never destroyed, on purpose
-            return;
-        }
-        stop_workers();
-    }
+    ~ThreadPool() { stop_workers(); }  // never in a forked child (instance())
 
 private:
     void stop_workers() {
