@@ -5,8 +5,9 @@
 // KeyboardInterrupt. The library's forward polls a host check before any layer takes a token
 // (core/interrupt.hpp); this one, in Python's main thread and at most every 50 ms, takes the GIL
 // and runs the pending signal handlers. Where taking the GIL waited (another thread held it in a
-// long C call, a sort of millions of values), the next check comes at least 10 times that wait
-// later: a main-thread generate waited at every check, 14x slower beside a thread sorting. In a
+// long C call, a sort of millions of values), the next check comes 10 times that wait later (at
+// most 2 s: Ctrl-C stays responsive): a main-thread generate waited at every check, 14x slower
+// beside a thread sorting. In a
 // child forked from another thread than the main one, the forking thread is the child's main
 // thread (as Python has it), where the check kept the parent's and never ran. When one raises (KeyboardInterrupt from the default
 // SIGINT handler), its exception is kept and the C++ call unwinds with hylens::Interrupted; the
@@ -62,7 +63,7 @@ inline void check_python_signals() {
     if (now < next.load(std::memory_order_relaxed)) return;
     const pyb::gil_scoped_acquire gil;
     const std::int64_t got = ms();
-    next.store(got + std::max<std::int64_t>(50, 10 * (got - now)), std::memory_order_relaxed);
+    next.store(got + std::clamp<std::int64_t>(10 * (got - now), 50, 2000), std::memory_order_relaxed);
     if (PyErr_CheckSignals() == 0) return;
     PendingSignal& p = pending_signal();
     Py_XDECREF(p.type);
