@@ -35,7 +35,7 @@ find_package(hylens 0.1 REQUIRED)
 if(NOT BLA_VENDOR STREQUAL "Generic")
   message(FATAL_ERROR "find_package(hylens) changed BLA_VENDOR to '${BLA_VENDOR}'")
 endif()
-foreach(v lib_and_package hylens_lib hylens_package hylens_module hylens_var hylens_header)
+foreach(v hylens_item hylens_what hylens_package hylens_path hylens_var hylens_unset hylens_caller_bla_vendor)
   if(DEFINED ${v})
     message(FATAL_ERROR "find_package(hylens) left the variable ${v} in the caller's scope")
   endif()
@@ -63,6 +63,28 @@ run_checked("configuring a project that asks for hylens QUIET without pkg-config
             "-DCMAKE_PREFIX_PATH=${WORK}/prefix")
 if(NOT run_out MATCHES "hylens_FOUND=(0|FALSE)" OR NOT run_out MATCHES "apt-get install libpcre2-dev")
   message(FATAL_ERROR "find_package(hylens QUIET) without PCRE2 did not leave hylens not found, naming libpcre2-dev:\n${run_out}")
+endif()
+
+# 2b. QUIET where BLAS is not found (a FindBLAS that finds nothing): the caller's BLA_VENDOR
+#     survives the failure too (find_dependency returned from the config before restoring it).
+file(WRITE "${WORK}/noblas/cmake/FindBLAS.cmake" "set(BLAS_FOUND FALSE)\n")
+file(WRITE "${WORK}/noblas/CMakeLists.txt" [=[
+cmake_minimum_required(VERSION 3.25)
+project(noblas CXX)
+list(PREPEND CMAKE_MODULE_PATH "${CMAKE_CURRENT_SOURCE_DIR}/cmake")
+set(BLA_VENDOR Generic)
+find_package(hylens 0.1 QUIET)
+message(STATUS "hylens_FOUND=${hylens_FOUND}; BLA_VENDOR=${BLA_VENDOR}; ${hylens_NOT_FOUND_MESSAGE}")
+foreach(v hylens_item hylens_what hylens_package hylens_path hylens_var hylens_unset hylens_caller_bla_vendor)
+  if(DEFINED ${v})
+    message(FATAL_ERROR "find_package(hylens) left the variable ${v} in the caller's scope")
+  endif()
+endforeach()
+]=])
+run_checked("configuring a project that asks for hylens QUIET without BLAS" ${CMAKE_COMMAND} -S "${WORK}/noblas"
+            -B "${WORK}/noblas/b" "-DCMAKE_PREFIX_PATH=${WORK}/prefix")
+if(NOT run_out MATCHES "hylens_FOUND=(0|FALSE); BLA_VENDOR=Generic;" OR NOT run_out MATCHES "apt-get install libopenblas-dev")
+  message(FATAL_ERROR "find_package(hylens QUIET) without BLAS changed BLA_VENDOR or named no package:\n${run_out}")
 endif()
 
 # 3. add_subdirectory.
