@@ -82,6 +82,24 @@ def is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v)
 
 
+def num(x):
+    """x as a float: a JSON number, or a summary.csv cell ('' or None is NaN, 'inf' inf); NaN for
+    anything else (null, a string that is no number)."""
+    if isinstance(x, str):
+        try:
+            return float(x) if x != "" else math.nan
+        except ValueError:
+            return math.nan
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else math.nan
+
+
+def error_bars(vals, lo, hi):
+    """matplotlib's yerr of bars at vals with intervals [lo, hi]: 0 where a value or a bound is
+    NaN (no bar, no whisker), never negative."""
+    return [[max(v - l, 0.0) if v == v and l == l else 0.0 for v, l in zip(vals, lo)],
+            [max(h - v, 0.0) if v == v and h == h else 0.0 for v, h in zip(vals, hi)]]
+
+
 def n_range(ns):
     """"n = 8", or "n = 6-7" when the drawn rows differ; "n = ?" when none is known."""
     ns = sorted({int(n) for n in ns if is_num(n)})

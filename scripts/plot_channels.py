@@ -49,10 +49,6 @@ SWEEP_COLORS = {"KV_ONLY": "#1f77b4", "REC_ONLY": "#ff7f0e", "NONE": "#7f7f7f", 
                 "KV_B+REC_A": "#d62728"}
 
 
-def num(s):
-    return float(s) if s not in ("", None) else math.nan
-
-
 def read_summary(path):
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -61,7 +57,7 @@ def read_summary(path):
         sys.exit(f"plot_channels: {path} is not a channel-study summary.csv (columns {sorted(rows[0].keys())})")
     for r in rows:
         for k in ("mean", "ci_lo", "ci_hi", "rel_full", "rel_full_lo", "rel_full_hi"):
-            r[k] = num(r.get(k))
+            r[k] = fc.num(r.get(k))
     return rows
 
 

@@ -34,10 +34,6 @@ def load(path):
     return fc.read_json(SCRIPT, path)
 
 
-def num(x):
-    return float(x) if fc.is_num(x) else float("nan")
-
-
 def check_folder(result):
     """A one-line exit when the folder has nothing to draw: what run.json says of it."""
     run = fc.read_run(SCRIPT, result, required=False)
@@ -90,11 +86,10 @@ def draw(result, out=None):
     x = list(range(len(rows)))
 
     def bars(ax, metric, offset, width, color, label=None):
-        vals = [num(r[metric]["value"]) for r in rows]
-        lo = [num(r[metric]["lo"]) for r in rows]
-        hi = [num(r[metric]["hi"]) for r in rows]
-        err = [[v - l if v == v and l == l else 0.0 for v, l in zip(vals, lo)],
-               [h - v if v == v and h == h else 0.0 for v, h in zip(vals, hi)]]
+        vals = [fc.num(r[metric]["value"]) for r in rows]
+        lo = [fc.num(r[metric]["lo"]) for r in rows]
+        hi = [fc.num(r[metric]["hi"]) for r in rows]
+        err = fc.error_bars(vals, lo, hi)
         ax.bar([i + offset for i in x], vals, width, yerr=err, capsize=3, color=color, label=label)
         for i, v in zip(x, vals):
             if v != v:  # no value: not a zero bar
@@ -113,7 +108,7 @@ def draw(result, out=None):
         ax.set_xticks(x)
         ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
         ax.axhline(0, color="k", lw=0.6)
-    base_gap = num(circuit["baseline"]["gap"])
+    base_gap = fc.num(circuit["baseline"]["gap"])
     crit = run["study"]["critical"] * base_gap
     if base_gap > 0:
         axes[0].axhline(crit, color="tab:red", ls="--", lw=0.8, label=f"critical ({run['study']['critical']} x baseline)")
@@ -129,7 +124,7 @@ def draw(result, out=None):
     ax.set_ylabel("attention on the target entry")
     ax2 = ax.twinx()
     head_gap = {r["condition"]: r["gap"]["value"] for r in summary["conditions"] if r["block"] == "B4"}
-    ys = [num(head_gap.get(f"head:L{c['layer']}H{c['head']}")) for c in cands]
+    ys = [fc.num(head_gap.get(f"head:L{c['layer']}H{c['head']}")) for c in cands]
     ax2.plot(range(len(cands)), ys, "o", color="k", label="gap, head removed")
     if base_gap == base_gap:
         ax2.axhline(base_gap, color="0.5", ls=":", lw=0.8)
@@ -151,7 +146,7 @@ def draw(result, out=None):
         if a.get("without_roles"):
             pooled += f"; seeds {','.join(map(str, a['without_roles']))} without roles"
         pooled += ")"
-    ns = [r["n"] for r in rows if "n" in r and num(r["gap"]["value"]) == num(r["gap"]["value"])]
+    ns = [r["n"] for r in rows if "n" in r and fc.num(r["gap"]["value"]) == fc.num(r["gap"]["value"])]
     n = fc.n_range(ns) if fc.unequal(ns) else f"n = {circuit['items']}"
     if fc.unequal(ns):
         fc.warn(SCRIPT, f"{result}: unequal n across conditions ({n})")

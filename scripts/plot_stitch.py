@@ -48,10 +48,6 @@ def figure_title(run):
             f"{','.join(str(s) for s in seeds)}" + (f", {values} values" if values else "") + ")")
 
 
-def num(x):
-    return float(x) if fc.is_num(x) else float("nan")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("result", help="result folder of hylens experiment stitch")
@@ -97,13 +93,12 @@ def draw(result, out=None):
         got = {r["condition"]: r for r in rows if r["task"].startswith(task_prefix) and r["metric"] == metric}
         conds = order if got else []
         cells = [got.get(c, nan) for c in conds]
-        return (conds, [num(r["value"]) for r in cells], [num(r["lo"]) for r in cells],
-                [num(r["hi"]) for r in cells], [r.get("n") for r in cells])
+        return (conds, [fc.num(r["value"]) for r in cells], [fc.num(r["lo"]) for r in cells],
+                [fc.num(r["hi"]) for r in cells], [r.get("n") for r in cells])
 
     def bars(ax, conds, vals, lo, hi, color, offset=0.0, width=0.8, label=None):
         xs = [i + offset for i in range(len(conds))]
-        err = [[max(v - l, 0) if v == v and l == l else 0 for v, l in zip(vals, lo)],
-               [max(h - v, 0) if v == v and h == h else 0 for v, h in zip(vals, hi)]]
+        err = fc.error_bars(vals, lo, hi)
         with warnings.catch_warnings():  # all values NaN: matplotlib's "All-NaN axis"
             warnings.simplefilter("ignore", RuntimeWarning)
             ax.bar(xs, vals, width, yerr=err, color=color, capsize=3, label=label)

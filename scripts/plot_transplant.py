@@ -22,7 +22,6 @@ a reader head) gives a one-line message and exit status 1. Prints the figure's p
 """
 
 import argparse
-import math
 import os
 import sys
 import warnings
@@ -79,10 +78,6 @@ def metric_n(row, metric):
     return m.get("n", row.get("n", 0))
 
 
-def f(x):
-    return float(x) if fc.is_num(x) else math.nan
-
-
 def unit(metric):
     """Whether the metric is a share or an attention mass in [0, 1]."""
     return metric.split(":")[-1] in ("ansA", "ansB", "attA", "attB")
@@ -91,9 +86,8 @@ def unit(metric):
 def bars(ax, rows, metric, title):
     names = [r["condition"] for r in rows]
     vals = [value(r, metric) for r in rows]
-    mean = [f(v[0]) for v in vals]
-    err_lo = [max(0.0, m - f(v[1])) if fc.is_num(v[1]) and m == m else 0.0 for m, v in zip(mean, vals)]
-    err_hi = [max(0.0, f(v[2]) - m) if fc.is_num(v[2]) and m == m else 0.0 for m, v in zip(mean, vals)]
+    mean = [fc.num(v[0]) for v in vals]
+    err_lo, err_hi = fc.error_bars(mean, [fc.num(v[1]) for v in vals], [fc.num(v[2]) for v in vals])
     with warnings.catch_warnings():  # all values NaN: matplotlib's "All-NaN axis"
         warnings.simplefilter("ignore", RuntimeWarning)
         ax.bar(range(len(rows)), mean, yerr=[err_lo, err_hi], color="#4c72b0", capsize=3)
@@ -139,7 +133,7 @@ def plot_transplant(rows, run, metric, out):
         sets = list(dict.fromkeys(r["positions"] for r in rs))
         grid = [[float("nan")] * len(sets) for _ in blocks]
         for r in rs:
-            grid[blocks.index(r["block"])][sets.index(r["positions"])] = f(value(r, metric)[0])
+            grid[blocks.index(r["block"])][sets.index(r["positions"])] = fc.num(value(r, metric)[0])
         vmin, vmax = (0, 1) if unit(metric) else (None, None)
         im = ax.imshow(grid, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto")
         ax.set_xticks(range(len(sets)))
@@ -179,9 +173,9 @@ def plot_query_map(rows, run, metric, out):
     for src, pts in curves.items():
         pts.sort(key=lambda p: p[0])
         xs = [p[0] for p in pts]
-        ys = [f(p[1][0]) for p in pts]
-        lo = [f(p[1][1]) for p in pts]
-        hi = [f(p[1][2]) for p in pts]
+        ys = [fc.num(p[1][0]) for p in pts]
+        lo = [fc.num(p[1][1]) for p in pts]
+        hi = [fc.num(p[1][2]) for p in pts]
         drawn = any(y == y for y in ys)
         line, = axes[1].plot(xs, ys, marker="o", label=src if drawn else "%s (n/a)" % src)
         axes[1].fill_between(xs, lo, hi, alpha=0.2, color=line.get_color())

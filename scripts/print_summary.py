@@ -30,9 +30,6 @@ def main() -> int:
     if not os.path.isfile(path):
         print(f"print_summary.py: no summary.csv in {args.results}", file=sys.stderr)
         return 1
-    def num(x):
-        return float(x) if x not in ("", None) else float("nan")
-
     cells, tasks, conds = {}, [], []
     try:
         with open(path, newline="") as f:
@@ -44,7 +41,7 @@ def main() -> int:
                     tasks.append(t)
                 if c not in conds:
                     conds.append(c)
-                cells[(t, c)] = (num(row["mean"]), num(row["ci_lo"]), num(row["ci_hi"]), int(row["n"] or 0))
+                cells[(t, c)] = (fc.num(row["mean"]), fc.num(row["ci_lo"]), fc.num(row["ci_hi"]), int(row["n"] or 0))
     except (OSError, ValueError, KeyError, TypeError, csv.Error) as e:
         print(f"print_summary.py: {path} is not a channel-study summary.csv ({type(e).__name__}: {e})",
               file=sys.stderr)
