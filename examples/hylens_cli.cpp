@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     } catch (const std::filesystem::filesystem_error& e) {  // a file or folder the command could not read or write
         std::cerr << "hylens " << cmd << ": error: " << e.what() << "\n";
         return 1;
-    } catch (const nlohmann::json::exception& e) {  // a JSON file's value that no check named (Python: FormatError)
+    } catch (const nlohmann::json::type_error& e) {  // a JSON file's value that no check named (Python: FormatError)
         std::cerr << "hylens " << cmd << ": error: [json] a file holds a value of another type or shape: " << e.what() << "\n";
         return 1;
     } catch (const std::exception& e) {

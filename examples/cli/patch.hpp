@@ -72,7 +72,7 @@ inline int run_patch(int argc, char** argv) {
         d = read_token_ids(in, "patch.donor.ids");
         h = read_token_ids(in, "patch.host.ids");
         for (auto l : read_layer_list(in, "patch.layers")) layers.push_back(layer_index(l));
-        const std::vector<std::int64_t> attn = in.read_i64("patch.attn_layer");
+        const std::vector<std::int64_t> attn = read_layer_list(in, "patch.attn_layer");  // not BOOL [true]: layer 1
         check<ShapeError>(attn.size() == 1, "[patch] ", input, ": patch.attn_layer holds ", attn.size(),
                           " values, expected 1");
         attn_layer = layer_index(attn[0]);

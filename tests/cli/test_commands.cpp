@@ -537,6 +537,20 @@ TEST_SUITE("cli") {
             const std::vector<std::int64_t> two = {0, 2};
             CHECK(patch_file([&](io::SafetensorsWriter& p) { p.add_i64("patch.layers", {1, 2}, two); }).rc == 0);
         }
+        {  // patch.attn_layer: a BOOL [true] ran as layer 1
+            io::SafetensorsWriter p;
+            const std::vector<std::int64_t> d = {1, 2, 3}, h = {4, 5, 6}, layers = {0};
+            const std::vector<std::byte> yes = {std::byte{1}};
+            p.add_i64("patch.donor.ids", {3}, d);
+            p.add_i64("patch.host.ids", {3}, h);
+            p.add_i64("patch.layers", {1}, layers);
+            p.add("patch.attn_layer", DType::BOOL, {1}, yes);
+            p.write(in);
+            const Run attn = run_cli("patch --model " + kQwen + " --input " + in.string() + " --out " + tmp("o.safetensors").string());
+            CHECK(attn.rc == 1);
+            CHECK(attn.err.find("tensor 'patch.attn_layer' is BOOL; a list of layer indices is an integer tensor") !=
+                  std::string::npos);
+        }
         fs::remove(in);
         fs::remove(tmp("o.safetensors"));
         fs::remove_all(d);
