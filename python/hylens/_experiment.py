@@ -91,15 +91,9 @@ def _load_csv(path, frames):
     else:
         with path.open(newline="") as f:
             rows = list(csv.DictReader(f))
+    rows = _numeric_columns(rows)
     pd = _pandas(frames)
-    if not pd:
-        return _numeric_columns(rows)
-    df = pd.DataFrame(rows)
-    for col in df.columns:  # numeric columns back to numbers (empty cells: NaN)
-        conv = pd.to_numeric(df[col], errors="coerce")
-        if conv.notna().sum() == (df[col] != "").sum():
-            df[col] = conv
-    return df
+    return pd.DataFrame(rows) if pd else rows
 
 
 def _number(cell):
@@ -119,8 +113,8 @@ def _number(cell):
 
 def _numeric_columns(rows):
     """The rows (dicts of strings, as csv reads them) with every column whose cells are all
-    numbers or empty as numbers, as the frames' columns are: '' is nan, 'inf' inf. The rows were
-    strings, and float('') failed on a NaN mean."""
+    numbers or empty as numbers (the frames are made from them): '' is nan, 'inf' inf. The rows
+    were strings, and float('') failed on a NaN mean."""
     if not rows:
         return rows
     numeric = []

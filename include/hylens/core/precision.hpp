@@ -94,15 +94,9 @@ private:
 /// Scope guard: this thread keeps the setting of now (round_activations()) for the guard's
 /// lifetime, whatever set_round_activations does meanwhile. A forward, a generation and a study
 /// hold one, so each runs in one arithmetic; nested, the inner one holds what the outer held.
-class HoldRoundActivations {
+class HoldRoundActivations : public RoundActivations {
 public:
-    HoldRoundActivations() : prev_(detail::held()) { detail::held() = round_activations() ? 1 : 0; }
-    ~HoldRoundActivations() { detail::held() = prev_; }
-    HoldRoundActivations(const HoldRoundActivations&) = delete;
-    HoldRoundActivations& operator=(const HoldRoundActivations&) = delete;
-
-private:
-    int prev_;
+    HoldRoundActivations() : RoundActivations(round_activations()) {}
 };
 
 /// x rounded to bf16 as the activations are: to nearest even, denormals to a signed zero.

@@ -255,7 +255,7 @@ public:
         const std::size_t max_parts = (n + grain - 1) / grain;
         const std::size_t per_thread = std::max<std::size_t>(parts_per_thread, 1);
         const std::size_t parts = size() == 1 ? 1 : std::min(max_parts, size() * per_thread);
-        if (parts <= 1 || in_worker() || forked_child()) {
+        if (parts <= 1 || in_worker()) {  // a forked child's size() is 1: one part, inline
             fn(std::size_t{0}, n);
             return;
         }
