@@ -179,3 +179,68 @@ TEST_CASE("bootstrap: a difference over different items is over the pairs, a rar
     CHECK(finite.undefined == 0);
     CHECK(std::isfinite(finite.hi));
 }
+
+TEST_CASE("bootstrap: the normal quantile against tabulated values") {
+    // Phi^-1 of 0.975, 0.995 and 1e-10, to the digits of standard tables (Abramowitz & Stegun
+    // 26.2; the last as given by Python's statistics.NormalDist().inv_cdf).
+    CHECK(normal_quantile(0.975) == doctest::Approx(1.959963984540054).epsilon(1e-13));
+    CHECK(normal_quantile(0.995) == doctest::Approx(2.5758293035489004).epsilon(1e-13));
+    CHECK(normal_quantile(1e-10) == doctest::Approx(-6.361340902404056).epsilon(1e-12));
+    CHECK(std::abs(normal_quantile(0.5)) < 1e-15);
+    CHECK(normal_quantile(0.025) == doctest::Approx(-normal_quantile(0.975)).epsilon(1e-14));
+    CHECK_THROWS_AS(normal_quantile(0.0), hylens::Error);
+    CHECK_THROWS_AS(normal_quantile(1.0), hylens::Error);
+    CHECK_THROWS_AS(normal_quantile(NAN), hylens::Error);
+}
+
+TEST_CASE("bootstrap: Wilson's interval against Newcombe (1998), ends exact at 0 and n") {
+    // Newcombe, Statistics in Medicine 17:857-872, Table I, method 3 (score, no continuity
+    // correction), printed to 4 decimals.
+    struct Case {
+        double k;
+        std::size_t n;
+        double lo, hi;
+    };
+    for (const Case& c : {Case{81, 263, 0.2553, 0.3662}, Case{15, 148, 0.0624, 0.1605}, Case{0, 20, 0.0, 0.1611},
+                          Case{1, 29, 0.0061, 0.1718}}) {
+        CAPTURE(c.k);
+        const auto [lo, hi] = wilson_interval(c.k, c.n, 0.95);
+        CHECK(std::abs(lo - c.lo) <= 5e-5);
+        CHECK(std::abs(hi - c.hi) <= 5e-5);
+    }
+    CHECK(wilson_interval(0, 20, 0.95).first == 0.0);  // exactly, not a rounding residue
+    CHECK(wilson_interval(20, 20, 0.95).second == 1.0);
+    // Symmetric in k <-> n - k.
+    const auto a = wilson_interval(3, 11, 0.9), b = wilson_interval(8, 11, 0.9);
+    CHECK(a.first == doctest::Approx(1.0 - b.second).epsilon(1e-14));
+    CHECK_THROWS_AS(wilson_interval(3, 0, 0.95), hylens::Error);
+    CHECK_THROWS_AS(wilson_interval(4, 3, 0.95), hylens::Error);
+}
+
+TEST_CASE("bootstrap: Wilson's interval of a condition and how its scores spread over the seeds") {
+    // Items x conditions. Condition 0: binary, seed 1 holds 3 scores (1, 0, 1; item 2 has none),
+    // seed 2 one (1); condition 1: a 0.5 makes it not a proportion; condition 2: no score in seed 2.
+    SeedScores s1{4, {1, 0.5, 0, /**/ 0, 0, 1, /**/ NAN, 1, 1, /**/ 1, 1, 1}};
+    SeedScores s2{1, {1, 1, NAN}};
+    const Bootstrap boot({s1, s2}, 3);
+    const auto sp0 = boot.seed_spread(0), sp2 = boot.seed_spread(2);
+    CHECK(sp0.seeds == 2);
+    CHECK(sp0.min_items == 1);
+    CHECK(sp2.seeds == 1);
+    CHECK(sp2.min_items == 4);
+    const Interval w = boot.wilson(0);  // 3 of 4
+    CHECK(w.n == 4);
+    CHECK(w.value == 0.75);
+    const auto [lo, hi] = wilson_interval(3, 4, 0.95);
+    CHECK(w.lo == lo);
+    CHECK(w.hi == hi);
+    CHECK(std::isnan(boot.wilson(1).lo));
+    CHECK(std::isnan(boot.wilson(1).hi));
+    // One score per seed: resampled within seeds the percentile interval has no width at all,
+    // whatever the scores; the spread says so, and Wilson's interval keeps its width.
+    const Bootstrap one({column({1.0}), column({0.0}), column({1.0})}, 1);
+    const Interval m = one.mean(0);
+    CHECK(m.lo == m.hi);
+    CHECK(one.seed_spread(0).min_items == 1);
+    CHECK(one.wilson(0).hi - one.wilson(0).lo > 0.5);
+}

@@ -101,6 +101,17 @@ TEST_CASE("channel study: records, summaries recomputed from them, FULL == greed
         if (row.condition == "FULL" && row.mean.value > 0) CHECK(row.rel_full.value == 1.0);
         CHECK(row.mean.lo <= row.mean.value + 1e-12);
         CHECK(row.mean.value <= row.mean.hi + 1e-12);
+        // Every condition scored every item of both seeds; first_token is a proportion, so it
+        // has Wilson's interval of its count, the same at the row's n.
+        if (row.group == "all" && row.metric != "answered") {
+            CHECK(row.seeds == 2);
+            CHECK(row.min_seed_n == 6);
+        }
+        if (row.metric == "first_token") {
+            const auto [lo, hi] = wilson_interval(std::round(row.mean.value * static_cast<double>(row.mean.n)), row.mean.n, 0.95);
+            CHECK(row.wilson.lo == lo);
+            CHECK(row.wilson.hi == hi);
+        }
     }
     CHECK(saw_group);
     CHECK(saw_answered);

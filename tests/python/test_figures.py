@@ -190,7 +190,7 @@ def test_transplant_folders_with_nothing_to_draw(tmp_path):
 # ---- channels -------------------------------------------------------------------------------
 
 CSV_COLUMNS = ["task", "group", "metric", "condition", "base", "layers", "n", "mean", "ci_lo", "ci_hi", "rel_full",
-               "rel_full_lo", "rel_full_hi"]
+               "rel_full_lo", "rel_full_hi", "seeds", "min_seed_n", "wilson_lo", "wilson_hi"]
 
 
 def ch_row(task, condition, mean, n=10, rel=None, metric="score"):
@@ -291,6 +291,34 @@ def test_channels_nothing_to_draw_exits(tmp_path):
     assert not (d / "channels.png").exists()
     p = script("print_summary", d)  # a NaN mean (an empty cell) was a ValueError
     assert p.returncode == 0 and "n/a" in p.stdout
+
+
+def test_print_summary_marks_point_intervals_and_few_items_per_seed(tmp_path):
+    """A [1.00, 1.00] interval read as certainty: the table marks it and gives Wilson's interval
+    of the cell; a cell from 1 item per seed (an interval of no width, whatever the scores) is
+    named. Older summaries without the columns still print."""
+    full = dict(ch_row("t", "FULL", 1.0, n=36), ci_lo="1.000000", ci_hi="1.000000", seeds=3, min_seed_n=12,
+                wilson_lo="0.903600", wilson_hi="1.000000")
+    kv = dict(ch_row("t", "KV_ONLY", 0.5, n=36), seeds=3, min_seed_n=12, wilson_lo="0.339000", wilson_hi="0.661000")
+    rec = dict(ch_row("t", "REC_ONLY", 1 / 3, n=3), ci_lo="0.333333", ci_hi="0.333333", seeds=3, min_seed_n=1,
+               wilson_lo="0.061500", wilson_hi="0.792300")
+    d = channels_folder(tmp_path, "points", [full, kv, rec])
+    p = script("print_summary", d)
+    assert p.returncode == 0, p.stderr
+    row = p.stdout.splitlines()[1]
+    assert "1.00 [1.00, 1.00]*" in row and "0.50 [0.40, 0.60] " in row and "0.33 [0.33, 0.33]*" in row
+    assert ("Wilson's 95 % interval there: mean 0.33, n = 3: [0.06, 0.79]; "
+            "mean 1.00, n = 36: [0.90, 1.00]") in p.stdout
+    assert "intervals narrower than 95 %: t REC_ONLY (1)" in p.stdout
+    old = tmp_path / "old"
+    old.mkdir()
+    rows = [{k: v for k, v in r.items() if k not in ("seeds", "min_seed_n", "wilson_lo", "wilson_hi")} for r in (full, kv)]
+    with open(old / "summary.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_COLUMNS[:13])
+        w.writeheader()
+        w.writerows(rows)
+    p = script("print_summary", old)
+    assert p.returncode == 0 and "* the interval is a point (every resample gave the same mean)\n" in p.stdout
 
 
 # ---- stitch ---------------------------------------------------------------------------------

@@ -15,12 +15,19 @@
 // x[floor(h)]), h = p * (count - 1), "type 7"). The point estimate is the statistic on the data
 // itself. The generator is PCG32 (O'Neill, XSH-RR), integers drawn with Lemire's unbiased
 // bounded method, so a seed gives the same intervals on every machine and standard library.
+//
+// Beside it, for scores that are all 0 or 1, Wilson's score interval (wilson_interval), which
+// needs no resamples: the percentile interval of a proportion shrinks to a point at 0 % and
+// 100 % and falls short of its level near them at small n; and how the scores spread over the
+// seeds (Bootstrap::seed_spread), since a seed of few items adds little spread to the
+// resamples (docs/experiments.md measures both).
 
 #include <algorithm>  // std::sort, std::nth_element, std::min_element
-#include <cmath>      // std::isfinite, std::floor, std::nan, std::sqrt
+#include <cmath>      // std::isfinite, std::floor, std::nan, std::sqrt, std::erfc
 #include <cstddef>    // std::size_t
 #include <cstdint>    // std::uint32_t, std::uint64_t
 #include <limits>     // std::numeric_limits
+#include <utility>    // std::pair
 #include <vector>     // std::vector
 
 #include "../core/error.hpp"
@@ -95,6 +102,34 @@ inline double percentile(std::vector<double>& v, double p) {
     return v[i] + (h - static_cast<double>(i)) * (v[i + 1] - v[i]);
 }
 
+/// The standard normal quantile: x with Phi(x) = p, 0 < p < 1, by bisection on
+/// Phi(x) = erfc(-x / sqrt 2) / 2 until the bracket is one double wide (no closed form; the
+/// standard library has erfc but not its inverse).
+inline double normal_quantile(double p) {
+    check(p > 0.0 && p < 1.0, "[normal_quantile] p = ", p, " is not in (0, 1)");
+    double lo = -40.0, hi = 40.0;  // Phi(-40) is below the smallest double
+    for (int i = 0; i < 200; ++i) {
+        const double mid = 0.5 * (lo + hi);
+        if (mid <= lo || mid >= hi) break;
+        (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+/// Wilson's score interval for k successes in n trials at `level` (two-sided):
+/// (p + z^2/2n -+ z sqrt(p(1 - p)/n + z^2/4n^2)) / (1 + z^2/n), p = k/n,
+/// z = normal_quantile((1 + level) / 2). Unlike the percentile bootstrap it does not shrink to a
+/// point at k = 0 or k = n (there [0, z^2/(n + z^2)] and its mirror).
+inline std::pair<double, double> wilson_interval(double k, std::size_t n, double level) {
+    check(n > 0 && k >= 0.0 && k <= static_cast<double>(n), "[wilson_interval] ", k, " successes in ", n, " trials");
+    const double z = normal_quantile((1.0 + level) / 2.0), nn = static_cast<double>(n), p = k / nn;
+    const double z2 = z * z, denom = 1.0 + z2 / nn;
+    const double centre = (p + z2 / (2.0 * nn)) / denom;
+    const double half = z * std::sqrt(p * (1.0 - p) / nn + z2 / (4.0 * nn * nn)) / denom;
+    // At k = 0 (k = n) the lower (upper) bound is 0 (1) exactly: the two terms are equal.
+    return {k == 0.0 ? 0.0 : std::max(0.0, centre - half), k == nn ? 1.0 : std::min(1.0, centre + half)};
+}
+
 /// Resample means of every condition; then means, ratios and paired differences.
 class Bootstrap {
 public:
@@ -160,6 +195,48 @@ public:
         std::size_t nc = 0, nd = 0;
         r.value = point_mean(c, nc) - point_mean(d, nd);
         r.n = both;
+        return r;
+    }
+
+    /// How condition c's scores spread over the seeds: the seeds holding any, and the fewest
+    /// scores among those seeds. A seed of one scored item is redrawn whole by every resample,
+    /// so it adds no spread to the interval (measured coverage: docs/experiments.md).
+    struct SeedSpread {
+        std::size_t seeds = 0;
+        std::size_t min_items = 0;
+    };
+    SeedSpread seed_spread(std::size_t c) const {
+        SeedSpread r;
+        for (const auto& s : seeds_) {
+            std::size_t n = 0;
+            for (std::size_t i = 0; i < s.items; ++i) n += std::isfinite(s.x[i * C_ + c]);
+            if (n == 0) continue;
+            r.min_items = r.seeds == 0 ? n : std::min(r.min_items, n);
+            ++r.seeds;
+        }
+        return r;
+    }
+
+    /// Wilson's score interval of condition c's mean where every score is 0 or 1 (a proportion
+    /// over all its scored items, seeds pooled); NaN bounds otherwise, and without scores.
+    Interval wilson(std::size_t c) const {
+        Interval r;
+        double k = 0.0;
+        for (const auto& s : seeds_)
+            for (std::size_t i = 0; i < s.items; ++i)
+                if (const double x = s.x[i * C_ + c]; std::isfinite(x)) {
+                    if (x != 0.0 && x != 1.0) {
+                        r.n = 0;
+                        return r;
+                    }
+                    k += x;
+                    ++r.n;
+                }
+        if (r.n == 0) return r;
+        r.value = k / static_cast<double>(r.n);
+        const auto [lo, hi] = wilson_interval(k, r.n, opt_.level);
+        r.lo = lo;
+        r.hi = hi;
         return r;
     }
 

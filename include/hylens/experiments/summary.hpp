@@ -12,7 +12,8 @@
 //           task's scorer writes into score_fields (booleans count as 0 / 1).
 // Statistics (experiments/bootstrap.hpp): mean, 95 % percentile bootstrap CI (B = 10,000,
 // items resampled within each seed, seeds pooled), rel_full = mean / mean(FULL) with its CI on
-// the same resamples, and paired differences (diffs.csv): every condition minus FULL, every
+// the same resamples, the seeds and the fewest scores of a seed (seeds, min_seed_n), Wilson's
+// interval where the scores are 0 / 1, and paired differences (diffs.csv): every condition minus FULL, every
 // pair of whole-model conditions, and every layer-restricted condition minus its whole-model
 // form, each on the same resamples.
 
@@ -61,6 +62,9 @@ struct SummaryRow {
     std::string task, group, metric, condition, base, layers;
     Interval mean, rel_full;
     std::uint64_t bootstrap_seed = 0;  ///< the seed of this (task, group)'s resamples
+    std::size_t seeds = 0;             ///< seeds holding a score of the row
+    std::size_t min_seed_n = 0;        ///< the fewest scores among those seeds
+    Interval wilson;                   ///< Wilson's interval where every score is 0 or 1 (NaN otherwise)
 };
 
 /// One row of diffs.csv: condition minus other.
@@ -181,9 +185,13 @@ inline Summary summarize(const std::vector<nlohmann::json>& records, const std::
                 const Bootstrap boot(std::move(seeds), C, bo);
                 for (std::size_t c = 0; c < C; ++c) {
                     SummaryRow row{task, group, metric, conds[c], detail::base_of(conds[c]), detail::layers_of(conds[c]),
-                                   boot.mean(c), {}, bo.seed};
+                                   boot.mean(c), {}, bo.seed, 0, 0, {}};
                     if (row.mean.n == 0) continue;  // the metric does not apply to this condition
                     if (full != conds.end()) row.rel_full = boot.ratio(c, cidx("FULL"));
+                    const auto spread = boot.seed_spread(c);
+                    row.seeds = spread.seeds;
+                    row.min_seed_n = spread.min_items;
+                    row.wilson = boot.wilson(c);
                     out.rows.push_back(std::move(row));
                 }
                 // Paired differences. (The task by a name of its own: clang before 16 refuses a
@@ -234,12 +242,15 @@ inline std::string csv_field(const std::string& s) {
 }  // namespace detail
 
 inline std::string summary_csv(const Summary& s) {
-    std::string out = "task,group,metric,condition,base,layers,n,mean,ci_lo,ci_hi,rel_full,rel_full_lo,rel_full_hi\n";
+    std::string out =
+        "task,group,metric,condition,base,layers,n,mean,ci_lo,ci_hi,rel_full,rel_full_lo,rel_full_hi,seeds,min_seed_n,"
+        "wilson_lo,wilson_hi\n";
     for (const auto& r : s.rows) {
         for (const auto* f : {&r.task, &r.group, &r.metric, &r.condition, &r.base, &r.layers}) out += detail::csv_field(*f) + ",";
         out += std::to_string(r.mean.n) + "," + detail::num(r.mean.value) + "," + detail::num(r.mean.lo) + "," +
                detail::num(r.mean.hi) + "," + detail::num(r.rel_full.value) + "," + detail::num(r.rel_full.lo) + "," +
-               detail::num(r.rel_full.hi) + "\n";
+               detail::num(r.rel_full.hi) + "," + std::to_string(r.seeds) + "," + std::to_string(r.min_seed_n) + "," +
+               detail::num(r.wilson.lo) + "," + detail::num(r.wilson.hi) + "\n";
     }
     return out;
 }
@@ -266,7 +277,13 @@ inline nlohmann::json summary_json(const Summary& s) {
                                      "h = h * 1099511628211 + c + 0x9e37 (mod 2^64)"},
                        {"rel_full", "mean / mean(FULL), interval on the same resamples; a resample with FULL's mean 0 "
                                     "is an infinite ratio, so a bound is null (unbounded) when more than (1 - level) / 2 "
-                                    "of the resamples are; rel_full_undefined counts resamples of 0 / 0, left out"}};
+                                    "of the resamples are; rel_full_undefined counts resamples of 0 / 0, left out"},
+                       {"seed_spread", "seeds: the seeds holding a score of the row; min_seed_n: the fewest scores "
+                                       "among them. Resampled within its seed, a seed of one score adds no spread, so "
+                                       "rows with small min_seed_n have intervals narrower than their level"},
+                       {"wilson", "wilson_lo, wilson_hi: Wilson's score interval at the same level, over the row's "
+                                  "n scores pooled, where every score is 0 or 1 (null otherwise); unlike the "
+                                  "percentile interval it does not shrink to a point at 0 or 1"}};
     j["rows"] = nlohmann::json::array();
     for (const auto& r : s.rows)
         j["rows"].push_back({{"task", r.task},
@@ -283,6 +300,10 @@ inline nlohmann::json summary_json(const Summary& s) {
                              {"rel_full_lo", detail::num_json(r.rel_full.lo)},
                              {"rel_full_hi", detail::num_json(r.rel_full.hi)},
                              {"rel_full_undefined", r.rel_full.undefined},
+                             {"seeds", r.seeds},
+                             {"min_seed_n", r.min_seed_n},
+                             {"wilson_lo", detail::num_json(r.wilson.lo)},
+                             {"wilson_hi", detail::num_json(r.wilson.hi)},
                              {"bootstrap_seed", r.bootstrap_seed}});
     return j;
 }
