@@ -146,3 +146,16 @@ def ratio_label(rel):
     if math.isinf(rel):
         return "∞" if rel > 0 else "-∞"
     return f"{100 * rel:.0f}%"
+
+
+def save_figure(fig, out, dpi):
+    """Writes the figure to `out` through a temporary file beside it, renamed into place: a
+    script killed while writing left a 0-byte or cut PNG under the figure's name."""
+    root, ext = os.path.splitext(out)
+    tmp = f"{root}.tmp{os.getpid()}{ext}"  # the extension tells matplotlib the format
+    try:
+        fig.savefig(tmp, dpi=dpi)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)

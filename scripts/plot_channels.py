@@ -147,7 +147,7 @@ def plot_split(rows, tasks, metric, group, out, run=None, keep=False):
               ncol=4, loc="upper center", frameon=False)
     fc.flag_figure(fig, None, run_warnings(run) + [n_warning(uneven)], fontsize=8)
     fig.tight_layout()
-    fig.savefig(out, dpi=150)
+    fc.save_figure(fig, out, 150)
     if keep:
         return fig
     plt.close(fig)
@@ -186,7 +186,7 @@ def plot_swaps(rows, tasks, metric, group, out, run=None, keep=False):
     fc.flag_figure(fig, "state swap: which source the answer follows", run_warnings(run) + [n_warning(uneven)],
                    fontsize=9)
     fig.tight_layout(rect=(0, 0.08 if ncol == 4 else 0.14, 1, 0.95))
-    fig.savefig(out, dpi=150)
+    fc.save_figure(fig, out, 150)
     if keep:
         return fig
     plt.close(fig)
@@ -272,7 +272,7 @@ def plot_layers(rows, tasks, metric, group, out, last=None, sweeps=None, run=Non
     axes[0][0].set_ylabel(f"{metric} (mean, 95 % CI)")
     fc.flag_figure(fig, None, run_warnings(run) + [n_warning(uneven)], fontsize=8)
     fig.tight_layout()
-    fig.savefig(out, dpi=150)
+    fc.save_figure(fig, out, 150)
     if keep:
         return fig
     plt.close(fig)

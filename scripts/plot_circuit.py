@@ -159,7 +159,7 @@ def draw(result, out=None):
                         f"Encode {role('encode')}, Address {role('address')}",
                    [state, f"unequal n across conditions ({n})" if fc.unequal(ns) else None])
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    fc.save_figure(fig, out, 110)
     fig.hylens_out = out
     return fig
 

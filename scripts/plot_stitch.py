@@ -148,7 +148,7 @@ def draw(result, out=None):
     fc.flag_figure(fig, figure_title(run), [state, "unequal n across conditions (" + "; ".join(uneven) + ")"
                                             if uneven else None])
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    fc.save_figure(fig, out, 120)
     fig.hylens_out = out
     return fig
 

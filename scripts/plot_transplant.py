@@ -158,7 +158,7 @@ def plot_transplant(rows, run, metric, out):
         who, rows[0]["task"] if rows else "", "L%dH%d" % (reader["layer"], reader["head"]) if reader else "none",
         n), warnings, fontsize=10)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    fc.save_figure(fig, out, 120)
     return fig
 
 
@@ -193,7 +193,7 @@ def plot_query_map(rows, run, metric, out):
     fc.flag_figure(fig, "query map %s -> %s, %s, %s pairs" % (donor, who, rows[0]["task"] if rows else "", n),
                          warnings, fontsize=10)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    fc.save_figure(fig, out, 120)
     return fig
 
 

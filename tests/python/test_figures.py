@@ -321,6 +321,30 @@ def test_print_summary_marks_point_intervals_and_few_items_per_seed(tmp_path):
     assert p.returncode == 0 and "* the interval is a point (every resample gave the same mean)\n" in p.stdout
 
 
+def test_save_figure_never_leaves_a_cut_png(tmp_path):
+    """A script killed while writing its PNG left a 0-byte file under the figure's name: the
+    figure goes to a temporary file, renamed into place once whole."""
+    fc = script_module("figure_common")
+    out = tmp_path / "f.png"
+    out.write_bytes(b"the earlier figure")
+    fig = plt.figure()
+
+    def cut(path, **kw):
+        with open(path, "wb") as f:
+            f.write(b"\x89PNG")
+        raise KeyboardInterrupt
+
+    real = fig.savefig
+    fig.savefig = cut
+    with pytest.raises(KeyboardInterrupt):
+        fc.save_figure(fig, str(out), 100)
+    assert out.read_bytes() == b"the earlier figure"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.png"]
+    fig.savefig = real
+    fc.save_figure(fig, str(out), 100)
+    assert out.read_bytes().startswith(b"\x89PNG") and sorted(p.name for p in tmp_path.iterdir()) == ["f.png"]
+
+
 # ---- stitch ---------------------------------------------------------------------------------
 
 def st_row(task, condition, metric, value, n):
