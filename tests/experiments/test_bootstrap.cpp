@@ -1,12 +1,17 @@
 // Statistics of the channel study against closed forms: the bootstrap distribution of the mean
 // of n binary scores with k ones is Binomial(n, k/n) / n; resampling within seeds keeps each
-// seed's share; paired differences of a constant shift have no spread.
+// seed's share; paired differences of a constant shift have no spread; Wilson's interval against
+// published values; the summary's rows of hand-made records against numbers worked out by hand.
 
 #include <hylens/experiments/bootstrap.hpp>
+#include <hylens/experiments/summary.hpp>
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 using namespace hylens::experiments;
@@ -243,4 +248,84 @@ TEST_CASE("bootstrap: Wilson's interval of a condition and how its scores spread
     CHECK(m.lo == m.hi);
     CHECK(one.seed_spread(0).min_items == 1);
     CHECK(one.wilson(0).hi - one.wilson(0).lo > 0.5);
+}
+
+TEST_CASE("bootstrap: an interval of continuous scores is the type-7 percentile of the resample means") {
+    // Binary scores leave neighbouring order statistics equal, so the interpolation between
+    // them went unchecked; i / 39 makes them differ.
+    std::vector<double> x;
+    for (int i = 0; i < 40; ++i) x.push_back(i / 39.0);
+    const Bootstrap boot({column(x)}, 1);
+    const Interval m = boot.mean(0);
+    // (The interval's quantile is (1 - level) / 2, which is 0.025 only to rounding: 1e-12.)
+    std::vector<double> r = boot.resample_means(0);
+    CHECK(m.lo == doctest::Approx(percentile(r, 0.025)).epsilon(1e-12));
+    r = boot.resample_means(0);
+    CHECK(m.hi == doctest::Approx(percentile(r, 0.975)).epsilon(1e-12));
+    r = boot.resample_means(0);
+    std::sort(r.begin(), r.end());
+    REQUIRE(r[250] - r[249] > 1e-6);  // h = 0.025 * 9999 = 249.975: two order statistics apart, interpolated
+    CHECK(m.lo == doctest::Approx(r[249] + 0.975 * (r[250] - r[249])).epsilon(1e-12));
+    CHECK(std::abs(m.lo - r[249]) > 1e-3 * (r[250] - r[249]));  // not the lower order statistic itself
+}
+
+TEST_CASE("summary: rows and differences of hand-made records") {
+    // One seed, four items, FULL and KV_ONLY; items 0-1 in group g1, 2-3 in g2. Every number
+    // below is worked out by hand from these scores.
+    const double full[] = {1, 1, 0, 0}, kv[] = {1, 0, 0, 0};
+    const bool full_ft[] = {true, true, false, true}, hit[] = {true, false, false, false};
+    std::vector<nlohmann::json> records;
+    for (std::size_t i = 0; i < 4; ++i)
+        for (const bool is_full : {true, false})
+            records.push_back({{"task", "t"},
+                               {"seed", 1},
+                               {"item", i},
+                               {"condition", is_full ? "FULL" : "KV_ONLY"},
+                               {"score", is_full ? full[i] : kv[i]},
+                               {"first_token", is_full ? full_ft[i] : false},
+                               {"score_fields", {{"hit", is_full ? hit[i] : false}}},
+                               {"item_fields", {{"group", i < 2 ? "g1" : "g2"}}}});
+    BootstrapOptions bo;
+    bo.resamples = 500;
+    const Summary s = summarize(records, {"FULL", "KV_ONLY"}, bo);
+    const auto row = [&](const std::string& group, const std::string& metric, const std::string& cond) -> const SummaryRow& {
+        for (const auto& r : s.rows)
+            if (r.group == group && r.metric == metric && r.condition == cond) return r;
+        FAIL("no row ", group, " ", metric, " ", cond);
+        return s.rows.front();
+    };
+    CHECK(row("all", "score", "KV_ONLY").mean.value == 0.25);
+    CHECK(row("all", "score", "KV_ONLY").rel_full.value == 0.5);  // 0.25 / 0.5, not 0.5 / 0.25
+    CHECK(row("all", "first_token", "FULL").mean.value == 0.75);  // true counts 1
+    CHECK(row("all", "hit", "FULL").mean.value == 0.25);
+    CHECK(row("g1", "score", "KV_ONLY").mean.value == 0.5);
+    CHECK(row("g2", "score", "FULL").mean.value == 0.0);
+    CHECK(row("all", "score", "FULL").mean.n == 4);
+    bool diff_seen = false;
+    for (const auto& d : s.diffs)
+        if (d.group == "all" && d.metric == "score" && d.condition == "KV_ONLY" && d.minus == "FULL") {
+            CHECK(d.diff.value == -0.25);  // KV_ONLY minus FULL
+            CHECK(d.diff.n == 4);
+            diff_seen = true;
+        }
+    CHECK(diff_seen);
+    // Each (task, group) resamples from its own documented seed: 20260101 XOR name_hash, with
+    // name_hash as docs/experiments.md states it.
+    const auto documented_seed = [](const std::string& name) {
+        std::uint64_t h = 1469598103934665603ULL;
+        for (const unsigned char c : name) h = h * 1099511628211ULL + c + 0x9e37ULL;
+        return 20260101ULL ^ h;
+    };
+    CHECK(row("all", "score", "FULL").bootstrap_seed == documented_seed("t/all"));
+    CHECK(row("g1", "score", "FULL").bootstrap_seed == documented_seed("t/g1"));
+    CHECK(row("g2", "hit", "KV_ONLY").bootstrap_seed == documented_seed("t/g2"));
+    // The intervals are a Bootstrap of the items x conditions matrix from that seed.
+    BootstrapOptions g = bo;
+    g.seed = documented_seed("t/all");
+    const Bootstrap boot({SeedScores{4, {1, 1, 1, 0, 0, 0, 0, 0}}}, 2, g);
+    const SummaryRow& r = row("all", "score", "KV_ONLY");
+    CHECK(r.mean.lo == boot.mean(1).lo);
+    CHECK(r.mean.hi == boot.mean(1).hi);
+    CHECK(r.rel_full.lo == boot.ratio(1, 0).lo);
+    CHECK(r.rel_full.hi == boot.ratio(1, 0).hi);
 }
