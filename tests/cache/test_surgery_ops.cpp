@@ -337,6 +337,35 @@ TEST_CASE("surgery ops: diff counts a NaN as a difference, and mask_state writes
     CHECK_THROWS_AS((void)mask_state<channel::ssm>(a, LayerSet({0}), {0}, std::nanf("")), ShapeError);
 }
 
+TEST_CASE("surgery ops: diff measures both K and V, in every sequence and head") {
+    const auto m = test::random_qwen({});  // layer 2 is the attention layer, 2 KV heads
+    const auto a = m.prefill(test::random_batch(2, 5, m.config().vocab, 1));
+    // Two copies that differ in one element, set to 1 and to 1.5: diff().kv is exactly 0.5,
+    // for an element of V as for one of K (V was once left out of the comparison).
+    for (const bool in_v : {true, false}) {
+        INFO("one element of " << (in_v ? "V" : "K"));
+        const auto set = [in_v](auto& cache, float value) {
+            cache.visit(2, [&](auto& layer) {
+                KVCache* kv = kv_part(layer);
+                REQUIRE(kv != nullptr);
+                REQUIRE(kv->length() == 5);
+                float* p = in_v ? kv->v(1, 1) : kv->k(1, 1);  // sequence 1, KV head 1
+                p[4 * kv->head_dim() + 3] = value;           // position 4, channel 3
+            });
+        };
+        auto x = a, y = a;
+        set(x, 1.0f);
+        set(y, 1.5f);
+        const CacheDiff d = diff(x, y);
+        CHECK(d.same_layout);
+        CHECK(d.kv == 0.5);
+        CHECK(d.conv == 0.0);
+        CHECK(d.state == 0.0);
+        CHECK(d.max() == 0.5);
+        CHECK(diff(x, y, LayerSet({0, 1, 3})).max() == 0.0);  // the other layers are untouched
+    }
+}
+
 TEST_CASE("surgery ops: layers_with lists the layers holding a channel") {
     const auto q = test::random_qwen({}).new_cache(1);
     CHECK(layers_with<channel::kv>(q) == std::vector<std::size_t>{2});

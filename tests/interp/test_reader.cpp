@@ -159,6 +159,25 @@ TEST_CASE("metrics of §A.5 on hand-made rows") {
     CHECK(ts.dAB.mean == 0.0);
 }
 
+TEST_CASE("effective_rank of singular values 3 and 1: entropy of sigma / sum sigma, top share sigma_1^2 / sum sigma^2") {
+    // Singular values 3 and 1: p = (3/4, 1/4), erank = exp(-(3/4 ln 3/4 + 1/4 ln 1/4)) ~ 1.7548;
+    // top_share = 9 / (9 + 1) = 0.9. (On the eigenvalues 9 and 1 of M^T M instead, erank would
+    // be ~ 1.38; unsquared, top_share would be 3/4.)
+    const double want_erank = std::exp(-(0.75 * std::log(0.75) + 0.25 * std::log(0.25)));
+    REQUIRE(want_erank == doctest::Approx(1.7548).epsilon(1e-4));
+    const float diag[] = {3, 0, 0, 1};
+    const EffectiveRank d = effective_rank(diag, 2, 2);
+    CHECK(d.erank == doctest::Approx(want_erank).epsilon(1e-9));
+    CHECK(d.top_share == doctest::Approx(0.9).epsilon(1e-9));
+    // The same singular values in a rotated 3 x 2 matrix: M = R diag(3, 1), a zero row below.
+    const double c = std::cos(0.6), s = std::sin(0.6);
+    const float rot[] = {static_cast<float>(3 * c), static_cast<float>(-s), static_cast<float>(3 * s),
+                         static_cast<float>(c), 0, 0};
+    const EffectiveRank e = effective_rank(rot, 3, 2);
+    CHECK(e.erank == doctest::Approx(want_erank).epsilon(1e-6));
+    CHECK(e.top_share == doctest::Approx(0.9).epsilon(1e-6));
+}
+
 TEST_CASE("logit lens at the last layer is the model's own output, attention_probs per head") {
     const auto m = test::random_qwen({});
     const TokenBatch ids({3, 1, 4, 1, 5, 9, 2, 6});

@@ -7,9 +7,13 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace hylens;
@@ -43,6 +47,51 @@ double max_abs(const std::vector<double>& a, const std::vector<double>& b) {
     double m = 0;
     for (std::size_t i = 0; i < a.size(); ++i) m = hylens::test::nan_max(m, std::fabs(a[i] - b[i]));
     return m;
+}
+
+/// X = A^-1 B for A [d, d], B [d, m] by Gauss-Jordan elimination with partial pivoting (a
+/// solver independent of ridge.hpp's eigen route and of its Cholesky twin).
+std::vector<double> gauss_solve(std::vector<double> A, std::vector<double> B, std::size_t d, std::size_t m) {
+    for (std::size_t c = 0; c < d; ++c) {
+        std::size_t piv = c;
+        for (std::size_t r = c + 1; r < d; ++r)
+            if (std::fabs(A[r * d + c]) > std::fabs(A[piv * d + c])) piv = r;
+        for (std::size_t k = 0; k < d; ++k) std::swap(A[c * d + k], A[piv * d + k]);
+        for (std::size_t k = 0; k < m; ++k) std::swap(B[c * m + k], B[piv * m + k]);
+        for (std::size_t r = 0; r < d; ++r) {
+            if (r == c) continue;
+            const double f = A[r * d + c] / A[c * d + c];
+            for (std::size_t k = 0; k < d; ++k) A[r * d + k] -= f * A[c * d + k];
+            for (std::size_t k = 0; k < m; ++k) B[r * m + k] -= f * B[c * m + k];
+        }
+    }
+    for (std::size_t r = 0; r < d; ++r)
+        for (std::size_t k = 0; k < m; ++k) B[r * m + k] /= A[r * d + r];
+    return B;
+}
+
+/// Largest eigenvalue of a symmetric positive semi-definite G [d, d]: power iteration, the
+/// Rayleigh quotient of the last iterate.
+double largest_eigenvalue(const std::vector<double>& G, std::size_t d) {
+    std::vector<double> x(d, 1.0), y(d);
+    double rq = 0.0;
+    for (int it = 0; it < 20000; ++it) {
+        double nrm = 0.0;
+        for (std::size_t i = 0; i < d; ++i) {
+            y[i] = 0.0;
+            for (std::size_t j = 0; j < d; ++j) y[i] += G[i * d + j] * x[j];
+        }
+        double xy = 0.0, xx = 0.0;
+        for (std::size_t i = 0; i < d; ++i) {
+            xy += x[i] * y[i];
+            xx += x[i] * x[i];
+            nrm += y[i] * y[i];
+        }
+        rq = xy / xx;
+        nrm = std::sqrt(nrm);
+        for (std::size_t i = 0; i < d; ++i) x[i] = y[i] / nrm;
+    }
+    return rq;
 }
 
 }  // namespace
@@ -133,6 +182,91 @@ TEST_CASE("ridge: bad shapes are errors") {
     CHECK_THROWS_AS(Ridge::fit(std::vector<double>(8), std::vector<double>(4), 4, {}), ShapeError);
     CHECK_THROWS_AS(Ridge::fit(std::vector<double>(10), std::vector<double>(7), 5, {}), ShapeError);
     CHECK_THROWS_AS(Ridge::fit(std::vector<double>(10, 1.0), std::vector<double>(10), 10, {}), ShapeError);  // constant X
+}
+
+
+TEST_CASE("ridge: the split, the centring, the lambda grid and the held-out error of A.10 and A.11, by hand") {
+    // Recomputed here in double from the documented recipe (ridge.hpp's header):
+    //   query_map: held out = the first min(500, n/5) rows; lambda = 10^p * 1e-6 * lambda_max,
+    //     p = -3 ... 6; error = ||Xv W - Tv||^2 / ||Tv - mean(Tv)||^2.
+    //   block_map: rows permuted by Fisher-Yates over std::mt19937_64(seed), `rng() % (i + 1)`;
+    //     held out = the first min(4000, n/5) permuted rows; lambda = 10^p * lambda_max,
+    //     p = -6 ... 2; error = ||Xv W - Tv||^2 / ||Tv||^2.
+    //   Both: centred by the training rows' means; lambda_max of the centred Xt^T Xt; W solved on
+    //   the training rows. n = 200 holds out 40 rows (n/4 would be 50).
+    const Planted p = planted(200, 6, 3, 1.0, 21);
+    const std::size_t n = p.n, dx = p.dx, dt = p.dt;
+    const std::uint64_t seed = 3;
+    for (RidgeVariant v : {RidgeVariant::query_map, RidgeVariant::block_map}) {
+        INFO(std::string(ridge_variant_name(v)));
+        const bool qm = v == RidgeVariant::query_map;
+        const Ridge r = Ridge::fit(p.X, p.T, n, {v, seed});
+        std::vector<std::size_t> order(n);
+        for (std::size_t i = 0; i < n; ++i) order[i] = i;
+        if (!qm) {
+            std::mt19937_64 rng(seed);
+            for (std::size_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng() % (i + 1)]);
+        }
+        const std::size_t nv = qm ? std::min<std::size_t>(500, n / 5) : std::min<std::size_t>(4000, n / 5);
+        const std::size_t nt = n - nv;
+        std::vector<double> xm(dx, 0.0), tm(dt, 0.0);
+        for (std::size_t i = nv; i < n; ++i) {
+            for (std::size_t c = 0; c < dx; ++c) xm[c] += p.X[order[i] * dx + c] / static_cast<double>(nt);
+            for (std::size_t o = 0; o < dt; ++o) tm[o] += p.T[order[i] * dt + o] / static_cast<double>(nt);
+        }
+        CHECK(max_abs(r.x_mean(), xm) <= 1e-12);
+        CHECK(max_abs(r.t_mean(), tm) <= 1e-12);
+        // Gram G = Xt^T Xt and R = Xt^T Tt of the centred training rows.
+        std::vector<double> G(dx * dx, 0.0), R(dx * dt, 0.0);
+        for (std::size_t i = nv; i < n; ++i)
+            for (std::size_t a = 0; a < dx; ++a) {
+                const double xa = p.X[order[i] * dx + a] - xm[a];
+                for (std::size_t b = 0; b < dx; ++b) G[a * dx + b] += xa * (p.X[order[i] * dx + b] - xm[b]);
+                for (std::size_t o = 0; o < dt; ++o) R[a * dt + o] += xa * (p.T[order[i] * dt + o] - tm[o]);
+            }
+        const double lmax = largest_eigenvalue(G, dx);
+        CHECK(r.lambda_max() == doctest::Approx(lmax).epsilon(1e-10));
+        // The held-out denominator.
+        double denom = 0.0;
+        for (std::size_t o = 0; o < dt; ++o) {
+            double mv = 0.0;
+            for (std::size_t i = 0; i < nv; ++i) mv += (p.T[order[i] * dt + o] - tm[o]) / static_cast<double>(nv);
+            for (std::size_t i = 0; i < nv; ++i) {
+                const double t = p.T[order[i] * dt + o] - tm[o] - (qm ? mv : 0.0);
+                denom += t * t;
+            }
+        }
+        const double base = qm ? 1e-6 * lmax : lmax, p0 = qm ? -3.0 : -6.0;
+        REQUIRE(r.grid().size() == (qm ? 19u : 17u));
+        double best = std::numeric_limits<double>::infinity(), best_p = 0.0;
+        for (std::size_t k = 0; k < r.grid().size(); ++k) {
+            const double pk = p0 + 0.5 * static_cast<double>(k), lam = std::pow(10.0, pk) * base;
+            CAPTURE(pk);
+            std::vector<double> A = G;
+            for (std::size_t a = 0; a < dx; ++a) A[a * dx + a] += lam;
+            const std::vector<double> W = gauss_solve(A, R, dx, dt);
+            double err = 0.0;
+            for (std::size_t i = 0; i < nv; ++i)
+                for (std::size_t o = 0; o < dt; ++o) {
+                    double pred = 0.0;
+                    for (std::size_t c = 0; c < dx; ++c) pred += (p.X[order[i] * dx + c] - xm[c]) * W[c * dt + o];
+                    const double d = pred - (p.T[order[i] * dt + o] - tm[o]);
+                    err += d * d;
+                }
+            err /= denom;
+            CHECK(r.grid()[k].first == pk);
+            CHECK(std::fabs(r.grid()[k].second - err) <= 1e-10 * err);
+            if (err < best) {
+                best = err;
+                best_p = pk;
+            }
+        }
+        // The error varies over the grid (the checks above see lambda), and the lowest one wins.
+        CHECK(r.grid().back().second > 1.5 * best);
+        CHECK(r.lambda_exponent() == best_p);
+        CHECK(r.lambda() == doctest::Approx(std::pow(10.0, best_p) * base).epsilon(1e-12));
+        CHECK(r.val_error() == doctest::Approx(best).epsilon(1e-10));
+    }
 }
 
 }  // TEST_SUITE

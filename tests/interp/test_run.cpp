@@ -12,12 +12,15 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <utility>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace hylens;
@@ -515,6 +518,130 @@ TEST_CASE("run: an empty or moved-from model is an error, not a null read") {
     CHECK_THROWS_AS((void)TokenBatch({1, 2}).at(0, 2), ShapeError);
     CHECK_THROWS_AS((void)TokenBatch({1, 2}).at(1, 0), ShapeError);
     CHECK(moved.forward(TokenBatch({1, 2}), cache).shape()[1] == 2);
+}
+
+TEST_CASE("run: ConvTaps equals the model with every conv tap but the current token's zeroed by hand") {
+    // The conv weight is [C, K]; tap K - 1 multiplies the current token. A copy of the model
+    // whose conv weights keep that tap alone, zeroed here by hand, is what run() must compute:
+    // the same weights and the same forward, so bitwise.
+    const auto zero_old_taps = [](auto& model, std::vector<LayerIndex> layers) {
+        for (LayerIndex l : layers)
+            model.stack().visit(l, [](auto& layer) {
+                using Mixer = std::decay_t<decltype(layer.mixer())>;
+                if constexpr (std::is_same_v<Mixer, DeltaNetLayer<>> || std::is_same_v<Mixer, Mamba2Layer<>>) {
+                    auto w = layer.mixer().weights();
+                    const std::size_t K = layer.mixer().config().conv_width;
+                    REQUIRE(K >= 2);
+                    REQUIRE(w.conv.size() == layer.mixer().config().conv_channels() * K);
+                    for (std::size_t c = 0; c < w.conv.size() / K; ++c)
+                        for (std::size_t k = 0; k + 1 < K; ++k) w.conv[c * K + k] = 0.0f;
+                    layer.mixer() = Mixer(layer.mixer().config(), std::move(w));
+                }
+            });
+    };
+    SUBCASE("qwen-like (DeltaNet)") {
+        const auto m = test::random_qwen({});
+        auto hand = m;
+        zero_old_taps(hand, {0, 3});
+        auto c = hand.new_cache(1);
+        const Tensor3 want = hand.forward(kPrompt, c);
+        CHECK(max_diff(run(m, kPrompt, {conv_taps({0, 3})}).logits, want) == 0.0f);
+        CHECK(max_diff(run(m, kPrompt).logits, want) > 1e-4f);  // the taps mattered
+    }
+    SUBCASE("granite-like (Mamba-2)") {
+        const auto m = test::random_granite({});
+        auto hand = m;
+        zero_old_taps(hand, {2});
+        auto c = hand.new_cache(1);
+        const Tensor3 want = hand.forward(kPrompt, c);
+        CHECK(max_diff(run(m, kPrompt, {conv_taps({2})}).logits, want) == 0.0f);
+        CHECK(max_diff(run(m, kPrompt).logits, want) > 1e-4f);
+    }
+}
+
+TEST_CASE("run: donor rows [B, n, D] give each sequence its own rows, [1, n, D] is broadcast") {
+    const auto m = test::random_granite({});
+    const std::size_t H = m.config().hidden, n = 2;
+    const TokenBatch two(std::vector<std::vector<std::int64_t>>{kPrompt.ids, kOther.ids});
+    REQUIRE(two.batch == 2);
+    const SiteRef at = site::mixer_out(1, Positions::at({0, -1}));
+    // Distinct values per (sequence, position, channel).
+    std::vector<float> rows(2 * n * H);
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = 0.125f * static_cast<float>(i) - 3.0f;
+    const RunResult r = run(m, two, {patch(at, rows)}, {{at}});
+    REQUIRE(shape_of(r.captures.at("mixer_out.1")) == std::vector<std::size_t>{2, n, H});
+    CHECK(max_diff(flat(r.captures.at("mixer_out.1")), rows) == 0.0f);  // sequence 1 got its own rows
+    // One set of rows for the batch: both sequences get it.
+    const std::vector<float> one(rows.begin() + static_cast<std::ptrdiff_t>(n * H), rows.end());
+    const RunResult rb = run(m, two, {patch(at, one)}, {{at}});
+    std::vector<float> both = one;
+    both.insert(both.end(), one.begin(), one.end());
+    CHECK(max_diff(flat(rb.captures.at("mixer_out.1")), both) == 0.0f);
+}
+
+TEST_CASE("run: Mean and Surrogate with one vector or table per layer use layer l's own at layer l") {
+    const auto m = test::random_granite({});
+    const std::size_t H = m.config().hidden, T = kPrompt.T();
+    const std::vector<SiteRef> caps{site::mixer_out(0), site::mixer_out(2)};
+    SUBCASE("Mean: mu[j] at layers[j]") {
+        const RunResult r = run(m, kPrompt, {mean_ablate(Site::mixer_out, {0, 2}, {std::vector<float>(H, 0.25f),
+                                                                                   std::vector<float>(H, -0.5f)})},
+                                {caps});
+        CHECK(max_diff(flat(r.captures.at("mixer_out.0")), std::vector<float>(T * H, 0.25f)) == 0.0f);
+        CHECK(max_diff(flat(r.captures.at("mixer_out.2")), std::vector<float>(T * H, -0.5f)) == 0.0f);
+    }
+    SUBCASE("Surrogate: tables[j] and fallback[j] at layers[j]") {
+        Surrogate s;
+        s.tables.resize(2);
+        s.tables[0][5] = std::vector<float>(H, 1.0f);  // token 5 occurs 3 times in kPrompt
+        s.tables[1][5] = std::vector<float>(H, 2.0f);
+        s.fallback = {std::vector<float>(H, -1.0f), std::vector<float>(H, -2.0f)};
+        const Intervention iv{Site::mixer_out, {0, 2}, Positions::all(), s, false};
+        const RunResult r = run(m, kPrompt, {iv}, {caps});
+        std::vector<float> want0(T * H), want2(T * H);
+        for (std::size_t t = 0; t < T; ++t)
+            for (std::size_t d = 0; d < H; ++d) {
+                const bool hit = kPrompt.at(0, t) == 5;
+                want0[t * H + d] = hit ? 1.0f : -1.0f;
+                want2[t * H + d] = hit ? 2.0f : -2.0f;
+            }
+        CHECK(max_diff(flat(r.captures.at("mixer_out.0")), want0) == 0.0f);
+        CHECK(max_diff(flat(r.captures.at("mixer_out.2")), want2) == 0.0f);
+        REQUIRE(r.coverage.size() == 1);
+        CHECK(r.coverage[0] == doctest::Approx(3.0 / static_cast<double>(T)));  // 6 hits of 2T rows
+    }
+}
+
+TEST_CASE("run: attn_probs captured under StateResetEvery span every key of the run") {
+    const auto m = test::random_qwen({});  // GDN GDN ATTN GDN
+    const std::size_t T = kPrompt.T();
+    const NamedTensors whole = capture(m, kPrompt, {site::attn_probs(2)});
+    const NamedTensor& want = whole.at("attn_probs.2");
+    REQUIRE(shape_of(want) == std::vector<std::size_t>{1, 4, T, T});
+    // Resetting layer 3, after the attention layer, leaves layer 2's inputs as they were: the
+    // chunked capture (chunks of 4, one cache) is the unchunked one, [B, Hq, T, T], to the
+    // rounding of the recurrent layers run in chunks.
+    const RunResult r = run(m, kPrompt, {state_reset_every({3}, 4)}, {{site::attn_probs(2)}});
+    const NamedTensor& p = r.captures.at("attn_probs.2");
+    REQUIRE(shape_of(p).size() == 4);
+    CHECK(shape_of(p)[3] == T);  // keys: all T of the run, not those of the first chunk
+    REQUIRE(shape_of(p) == std::vector<std::size_t>{1, 4, T, T});
+    CHECK(max_diff(flat(p), flat(want)) <= 1e-5f);
+    // Resetting layer 0 changes the probabilities, not the keys: causal rows over all T keys
+    // that sum to 1.
+    const RunResult r0 = run(m, kPrompt, {state_reset_every({0}, 4)}, {{site::attn_probs(2)}});
+    const NamedTensor& p0 = r0.captures.at("attn_probs.2");
+    REQUIRE(shape_of(p0) == std::vector<std::size_t>{1, 4, T, T});
+    for (std::size_t h = 0; h < 4; ++h)
+        for (std::size_t t = 0; t < T; ++t) {
+            double s = 0;
+            for (std::size_t k = 0; k < T; ++k) {
+                if (k > t) CHECK(p0(0, h, t, k) == 0.0f);
+                s += p0(0, h, t, k);
+            }
+            CHECK(s == doctest::Approx(1.0).epsilon(1e-5));
+        }
+    CHECK(max_diff(flat(p0), flat(want)) > 1e-4f);
 }
 
 }  // TEST_SUITE

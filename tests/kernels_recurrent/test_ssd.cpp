@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 
@@ -134,6 +136,25 @@ TEST_SUITE("kernels/ssd") {
                     const SsdCase c(s, variant == 0, variant == 0 ? 0.0f : 0.2f, variant == 0 ? kInf : 0.6f, rng);
                     std::vector<float> want_state = c.state0, want_y(T * c.ld_y, 0.f), want_dt(T * s.H);
                     c.run(&reference::ssd_recurrent, 0, T, want_state, want_y, want_dt);
+                    // The reference steps with the kernels' own ssd_time_step, so the time step
+                    // is checked here against its definition, in double: clamp(softplus(dt_raw +
+                    // dt_bias), lo, hi), softplus(x) = log(1 + e^x) (x > 20: x).
+                    double dt_err = 0.0;
+                    std::size_t at_lo = 0, at_hi = 0;
+                    for (std::size_t t = 0; t < T; ++t)
+                        for (std::size_t h = 0; h < s.H; ++h) {
+                            const double x = static_cast<double>(c.dt(t)[h]) + static_cast<double>(c.dt_bias[h]);
+                            const double sp = x > 20.0 ? x : std::log1p(std::exp(x));
+                            const double lo = c.lo, hi = c.hi, d = std::min(std::max(sp, lo), hi);
+                            at_lo += d == lo;
+                            at_hi += d == hi;
+                            dt_err = std::max(dt_err, std::fabs(static_cast<double>(want_dt[t * s.H + h]) - d) / d);
+                        }
+                    CHECK(dt_err <= 1e-5);  // float32 rounding of dt_raw + dt_bias and of the softplus
+                    if (variant == 1 && T >= 63) {  // the clamp bites at both ends
+                        CHECK(at_lo > 0);
+                        CHECK(at_hi > 0);
+                    }
                     for (const auto& form : ssd_forms(64)) {
                         CAPTURE(form.name);
                         std::vector<float> state = c.state0, y(T * c.ld_y, 0.f), dt(T * s.H);

@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cstddef>
 #include <filesystem>
 #include <fstream>
 #include <span>
@@ -259,4 +261,41 @@ TEST_CASE("load: the checkpoint's tensors a model does not use are listed (a con
     fs::copy_file(tied / "config.json", d / "config.json", fs::copy_options::overwrite_existing);
     CHECK(load(d).unused_tensors() == std::vector<std::string>{"model.layers.0.foo.weight"});
     fs::remove_all(d);
+}
+
+TEST_CASE("load: a Qwen3.5 config without layer_types falls back on full_attention_interval") {
+    // qwen3_5_dense lists layer_types (3 linear, 1 full, twice) and full_attention_interval 4.
+    // Without the list, layer i is full attention when (i + 1) % 4 == 0: the same layers, so the
+    // same model, bitwise.
+    const fs::path d = scratch("no_layer_types");
+    struct RemoveAtEnd {
+        fs::path p;
+        ~RemoveAtEnd() { fs::remove_all(p); }
+    } const remove_at_end{d};  // also when a load throws
+    fs::copy_file(golden("qwen3_5_dense") / "model.safetensors", d / "model.safetensors");
+    nlohmann::json cfg = nlohmann::json::parse(read_text(golden("qwen3_5_dense") / "config.json"));
+    nlohmann::json& text = cfg.at("text_config");
+    REQUIRE(text.contains("layer_types"));
+    REQUIRE(text.at("full_attention_interval") == 4);
+    text.erase("layer_types");
+    write_text(d / "config.json", cfg.dump());
+    const AnyModel listed = load(golden("qwen3_5_dense"));
+    const AnyModel derived = load(d);
+    const Qwen35Model* a = listed.get_if<Qwen35Model>();
+    const Qwen35Model* b = derived.get_if<Qwen35Model>();
+    REQUIRE(a != nullptr);
+    REQUIRE(b != nullptr);
+    REQUIRE(b->num_layers() == 8);
+    for (std::size_t i = 0; i < 8; ++i) {
+        INFO("layer " << i);
+        CHECK(b->stack().kind_of(i) == ((i + 1) % 4 == 0 ? 1u : 0u));  // kind 1: AttentionLayer
+        CHECK(b->stack().kind_of(i) == a->stack().kind_of(i));
+    }
+    const TokenBatch ids({1, 5, 9, 2, 7, 3});
+    auto ca = a->new_cache(1);
+    auto cb = b->new_cache(1);
+    const Tensor3 la = a->forward(ids, ca);
+    const Tensor3 lb = b->forward(ids, cb);
+    REQUIRE(la.size() == lb.size());
+    CHECK(std::equal(la.begin(), la.end(), lb.begin()));
 }
