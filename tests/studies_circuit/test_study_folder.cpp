@@ -326,3 +326,32 @@ TEST_CASE("merge_study_folders: a record held twice in one folder is an edited f
                          doctest::Contains("line 4 holds record (chat8, seed 7, item 0, baseline) twice: the file was edited"),
                          hylens::FormatError);
 }
+
+TEST_CASE("StudyFolder: a resume of a finished folder leaves run.json finished until a record is added") {
+    // A requeued job resumes its finished folder; killed before its end, that resume had marked
+    // the folder running and dropped its items fingerprint, so an edited record passed the next
+    // resume. run.json now changes at the first new record, or at finish().
+    TempDir d("noop_resume");
+    REQUIRE(toy_study(options(d.path)));
+    const std::string before = read_text(d.path / "run.json");
+    {
+        ex::StudyFolder f(options(d.path, true));
+        for (std::size_t item = 0; item < 7; ++item)
+            for (const std::string& c : kConditions) CHECK(f.done({"chat8", 7, item, c}));
+        f.check_resumed_records();
+        CHECK(read_text(d.path / "run.json") == before);  // killed here: still finished, fingerprinted
+    }
+    CHECK(toy_study(options(d.path, true)));
+    CHECK(nlohmann::json::parse(read_text(d.path / "run.json"))["status"] == "complete");
+    // A folder with work left is marked running at its first new record.
+    TempDir k("noop_resume_killed");
+    CHECK(!toy_study(options(k.path), 1));
+    ex::StudyFolder f(options(k.path, true));
+    for (std::size_t item = 0; item < 7; ++item)
+        for (const std::string& c : kConditions) (void)f.done({"chat8", 7, item, c});
+    f.check_resumed_records();
+    f.append({{{"task", "chat8"}, {"seed", 7}, {"item", 5}, {"condition", "baseline"}, {"d_clean", 1.0}}});
+    const nlohmann::json run = nlohmann::json::parse(read_text(k.path / "run.json"));
+    CHECK(run["status"] == "running");
+    CHECK(!run.contains("items_fnv1a64"));
+}

@@ -242,8 +242,11 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
                            opt.shard.text(), " (another task, seed, item, condition or shard, or a swap item left out for its "
                            "lengths): the file was edited or comes from another run; remove that line or resume in the folder "
                            "that run wrote");
-    // Only now is the folder this run's: a refused resume leaves a finished run.json as it was.
-    write_file_atomic(run_path, run.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    // Only now is the folder this run's: a refused resume leaves a finished run.json as it was,
+    // and so does a resume with nothing left to run, killed before its end (marked running, the
+    // folder lost its items fingerprint, and an edited record then passed the next resume).
+    if (total > 0 || existing.empty())
+        write_file_atomic(run_path, run.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 
     // Batches: same task, token lengths and pending conditions, in work order.
     std::map<std::tuple<std::size_t, std::size_t, std::size_t, std::vector<std::size_t>>, std::vector<std::size_t>> groups;

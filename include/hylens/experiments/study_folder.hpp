@@ -406,9 +406,15 @@ public:
         run_["study"] = study;
         run_["status"] = "running";
         run_["started"] = detail::utc_now();
-        // A resumed folder's run.json is rewritten once its records are known to be the study's
-        // (check_resumed_records), so a refused resume leaves a finished run.json as it was.
-        if (resumed_ == 0) start();
+        // A resumed folder's run.json is rewritten at its first new record, after its records are
+        // known to be the study's (check_resumed_records): a refused resume leaves a finished
+        // run.json as it was, and so does a resume of a finished folder killed before its end
+        // (it marked the folder running and dropped its items fingerprint, so an edited record
+        // passed the next resume).
+        if (resumed_ == 0) {
+            start();
+            checked_ = true;
+        }
         appender_ = std::make_unique<LineAppender>(items);
     }
 
@@ -432,12 +438,13 @@ public:
     /// study asked done() for its key): a record hand-edited to another seed, item or condition,
     /// or another shard's, would be counted by the summaries as if the study had made it.
     /// A resumed study calls it once it has asked for every key of its shard, before its
-    /// first append (the studies: before their forwards); only then is run.json marked running,
-    /// so a refusal leaves a finished run.json as it was. append() refuses a resumed folder
-    /// not checked yet; finish() checks one that appended nothing.
+    /// first append (the studies: before their forwards); run.json is marked running at the
+    /// first append after it, so a refusal, or a resume with nothing left to do, leaves a
+    /// finished run.json as it was until finish(). append() refuses a resumed folder not
+    /// checked yet; finish() checks one that appended nothing.
     void check_resumed_records() {
         verify_claims();
-        start();
+        checked_ = true;
     }
 
     /// True when unit `ordinal` of the study belongs to this shard.
@@ -445,7 +452,8 @@ public:
 
     /// Appends whole lines and fsyncs them. A key already recorded is an error.
     void append(const std::vector<nlohmann::json>& records) {
-        check(started_, "[", o_.kind, "] a resumed study calls check_resumed_records() before its first append");
+        check(checked_, "[", o_.kind, "] a resumed study calls check_resumed_records() before its first append");
+        start();
         for (const auto& r : records) {
             const RecordKey k = record_key(r, "new record");
             check(done_.insert(k).second, "[", o_.kind, "] record (", k.task, ", seed ", k.seed, ", item ", k.item, ", ",
@@ -467,7 +475,7 @@ public:
     /// Rewrites items.jsonl in RecordKey order and marks run.json complete; `extra` (an
     /// object) is merged into run.json.
     void finish(const nlohmann::json& extra = nlohmann::json::object()) {
-        if (!started_) check_resumed_records();
+        if (!checked_) check_resumed_records();
         appender_.reset();
         const std::string text = detail::jsonl_text(records());
         write_file_atomic(items_path(), text);
@@ -507,6 +515,7 @@ private:
     mutable std::set<RecordKey> claimed_;  ///< resumed keys the study asked done() for
     std::size_t resumed_ = 0;
     bool started_ = false;  ///< run.json marked running by this run
+    bool checked_ = false;  ///< the resumed records are the study's (check_resumed_records), or none were
     nlohmann::json run_;
     std::unique_ptr<LineAppender> appender_;
 };
