@@ -96,6 +96,7 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
     bool ok = true;
     std::string error;
     try {
+        check_rank_layout(out, mpi.size);  // rank folders of another number of ranks: refused
         // The judge model (persona) is loaded first: a bad --judge fails before any item runs.
         std::optional<AnyModel> judge_model;
         std::optional<Tokenizer> judge_tok;

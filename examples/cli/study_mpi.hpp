@@ -91,6 +91,32 @@ experiments::MergeResult merge_ranks(const std::vector<std::filesystem::path>& d
     }
 }
 
+/// Refuses to run over `ranks` ranks (1: one process) into `out` while out/ranks holds the
+/// folders of a run over another number of ranks (a run.json or records): the rank folders are
+/// named by N, so such a run ignored them and computed every record again beside them (a killed
+/// `mpirun -np 2` resumed with -np 3, or alone, redid hours of work without a word).
+inline void check_rank_layout(const std::filesystem::path& out, int ranks) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::is_directory(out / "ranks", ec)) return;
+    for (const auto& entry : fs::directory_iterator(out / "ranks", ec)) {
+        const std::string name = entry.path().filename().string();
+        const std::size_t of = name.rfind("-of-");
+        if (name.rfind("rank-", 0) != 0 || of == std::string::npos) continue;
+        const std::string count = name.substr(of + 4);
+        if (count.empty() || count.size() > 6 || count.find_first_not_of("0123456789") != std::string::npos) continue;
+        if (std::stoi(count) == ranks) continue;
+        const fs::path items = entry.path() / "items.jsonl";
+        const bool records = fs::exists(items, ec) && fs::file_size(items, ec) > 0;
+        if (!records && !fs::exists(entry.path() / "run.json", ec)) continue;
+        fail("[experiment] ", entry.path().string(), " holds part of a run of this folder over ", count,
+             " MPI ranks; a run ", ranks > 1 ? "over " + std::to_string(ranks) + " ranks" : std::string("in one process"),
+             " would run it again beside it: continue it with 'mpirun -np ", count,
+             " ... --resume', or merge its ranks ('hylens experiment merge ", (out / "ranks").string(), "/rank-*-of-", count,
+             " --out NEW_FOLDER') and remove ", (out / "ranks").string());
+    }
+}
+
 /// Runs `study(place)` as shard `shard` into `out`, or, under mpirun with N > 1 ranks, as
 /// shard r/N into out/ranks/rank-r-of-N on rank r, after which rank 0 calls merge(rank
 /// folders, out). Errors are reported as "hylens experiment NAME: error: ..." (with the rank
@@ -108,6 +134,7 @@ inline int run_study_ranks(const std::string& name, const experiments::Shard& sh
     bool ok = true;
     std::string error;
     try {
+        check_rank_layout(out, mpi.size);
         if (mpi.size > 1) {
             check(!shard_given, "--shard cannot be combined with mpirun: the ranks are the shards");
             place.shard = {static_cast<std::size_t>(mpi.rank), static_cast<std::size_t>(mpi.size)};

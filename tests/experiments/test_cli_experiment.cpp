@@ -324,6 +324,24 @@ TEST_CASE("cli: mpirun -np 2 hylens experiment == one process") {
     CHECK(hylens::test::read_text(dir.path / "log").find("holds a 'channels' study's run (not a merge)") != std::string::npos);
     CHECK(!fs::exists(one / "ranks"));
     CHECK(hylens::test::read_text(one / "items.jsonl") == before);
+    // A killed mpirun -np 2 (its rank folders, no merge yet) resumed over another number of
+    // ranks, or alone: refused naming the layout (both computed every record again beside the
+    // rank folders, without a word); over 2 ranks it finishes as one process would.
+    const fs::path killed = dir.path / "killed";
+    fs::create_directories(killed);
+    fs::copy(two / "ranks", killed / "ranks", fs::copy_options::recursive);
+    const std::string log = (dir.path / "log2").string();
+    CHECK(sh(kCli + args + " --resume --out " + killed.string() + " >" + log + " 2>&1") == 1);
+    CHECK(hylens::test::read_text(log).find("over 2 MPI ranks; a run in one process would run it again") !=
+          std::string::npos);
+    CHECK(sh(std::string(HYLENS_MPIRUN) + " --allow-run-as-root --oversubscribe -np 3 " + kCli + args + " --resume --out " +
+             killed.string() + " >" + log + " 2>&1") != 0);
+    CHECK(hylens::test::read_text(log).find("a run over 3 ranks would run it again") != std::string::npos);
+    CHECK(!fs::exists(killed / "ranks" / "rank-0-of-3"));
+    CHECK(!fs::exists(killed / "items.jsonl"));
+    REQUIRE(sh(std::string(HYLENS_MPIRUN) + " --allow-run-as-root --oversubscribe -np 2 " + kCli + args +
+               " --resume --out " + killed.string() + " >/dev/null 2>&1") == 0);
+    CHECK(hylens::test::differing_results(one, killed).empty());
 }
 #endif
 #endif

@@ -747,6 +747,14 @@ TEST_CASE("hylens experiment circuit and encode-swap: usage errors, a run, shard
         CHECK_MESSAGE(read_text(two / f) == read_text(one / f), f);
     CHECK(fs::exists(two / "ranks" / "rank-1-of-2" / "items.jsonl"));
     CHECK(json_of(two / "run.json")["merged_from"].size() == 2);
+    // Its rank folders alone (a killed run) resumed in one process: refused, naming the layout
+    // (it computed every record again beside them).
+    const fs::path killed = d.path / "mpi_killed";
+    fs::create_directories(killed);
+    fs::copy(two / "ranks", killed / "ranks", fs::copy_options::recursive);
+    CHECK(sh(base + args + "--resume --out " + killed.string() + " >" + (d.path / "log").string() + " 2>&1") == 1);
+    CHECK(read_text(d.path / "log").find("over 2 MPI ranks; a run in one process would run it again") != std::string::npos);
+    CHECK(!fs::exists(killed / "items.jsonl"));
 #endif
 
     // The figure script draws from the result folder.
