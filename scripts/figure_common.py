@@ -151,8 +151,11 @@ def ratio_label(rel):
 def save_figure(fig, out, dpi):
     """Writes the figure to `out` through a temporary file beside it, renamed into place: a
     script killed while writing left a 0-byte or cut PNG under the figure's name."""
-    root, ext = os.path.splitext(out)
-    tmp = f"{root}.tmp{os.getpid()}{ext}"  # the extension tells matplotlib the format
+    folder, name = os.path.split(out)
+    base, ext = os.path.splitext(name)
+    # Hidden, so a *.png glob never takes one a killed script left; the extension tells
+    # matplotlib the format.
+    tmp = os.path.join(folder, f".{base}.tmp{os.getpid()}{ext}")
     try:
         fig.savefig(tmp, dpi=dpi)
         os.replace(tmp, out)

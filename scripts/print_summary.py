@@ -95,7 +95,8 @@ def main() -> int:
         print("* the interval is a point (every resample gave the same mean)"
               + (f"; Wilson's 95 % interval there: {'; '.join(wilson)}" if wilson else ""))
     if few:
-        print(f"fewer than {FEW_PER_SEED} items in a seed (min_seed_n), intervals narrower than 95 %: {', '.join(few)}")
+        print(f"fewer than {FEW_PER_SEED} items in a seed (min_seed_n), intervals well below 95 % (the fewer, the "
+              f"further): {', '.join(few)}")
     return 0
 
 

@@ -220,6 +220,8 @@ TEST_CASE("bootstrap: Wilson's interval against Newcombe (1998), ends exact at 0
     CHECK(a.first == doctest::Approx(1.0 - b.second).epsilon(1e-14));
     CHECK_THROWS_AS(wilson_interval(3, 0, 0.95), hylens::Error);
     CHECK_THROWS_AS(wilson_interval(4, 3, 0.95), hylens::Error);
+    CHECK_THROWS_AS(wilson_interval(1, 3, -0.5), hylens::Error);  // z <= 0 gave lo > hi
+    CHECK_THROWS_AS(wilson_interval(1, 3, 1.0), hylens::Error);
 }
 
 TEST_CASE("bootstrap: Wilson's interval of a condition and how its scores spread over the seeds") {

@@ -309,7 +309,7 @@ def test_print_summary_marks_point_intervals_and_few_items_per_seed(tmp_path):
     assert "1.00 [1.00, 1.00]*" in row and "0.50 [0.40, 0.60] " in row and "0.33 [0.33, 0.33]*" in row
     assert ("Wilson's 95 % interval there: mean 0.33, n = 3: [0.06, 0.79]; "
             "mean 1.00, n = 36: [0.90, 1.00]") in p.stdout
-    assert "intervals narrower than 95 %: t REC_ONLY (1)" in p.stdout
+    assert "intervals well below 95 % (the fewer, the further): t REC_ONLY (1)" in p.stdout
     old = tmp_path / "old"
     old.mkdir()
     rows = [{k: v for k, v in r.items() if k not in ("seeds", "min_seed_n", "wilson_lo", "wilson_hi")} for r in (full, kv)]

@@ -343,15 +343,22 @@ TEST_CASE("StudyFolder: a resume of a finished folder leaves run.json finished u
     }
     CHECK(toy_study(options(d.path, true)));
     CHECK(nlohmann::json::parse(read_text(d.path / "run.json"))["status"] == "complete");
-    // A folder with work left is marked running at its first new record.
+    // A folder with work left: its run.json is rewritten at the first new record, not by an
+    // empty append or by a record held already (they marked it running before).
     TempDir k("noop_resume_killed");
     CHECK(!toy_study(options(k.path), 1));
+    nlohmann::json marked = nlohmann::json::parse(read_text(k.path / "run.json"));
+    marked["status"] = "complete";  // marked finished (without a fingerprint, which a resume checks)
+    write_text(k.path / "run.json", marked.dump(1));
+    const std::string sentinel = read_text(k.path / "run.json");
     ex::StudyFolder f(options(k.path, true));
     for (std::size_t item = 0; item < 7; ++item)
         for (const std::string& c : kConditions) (void)f.done({"chat8", 7, item, c});
     f.check_resumed_records();
+    f.append({});
+    CHECK_THROWS_WITH(f.append({{{"task", "chat8"}, {"seed", 7}, {"item", 0}, {"condition", "baseline"}}}),
+                      doctest::Contains("written twice"));
+    CHECK(read_text(k.path / "run.json") == sentinel);
     f.append({{{"task", "chat8"}, {"seed", 7}, {"item", 5}, {"condition", "baseline"}, {"d_clean", 1.0}}});
-    const nlohmann::json run = nlohmann::json::parse(read_text(k.path / "run.json"));
-    CHECK(run["status"] == "running");
-    CHECK(!run.contains("items_fnv1a64"));
+    CHECK(nlohmann::json::parse(read_text(k.path / "run.json"))["status"] == "running");
 }

@@ -122,6 +122,7 @@ inline double normal_quantile(double p) {
 /// point at k = 0 or k = n (there [0, z^2/(n + z^2)] and its mirror).
 inline std::pair<double, double> wilson_interval(double k, std::size_t n, double level) {
     check(n > 0 && k >= 0.0 && k <= static_cast<double>(n), "[wilson_interval] ", k, " successes in ", n, " trials");
+    check(level > 0.0 && level < 1.0, "[wilson_interval] level ", level, " is not in (0, 1)");
     const double z = normal_quantile((1.0 + level) / 2.0), nn = static_cast<double>(n), p = k / nn;
     const double z2 = z * z, denom = 1.0 + z2 / nn;
     const double centre = (p + z2 / (2.0 * nn)) / denom;

@@ -453,13 +453,17 @@ public:
     /// Appends whole lines and fsyncs them. A key already recorded is an error.
     void append(const std::vector<nlohmann::json>& records) {
         check(checked_, "[", o_.kind, "] a resumed study calls check_resumed_records() before its first append");
-        start();
+        if (records.empty()) return;
+        // Every key checked before run.json is marked running or a line is written.
+        std::set<RecordKey> fresh;
         for (const auto& r : records) {
             const RecordKey k = record_key(r, "new record");
-            check(done_.insert(k).second, "[", o_.kind, "] record (", k.task, ", seed ", k.seed, ", item ", k.item, ", ",
-                  k.condition, ") written twice");
-            appender_->add(json_line(r));
+            check(!done_.count(k) && fresh.insert(k).second, "[", o_.kind, "] record (", k.task, ", seed ", k.seed,
+                  ", item ", k.item, ", ", k.condition, ") written twice");
         }
+        start();
+        done_.insert(fresh.begin(), fresh.end());
+        for (const auto& r : records) appender_->add(json_line(r));
         appender_->sync();
         records_.insert(records_.end(), records.begin(), records.end());
     }
