@@ -59,7 +59,7 @@ inline int run_experiment_encode_swap(int argc, char** argv) {
         "encode-swap", opt.shard, !a.shard.empty(), a.out,
         [&](const StudyPlace& place) {
             ex::EncodeSwapOptions o = opt;
-            ex::set_encode_swap_roles(o, circuit_from_json(ex::detail::read_json_file(circuit)),
+            ex::set_encode_swap_roles(o, read_circuit_file(circuit),
                                       other_opt->count() ? std::optional(other) : std::nullopt);
             const AnyModel m = load_model(a.model);
             const std::filesystem::path tok_path = study_tokenizer_path(a.model, a.tokenizer);

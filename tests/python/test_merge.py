@@ -106,3 +106,66 @@ def test_merge_folder_checks(organisms, tmp_path):
     assert (tmp_path / "m" / "circuit.json").exists()
     m = hylens.merge([tmp_path / "e"], tmp_path / "m", frames=False)
     assert m.records == [] and m.summary == [] and m.circuit == {}
+
+
+def _killed_shard_with(src, dst, line=None):
+    """A copy of the shard folder `src` made to look killed (status running, no items
+    fingerprint), with `line` (a record) appended to its items.jsonl when given."""
+    import shutil
+    shutil.copytree(src, dst)
+    run = json.loads((dst / "run.json").read_text())
+    run["status"] = "running"
+    run.pop("items_fnv1a64", None)
+    (dst / "run.json").write_text(json.dumps(run))
+    if line is not None:
+        with open(dst / "items.jsonl", "a") as f:
+            f.write(json.dumps(line, sort_keys=True) + "\n")
+
+
+def test_merge_checks_the_records_of_unfinished_folders(organisms, tmp_path):
+    # A killed shard's records carry no fingerprint, so a merge checks each by its names: a record
+    # of another task or condition than the study's definition names (an edited line, another
+    # study's) is refused, naming the line, for every study with a merge of its own; a record
+    # lacking a value the summaries read is named as such (it was "key 'order' not found").
+    qwen, granite = organisms
+    model, tok = hylens.load(str(qwen)), qwen / "tokenizer.json"
+    circuit = hylens.circuit_study(model, tok, tmp_path / "circuit", per_config=1, seeds=[5], top=2, shard="0/2",
+                                   frames=False)
+    whole_circuit = hylens.circuit_study(model, tok, tmp_path / "circuit_whole", per_config=1, seeds=[5], top=2,
+                                         frames=False)
+    circuit_file = tmp_path / "circuit_whole" / "circuit.json"
+    hylens.encode_swap_study(model, tok, tmp_path / "encode-swap", circuit_file, per_config=1, shard="0/2", frames=False)
+    hylens.transplant_study(model, tok, tmp_path / "transplant", circuit=circuit_file, kinds=("mixer",),
+                            positions=("final",), per_config=1, shard="0/2", frames=False)
+    hylens.query_map_study(model, tok, tmp_path / "query-map", circuit=circuit_file, fit=40, per_config=1, shard="0/2",
+                           frames=False)
+    hylens.stitch_study(hylens.load(str(granite)), model, tmp_path / "stitch", "0-1", "0-2", fit_prompts=12,
+                        fit_tokens=400, test_items=4, ppl_seqs=2, ppl_len=24, conditions="intact,removed",
+                        shard="0/2", frames=False)
+    assert whole_circuit.records and circuit.records
+    channel_line = {"task": "dictionary", "seed": 5, "item": 0, "condition": "FULL", "score": 1.0}
+    for kind in ("circuit", "encode-swap", "transplant", "query-map", "stitch"):
+        src = tmp_path / kind
+        first = json.loads((src / "items.jsonl").read_text().splitlines()[0])
+        seed = first["seed"]
+        cases = {
+            "task": ({**first, "task": "other:chat4"}, "holds a record of task 'other:chat4', which this"),
+            "condition": ({**first, "condition": "BOGUS"}, "holds a record of condition 'BOGUS', which this"),
+            "another study's": ({**channel_line, "seed": seed}, "holds a record of task 'dictionary', which this"),
+        }
+        for name, (line, message) in cases.items():
+            dst = tmp_path / f"{kind}-{name}"
+            _killed_shard_with(src, dst, line)
+            with pytest.raises(hylens.FormatError, match=message):
+                hylens.merge([dst], tmp_path / f"{kind}-{name}-merged", frames=False)
+        # the killed shard unedited merges (the checks take every record the study wrote), marked incomplete
+        plain = tmp_path / f"{kind}-plain"
+        _killed_shard_with(src, plain)
+        m = hylens.merge([plain], tmp_path / f"{kind}-plain-merged", frames=False)
+        assert m.run["status"] == "incomplete"
+    # a transplant record of its own task and condition without the values its summaries read
+    first = json.loads((tmp_path / "transplant" / "items.jsonl").read_text().splitlines()[0])
+    lacking = {k: first[k] for k in ("task", "seed", "item", "condition")}
+    _killed_shard_with(tmp_path / "transplant", tmp_path / "lacking", {**lacking, "item": 10_000})
+    with pytest.raises(hylens.FormatError, match="lacks a value the transplant study's summaries read"):
+        hylens.merge([tmp_path / "lacking"], tmp_path / "lacking-merged", frames=False)

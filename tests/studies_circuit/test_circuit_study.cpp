@@ -135,12 +135,35 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
     CHECK(conditions == std::set<std::string>{"baseline", "group:G0", "layer:L0", "layer:L1", "layer:L2", "head:L3H0",
                                               "head:L3H1", "head:L3H2", "head:L3H3", "vhead:L0H0", "vhead:L0H1",
                                               "vhead:L0H2", "vhead:L0H3", "qk:L3G0"});
+    // What a merge takes by the definition's names (no model): each of these, and no other.
+    for (const std::string& c : conditions) CHECK_MESSAGE(ex::circuit_conditions::known(run["study"], c), c);
+    CHECK(ex::circuit_conditions::known(run["study"], "head:L3H17"));  // a merge cannot know the heads' count
+    for (const char* c : {"BOGUS", "head:L0H0", "head:L3H01", "head:L3H", "head:L3H1x", "layer:L3", "group:G1", "qk:L3G1",
+                          "qk:L2G0", "vhead:L0H4", "vhead:L1H0", "FULL"})
+        CHECK_FALSE_MESSAGE(ex::circuit_conditions::known(run["study"], c), c);
+    CHECK_FALSE(ex::circuit_conditions::known(nlohmann::json::object(), "baseline"));  // not a circuit study's definition
 
     // The circuit file is what circuit_from_records gives on items.jsonl.
     const nlohmann::json circuit = json_of(o.out / "circuit.json");
     hylens::CircuitOptions copt;
     copt.top = 3;
     CHECK(circuit == ex::circuit_file(recs, st, copt));
+    {  // Read back beside its run.json only while that run is complete (not a partial merge's, not a killed run's).
+        CHECK(hylens::read_circuit_file(o.out / "circuit.json").encode == hylens::circuit_from_json(circuit).encode);
+        const fs::path partial = d.path / "partial";
+        fs::create_directories(partial);
+        fs::copy_file(o.out / "circuit.json", partial / "circuit.json");
+        for (const char* status : {"incomplete", "merging", "running"}) {
+            nlohmann::json other = run;
+            other["status"] = status;
+            write_text(partial / "run.json", other.dump(1));
+            CHECK_THROWS_WITH_AS(hylens::read_circuit_file(partial / "circuit.json"),
+                                 doctest::Contains(("run.json status is '" + std::string(status) + "', not 'complete'").c_str()),
+                                 hylens::FormatError);
+        }
+        fs::remove(partial / "run.json");  // the file copied out of its folder is taken as it is
+        CHECK(hylens::read_circuit_file(partial / "circuit.json").encode == hylens::circuit_from_json(circuit).encode);
+    }
     CHECK(circuit["encode"]["layers"] == std::vector<int>{0, 1, 2});
     CHECK(circuit["reader"]["layer"] == 3);
     CHECK(circuit["reader"]["head"].get<std::size_t>() < 4);

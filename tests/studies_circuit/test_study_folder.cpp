@@ -318,6 +318,36 @@ TEST_CASE("StudyFolder: a refused resume leaves a finished folder's run.json as 
     CHECK(read_text(d.path / "run.json") == before);
 }
 
+TEST_CASE("merge_study_folders: a killed shard's record of another task or condition is refused by the study's names") {
+    // record_names_check: what every study's merge passes (merge_by_kind.hpp, stitch_study.hpp).
+    const auto names = ex::detail::record_names_check(
+        "toy", [](const std::string& t) { return t == "chat8"; },
+        [](const std::string& c) { return std::find(kConditions.begin(), kConditions.end(), c) != kConditions.end(); });
+    const auto summaries = [](const std::filesystem::path&, const std::vector<nlohmann::json>& r) {
+        for (const nlohmann::json& x : r) (void)x.at("d_clean").get<double>();  // what a study's summaries read
+    };
+    TempDir s0("mnames_s0"), task("mnames_task"), cond("mnames_cond"), lacking("mnames_lacking"), out("mnames_out");
+    REQUIRE(toy_study(options(s0.path, false, ex::parse_shard("0/2"))));
+    killed_and_edited(task.path, 1, [](std::string t) { return replaced(t, "\"task\":\"chat8\"", "\"task\":\"dictionary\""); },
+                      ex::parse_shard("1/2"));
+    CHECK_THROWS_WITH_AS(ex::merge_study_folders({s0.path, task.path}, out.path, "toy", summaries, names),
+                         doctest::Contains("items.jsonl line 1 holds a record of task 'dictionary', which this toy study does not run"),
+                         hylens::FormatError);
+    killed_and_edited(cond.path, 1, [](std::string t) { return replaced(t, "\"drop:G0\"", "\"FULL\""); }, ex::parse_shard("1/2"));
+    CHECK_THROWS_WITH_AS(ex::merge_study_folders({s0.path, cond.path}, out.path, "toy", summaries, names),
+                         doctest::Contains("holds a record of condition 'FULL', which this toy study does not make"),
+                         hylens::FormatError);
+    // Its names the study's, a value its summaries read missing: named, not the JSON library's bare message.
+    killed_and_edited(lacking.path, 1, [](std::string t) { return replaced(t, "\"d_clean\"", "\"score\""); }, ex::parse_shard("1/2"));
+    CHECK_THROWS_WITH_AS(ex::merge_study_folders({s0.path, lacking.path}, out.path, "toy", summaries, names),
+                         doctest::Contains("a record of the folders merged lacks a value the toy study's summaries read"),
+                         hylens::FormatError);
+    // The unedited killed shard merges, marked incomplete.
+    TempDir plain("mnames_plain"), out2("mnames_out2");
+    REQUIRE_FALSE(toy_study(options(plain.path, false, ex::parse_shard("1/2")), 1));
+    CHECK(ex::merge_study_folders({s0.path, plain.path}, out2.path, "toy", summaries, names).incomplete == 1);
+}
+
 TEST_CASE("merge_study_folders: a record held twice in one folder is an edited file") {
     TempDir s0("dup_s0"), s1("dup_s1"), out("dup_out");
     killed_and_edited(s0.path, 1, [](const std::string& t) { return t + t.substr(0, t.find('\n') + 1); }, ex::parse_shard("0/2"));

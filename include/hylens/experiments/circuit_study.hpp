@@ -126,6 +126,50 @@ inline std::string layer(LayerIndex l) { return "layer:L" + std::to_string(l); }
 inline std::string head(LayerIndex l, std::size_t h) { return "head:L" + std::to_string(l) + "H" + std::to_string(h); }
 inline std::string value_head(LayerIndex l, std::size_t h) { return "vhead:L" + std::to_string(l) + "H" + std::to_string(h); }
 inline std::string qk(LayerIndex s, std::size_t g) { return "qk:L" + std::to_string(s) + "G" + std::to_string(g); }
+
+/// The (softmax layer, group) pairs of the qk conditions: each softmax layer after a group of
+/// linear layers, with each of its address candidates.
+inline std::vector<std::pair<LayerIndex, std::size_t>> qk_pairs(const CircuitStructure& st) {
+    std::vector<std::pair<LayerIndex, std::size_t>> r;
+    for (LayerIndex s : st.attention_layers) {
+        if (std::none_of(st.groups.begin(), st.groups.end(),
+                         [&](const LayerGroup& g) { return g.softmax_layer <= s && !g.layers.empty(); }))
+            continue;
+        for (std::size_t g : address_candidates(st.groups, s)) r.push_back({s, g});
+    }
+    return r;
+}
+
+/// True when a circuit study of `definition` (its run.json "study") makes condition `c`: what
+/// a merge checks a record against (it loads no model, so a head of a softmax layer may be any
+/// head). False where the definition is not a circuit study's.
+inline bool known(const nlohmann::json& definition, const std::string& c) {
+    CircuitStructure st;
+    try {
+        st = circuit_structure_from_json(definition.at("structure"));
+    } catch (const std::exception&) {
+        return false;
+    }
+    if (c == "baseline") return true;
+    for (std::size_t g = 0; g < st.groups.size(); ++g)
+        if (c == group(g)) return true;
+    for (LayerIndex l : st.linear_layers)
+        if (c == layer(l)) return true;
+    for (const auto& [s, g] : qk_pairs(st))
+        if (c == qk(s, g)) return true;
+    for (LayerIndex l : st.attention_layers) {
+        const std::string p = "head:L" + std::to_string(l) + "H";
+        if (c.size() > p.size() && c.size() <= p.size() + 6 && c.compare(0, p.size(), p) == 0 &&
+            c.find_first_not_of("0123456789", p.size()) == std::string::npos && c == head(l, std::stoul(c.substr(p.size()))))
+            return true;
+    }
+    const nlohmann::json v = definition.value("value_heads", nlohmann::json());
+    if (v.is_object() && v.value("layer", nlohmann::json()).is_number_unsigned() &&
+        v.value("heads", nlohmann::json()).is_number_unsigned())
+        for (std::size_t h = 0; h < v["heads"].get<std::size_t>(); ++h)
+            if (c == value_head(v["layer"].get<LayerIndex>(), h)) return true;
+    return false;
+}
 }  // namespace circuit_conditions
 
 /// The study-defining part of run.json.
@@ -684,15 +728,8 @@ CircuitStudyResult run_circuit_study(const Model& model, const Tokenizer& tok, C
     const std::size_t head_end = names.size();
     for (std::size_t h = 0; h < value_heads; ++h) names.push_back(cc::value_head(value_layer, h));
     const std::size_t value_head_end = names.size();
-    for (LayerIndex s : st.attention_layers) {
-        if (std::none_of(st.groups.begin(), st.groups.end(),
-                         [&](const LayerGroup& g) { return g.softmax_layer <= s && !g.layers.empty(); }))
-            continue;
-        for (std::size_t g : address_candidates(st.groups, s)) {
-            names.push_back(cc::qk(s, g));
-            qk.push_back({s, g});
-        }
-    }
+    qk = cc::qk_pairs(st);
+    for (const auto& [s, g] : qk) names.push_back(cc::qk(s, g));
 
     // A shard takes the items of every seed whose draw index is its own.
     std::size_t total = 0;

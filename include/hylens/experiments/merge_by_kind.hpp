@@ -36,9 +36,15 @@ inline std::string result_kind(const std::filesystem::path& dir) {
 inline MergeResult merge_circuit_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out) {
     const nlohmann::json definition = first_study_definition(dirs);
     check_circuit_definition(definition);  // before the merged folder is made
-    return merge_study_folders(dirs, out, "circuit", [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
-        if (!r.empty()) write_circuit_summaries(o, r, definition, {});
-    });
+    const std::string variant = detail::definition_string(definition, "variant");
+    return merge_study_folders(
+        dirs, out, "circuit",
+        [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
+            if (!r.empty()) write_circuit_summaries(o, r, definition, {});
+        },
+        detail::record_names_check(
+            "circuit", [&](const std::string& t) { return variant.empty() || t == variant; },
+            [&](const std::string& c) { return circuit_conditions::known(definition, c); }));
 }
 
 inline MergeResult merge_encode_swap_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out) {
@@ -46,18 +52,33 @@ inline MergeResult merge_encode_swap_folders(const std::vector<std::filesystem::
     check<FormatError>(definition.is_object() && definition.contains("sources") && definition["sources"].is_array(),
                        "[merge] ", (dirs.front() / "run.json").string(),
                        " has no encode-swap study definition (its 'sources')");  // before the merged folder is made
-    return merge_study_folders(dirs, out, "encode-swap", [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
-        if (!r.empty()) write_encode_swap_summaries(o, r, definition, {});
-    });
+    const std::string variant = detail::definition_string(definition, "variant");
+    return merge_study_folders(
+        dirs, out, "encode-swap",
+        [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
+            if (!r.empty()) write_encode_swap_summaries(o, r, definition, {});
+        },
+        detail::record_names_check(
+            "encode-swap", [&](const std::string& t) { return variant.empty() || t == variant; },
+            [&](const std::string& c) {  // <swap>:<source>
+                const std::size_t colon = c.find(':');
+                return colon != std::string::npos && (c.compare(0, colon, "key") == 0 || c.compare(0, colon, "value") == 0) &&
+                       detail::listed(definition["sources"], c.substr(colon + 1));
+            }));
 }
 
 namespace detail {
 /// The merge of a study with the transplant study's summaries (transplant, query-map).
 inline MergeResult merge_transplant_kind(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out,
                                          const char* kind) {
-    return merge_study_folders(dirs, out, kind, [](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
-        write_transplant_summaries(o, r);
-    });
+    const nlohmann::json definition = first_study_definition(dirs);
+    const std::string task = definition_string(definition, "task");
+    return merge_study_folders(
+        dirs, out, kind,
+        [](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) { write_transplant_summaries(o, r); },
+        record_names_check(
+            kind, [&](const std::string& t) { return task.empty() || t == task; },
+            [&](const std::string& c) { return !definition.contains("conditions") || listed(definition["conditions"], c); }));
 }
 }  // namespace detail
 

@@ -39,7 +39,7 @@
 // the perplexity and mean NLL) with bootstrap intervals (interp/metric_intervals.hpp), each
 // seed's value and their sd; all are recomputed from the records by write_stitch_summaries.
 
-#include <algorithm>   // std::max_element, std::sort
+#include <algorithm>   // std::find, std::max_element, std::sort
 #include <chrono>      // std::chrono
 #include <cmath>       // std::exp, std::sqrt, std::isnan
 #include <cstddef>     // std::size_t
@@ -770,14 +770,21 @@ inline MergeResult merge_stitch_folders(const std::vector<std::filesystem::path>
     // Inside the merge's lock on `out`. (read_shard_folders refused an output folder among the
     // inputs, and one holding another study's result.) A run whose conditions fit no map has no
     // adapters: a stray adapters.safetensors in `out` is not this study's.
-    return merge_study_folders(dirs, out, "stitch", [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
-        write_stitch_summaries(o, r, order, opt);
-        const std::filesystem::path a = dirs.front() / "adapters.safetensors";
-        if (std::filesystem::exists(a))
-            std::filesystem::copy_file(a, o / "adapters.safetensors", std::filesystem::copy_options::overwrite_existing);
-        else
-            std::filesystem::remove(o / "adapters.safetensors");
-    });
+    const std::string variant = detail::definition_string(first_study_definition(dirs), "variant");
+    const auto record_ok = detail::record_names_check(
+        "stitch", [&](const std::string& t) { return variant.empty() || t == "lookup:" + variant || t == "ppl"; },
+        [&](const std::string& c) { return order.empty() || std::find(order.begin(), order.end(), c) != order.end(); });
+    return merge_study_folders(
+        dirs, out, "stitch",
+        [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
+            write_stitch_summaries(o, r, order, opt);
+            const std::filesystem::path a = dirs.front() / "adapters.safetensors";
+            if (std::filesystem::exists(a))
+                std::filesystem::copy_file(a, o / "adapters.safetensors", std::filesystem::copy_options::overwrite_existing);
+            else
+                std::filesystem::remove(o / "adapters.safetensors");
+        },
+        record_ok);
 }
 
 }  // namespace hylens::experiments

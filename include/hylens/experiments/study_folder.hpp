@@ -599,6 +599,38 @@ inline void check_merge_output(const std::filesystem::path& out, const ShardFold
 /// FormatError when the record is not one that folder's study and shard make.
 using MergeRecordCheck = std::function<void(const nlohmann::json&, const nlohmann::json&, const std::string&)>;
 
+/// The check of a merged record's task and condition: `task_ok` and `condition_ok` say whether
+/// the study (its definition) makes them; a definition without the names (an older folder's)
+/// takes any. A merge loads no model, so an unfinished folder's
+/// records are checked by these names and their seeds, not key by key as --resume checks them.
+inline MergeRecordCheck record_names_check(const char* kind, std::function<bool(const std::string&)> task_ok,
+                                           std::function<bool(const std::string&)> condition_ok) {
+    return [=](const nlohmann::json&, const nlohmann::json& r, const std::string& where) {
+        const std::string task = r.at("task").get<std::string>(), condition = r.at("condition").get<std::string>();
+        const char* fix = ": the file was edited or comes from another run";
+        check<FormatError>(task_ok(task), "[merge] ", where, " holds a record of task '", task, "', which this ", kind,
+                           " study does not run", fix);
+        check<FormatError>(condition_ok(condition), "[merge] ", where, " holds a record of condition '", condition,
+                           "', which this ", kind, " study does not make", fix);
+    };
+}
+
+/// True when `name` is one of the strings of `list` (an array of strings, or of objects with a
+/// "name"); false for anything else.
+inline bool listed(const nlohmann::json& list, const std::string& name) {
+    if (!list.is_array()) return false;
+    for (const auto& e : list)
+        if ((e.is_string() && e.get<std::string>() == name) ||
+            (e.is_object() && e.contains("name") && e["name"].is_string() && e["name"].get<std::string>() == name))
+            return true;
+    return false;
+}
+
+/// A definition's string value at `key` ("" where it has none).
+inline std::string definition_string(const nlohmann::json& d, const char* key) {
+    return d.is_object() && d.contains(key) && d[key].is_string() ? d[key].get<std::string>() : std::string();
+}
+
 /// Reads the folders of a merge into `out`: each must hold a run.json that `accept(path, run)`
 /// takes (it fails otherwise) and the same study definition (shard aside); each shard at most
 /// once, of one shard count N; no record key in two folders; `out` none of them (the merge
@@ -746,14 +778,19 @@ inline nlohmann::json first_study_definition(const std::vector<std::filesystem::
 /// folder's, "shard": "0/1", "merged_from", status
 /// "complete" or "incomplete" when a folder was not complete or a shard is missing,
 /// "missing_shards", "records"), then calls
-/// write_summaries(out, records) for the study's own summary files.
+/// write_summaries(out, records) for the study's own summary files. `record_ok` checks each
+/// record beyond its seed (read_shard_folders): the study's task and condition names.
 inline MergeResult merge_study_folders(
     const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out, const std::string& kind,
-    const std::function<void(const std::filesystem::path&, const std::vector<nlohmann::json>&)>& write_summaries) {
-    detail::ShardFolders f = detail::read_shard_folders(dirs, out, [&](const std::filesystem::path& p, const nlohmann::json& run) {
-        check(run.value("kind", "") == kind && run.contains("study") && run["study"].is_object(), "[merge] ", p.string(),
-              " is not a '", kind, "' study (it holds a '", detail::run_kind(run), "' study)");
-    });
+    const std::function<void(const std::filesystem::path&, const std::vector<nlohmann::json>&)>& write_summaries,
+    const detail::MergeRecordCheck& record_ok = {}) {
+    detail::ShardFolders f = detail::read_shard_folders(
+        dirs, out,
+        [&](const std::filesystem::path& p, const nlohmann::json& run) {
+            check(run.value("kind", "") == kind && run.contains("study") && run["study"].is_object(), "[merge] ", p.string(),
+                  " is not a '", kind, "' study (it holds a '", detail::run_kind(run), "' study)");
+        },
+        record_ok);
     detail::sort_by_key(f.records);
     const FolderLock lock(out, "merge");  // makes the folder
     detail::check_merge_output(out, f);   // again, now that no other run can write there
@@ -763,7 +800,17 @@ inline MergeResult merge_study_folders(
     // An earlier merge into `out` left summaries this one may not write (no records: no summaries).
     for (const char* stale : {"summary.csv", "summary.json", "circuit.json"}) std::filesystem::remove(out / stale);
     write_file_atomic(out / "items.jsonl", text);
-    if (write_summaries) write_summaries(out, f.records);
+    // A record without a value its study's summaries read, or with one of another type (an
+    // edited line of a killed shard, whose records no fingerprint vouches for), is named as such;
+    // it was the JSON library's bare "key 'order' not found".
+    try {
+        if (write_summaries) write_summaries(out, f.records);
+    } catch (const nlohmann::json::exception& e) {
+        fail<FormatError>("[merge] a record of the folders merged lacks a value the ", kind,
+                          " study's summaries read, or holds one of another type (", e.what(),
+                          "): a file was edited or holds another study's lines; resume each unfinished folder (--resume "
+                          "names the line) and merge again");
+    }
     write_file_atomic(out / "run.json", detail::pretty_json(run));
     MergeResult res = f.counts;
     res.records = f.records.size();

@@ -288,11 +288,29 @@ inline CircuitRoles read_circuit_file(const std::filesystem::path& path) {
     } catch (const nlohmann::json::exception& e) {
         fail<FormatError>("[circuit file] the circuit file ", path.string(), " is not JSON: ", e.what());
     }
+    CircuitRoles roles;
     try {
-        return circuit_from_json(j);
+        roles = circuit_from_json(j);
     } catch (const FormatError& e) {
         fail<FormatError>(e.what(), " (in ", path.string(), ")");  // which file, of the several a study reads
     }
+    // Beside its circuit study's run.json, the file is taken only from a complete run: a merge
+    // of unfinished or missing shards (status "incomplete") found its roles on part of the
+    // items, and a merge killed while writing ("merging") may have left an earlier one.
+    const std::filesystem::path run_path = path.parent_path() / "run.json";
+    if (std::filesystem::exists(run_path)) {
+        std::ifstream run_in(run_path, std::ios::binary);
+        const nlohmann::json run = nlohmann::json::parse(run_in, nullptr, /*allow_exceptions=*/false);
+        const auto text_of = [&](const char* key) {
+            return run.is_object() && run.contains(key) && run[key].is_string() ? run[key].get<std::string>() : std::string();
+        };
+        check<FormatError>(text_of("kind") != "circuit" || text_of("status") == "complete", "[circuit file] ", path.string(),
+                           " comes from a circuit study whose run.json status is '", text_of("status"),
+                           "', not 'complete': its roles were found on part of the study's items (a merge of unfinished "
+                           "or missing shards, or a run or merge stopped before its end); resume the unfinished shards "
+                           "and merge every shard again, or copy the file out of the folder to use it as it is");
+    }
+    return roles;
 }
 
 }  // namespace hylens
