@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <limits>
 
 #include "test_util.hpp"
 
@@ -151,6 +152,41 @@ TEST_SUITE("kernels/gated_delta_rule") {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    TEST_CASE("gated delta rule: a huge or infinite log decay in one step decays to 0 in every form, at every level") {
+        // The chunked form summed a chunk's log decays in double: after a step of -1e15 the later
+        // steps of -0.005 were lost to rounding (exp(gam_i - gam_j) came out 1, not 0.995), and a
+        // step of -inf (a gate of -exp(A_log) with A_log = 89, finite in a checkpoint) gave
+        // -inf - (-inf) = NaN. The recurrent form multiplies by exp(g) = 0 and stays exact. Each
+        // step now counts at most -1000 (exp(-1000) is 0 in double). The dispatch runs the chunked
+        // form below avx512, so the levels disagreed.
+        std::mt19937 rng(21);
+        const GatedDeltaShape s{150, 2, 4, 16, 16};
+        for (const float spike : {-1e15f, -std::numeric_limits<float>::infinity()}) {
+            CAPTURE(spike);
+            GdrCase c(s, true, rng);
+            for (std::size_t t = 0; t < s.T; ++t)
+                for (std::size_t h = 0; h < s.Hv; ++h) c.g[t * s.Hv + h] = t % 20 == 7 && h != 1 ? spike : -0.005f;
+            std::vector<float> want_state = c.state0, want_out(s.T * c.ld_o, 0.0f);
+            c.run(&reference::gated_delta_rule_recurrent, 0, s.T, want_state, want_out);
+            for (const auto& form : gdr_forms(64)) {
+                CAPTURE(form.name);
+                std::vector<float> state = c.state0, out(s.T * c.ld_o, 0.0f);
+                c.run(form.fn, 0, s.T, state, out);
+                CHECK(rtest::rel_err(out, want_out) <= 1e-5);
+                CHECK(rtest::rel_err(state, want_state) <= 1e-5);
+            }
+            for (auto level : simd::supported_levels()) {
+                const std::string name = simd::level_name(level);
+                CAPTURE(name);
+                const simd::ForceLevel force(level);
+                std::vector<float> state = c.state0, out(s.T * c.ld_o, 0.0f);
+                c.run(&kernels::gated_delta_rule, 0, s.T, state, out);
+                CHECK(rtest::rel_err(out, want_out) <= 1e-5);
+                CHECK(rtest::rel_err(state, want_state) <= 1e-5);
             }
         }
     }

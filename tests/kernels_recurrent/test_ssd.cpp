@@ -181,6 +181,41 @@ TEST_SUITE("kernels/ssd") {
         }
     }
 
+    TEST_CASE("ssd: a huge or infinite log decay in one step decays to 0 in every form, at every level") {
+        // The chunked form summed a chunk's log decays Delta A in double: after a step of -1e15
+        // the later small steps were lost to rounding, and A = -inf (A_log = 89, finite in a
+        // checkpoint) gave -inf - (-inf) = NaN. The recurrent form multiplies by exp(Delta A) = 0.
+        // Each step now counts at most -1000 (exp(-1000) is 0 in double).
+        std::mt19937 rng(22);
+        const SsdShape s{150, 4, 8, 16, 2};
+        SsdCase c(s, true, 0.0f, kInf, rng);
+        c.A[0] = -kInf;  // every step of head 0 forgets the state whole
+        c.A[2] = -1.0f;  // head 2: a step of Delta = 1e15 every 20 tokens (its input zero there), small steps between
+        for (std::size_t t = 7; t < s.T; t += 20) {
+            c.xbcdt[t * c.ld + s.H * s.P + 2 * s.G * s.N + 2] = 1e15f;
+            for (std::size_t p = 0; p < s.P; ++p) c.xbcdt[t * c.ld + 2 * s.P + p] = 0.0f;
+        }
+        std::vector<float> want_state = c.state0, want_y(s.T * c.ld_y, 0.f), want_dt(s.T * s.H);
+        c.run(&reference::ssd_recurrent, 0, s.T, want_state, want_y, want_dt);
+        REQUIRE(want_dt[7 * s.H + 2] == 1e15f);
+        for (const auto& form : ssd_forms(64)) {
+            CAPTURE(form.name);
+            std::vector<float> state = c.state0, y(s.T * c.ld_y, 0.f), dt(s.T * s.H);
+            c.run(form.fn, 0, s.T, state, y, dt);
+            CHECK(rtest::rel_err(y, want_y) <= 1e-5);
+            CHECK(rtest::rel_err(state, want_state) <= 1e-5);
+        }
+        for (auto level : simd::supported_levels()) {
+            const std::string name = simd::level_name(level);
+            CAPTURE(name);
+            const simd::ForceLevel force(level);
+            std::vector<float> state = c.state0, y(s.T * c.ld_y, 0.f), dt(s.T * s.H);
+            c.run(&kernels::ssd, 0, s.T, state, y, dt);
+            CHECK(rtest::rel_err(y, want_y) <= 1e-5);
+            CHECK(rtest::rel_err(state, want_state) <= 1e-5);
+        }
+    }
+
     TEST_CASE("ssd: a batch of sequences keeps separate states") {
         std::mt19937 rng(4);
         const SsdShape s{90, 4, 8, 16, 2};

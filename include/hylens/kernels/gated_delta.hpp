@@ -118,10 +118,13 @@ inline void gdr_chunk(simd::Level level, const GatedDeltaShape& s, const float* 
     float* pack = ew + C;         // gemm_nt_pack_floats(dk): the packed K^ of the first product
     const float* bt = beta + t0 * s.Hv + h;  // beta of row i at bt[i * Hv]
 
+    // gamma_i, the log decay from the chunk start: each step counts at most -kMaxLogDecayStep
+    // (exp of it is 0 in double), so a step of -1e15 or -inf leaves the later steps' sums exact
+    // and gamma_i - gamma_j finite, as the recurrent form's exp(g) = 0 does.
     double acc = 0;
     for (std::size_t i = 0; i < L; ++i) {
         gdr_prepare_qk(s, q, ld_q, k, ld_k, t0 + i, kh, l2norm_qk, Qs + i * dk, Ks + i * dk);
-        gam[i] = acc += g[(t0 + i) * s.Hv + h];
+        gam[i] = acc += clamp_log_decay(g[(t0 + i) * s.Hv + h]);
     }
     for (std::size_t i = 0; i < L; ++i) {
         eg[i] = static_cast<float>(std::exp(gam[i]));

@@ -39,6 +39,14 @@ inline void l2_normalize(const float* x, std::size_t d, float scale, float* y) n
     for (std::size_t i = 0; i < d; ++i) y[i] = (x[i] * inv) * scale;
 }
 
+/// One step's log decay as the chunked forms sum it (Gated DeltaNet g, Mamba-2 Delta A): at
+/// least -1000, whose exp is 0 in double as the recurrent forms' exp(-1e15) or exp(-inf) is.
+/// The chunked forms add a chunk's steps and take exp of differences of the sums: after a step
+/// of -1e15 the later small steps were lost to rounding (a decay of 1 where it is 0.995), and a
+/// step of -inf (A_log = 89, finite in a checkpoint) made -inf - (-inf) = NaN. Steps above -1000
+/// are summed bit for bit as before. NaN stays NaN.
+inline double clamp_log_decay(double a) noexcept { return a < -1000.0 ? -1000.0 : a; }
+
 /// Mamba-2 time step: clamp(softplus(dt_raw + dt_bias), dt_min, dt_max), softplus threshold 20
 /// (families.md §2.1; dt_bias is added before the softplus, pitfall 16).
 inline float ssd_time_step(float dt_raw, float dt_bias, float dt_min, float dt_max) noexcept {

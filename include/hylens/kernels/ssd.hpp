@@ -91,7 +91,8 @@ inline void ssd_chunk(IsaTag tag, simd::Level level, const SsdShape& s, const fl
             const std::size_t t = t0 + l;
             const float dt = ssd_time_step(dt_raw[t * ld_dt + h], dt_bias[h], dt_min, dt_max);
             if (dt_out) dt_out[t * s.H + h] = dt;
-            ac[l] = acc += double(dt * A[h]);  // a_l rounded as the recurrent form rounds it
+            // a_l rounded as the recurrent form rounds it, at most -1000 (recurrent_common.hpp)
+            ac[l] = acc += clamp_log_decay(dt * A[h]);
             eA[j * Q + l] = static_cast<float>(std::exp(ac[l]));
             const float* xr = x + t * ld_x + h * P;
             float* col = XT + j * P * L + l;

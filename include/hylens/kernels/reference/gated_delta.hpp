@@ -108,7 +108,7 @@ inline void gated_delta_rule_chunked(const GatedDeltaShape& s, const float* q, s
             const double* Vc = &V[t0 * dv];
             const double* bc = &Bt[t0];
             double acc = 0;
-            for (std::size_t i = 0; i < C; ++i) gam[i] = acc += G[t0 + i];
+            for (std::size_t i = 0; i < C; ++i) gam[i] = acc += kernels::clamp_log_decay(G[t0 + i]);
             for (std::size_t i = 0; i < C; ++i) {
                 eg[i] = std::exp(gam[i]);               // decay from the chunk start to i
                 ew[i] = std::exp(gam[C - 1] - gam[i]);  // decay from i to the chunk end

@@ -71,7 +71,7 @@ inline void ssd_chunked(const SsdShape& s, const float* x, std::size_t ld_x, con
             const bool live = t < s.T;
             const float dt = live ? kernels::ssd_time_step(dt_raw[t * ld_dt + h], dt_bias[h], dt_min, dt_max) : 0.f;
             if (live && dt_out) dt_out[t * s.H + h] = dt;
-            a[t] = double(dt) * A[h];
+            a[t] = live ? kernels::clamp_log_decay(double(dt) * A[h]) : 0.0;  // (0 x -inf past T was NaN)
             for (std::size_t p = 0; p < P; ++p) X[t * P + p] = live ? double(dt) * x[t * ld_x + h * P + p] : 0.0;
             for (std::size_t n = 0; n < N; ++n) {
                 Bp[t * N + n] = live ? B[t * ld_bc + grp * N + n] : 0.0;
