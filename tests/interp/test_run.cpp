@@ -323,6 +323,35 @@ TEST_CASE("run: Surrogate reports its coverage, ChannelMask touches only its cha
         for (std::size_t d = 0; d < H; ++d)
             CHECK(g2[t * H + d] == (d == 0 || d == 3 ? 0.0f : flat(base.at("mixer_out.0"))[t * H + d]));
     CHECK(std::isnan(r2.coverage[0]));
+
+    // The mean fill writes mu's masked channels; the token-mean fill each row's token's table
+    // entry (the fallback elsewhere), on the masked channels only, and reports its coverage.
+    std::vector<float> mu(H), entry(H), fallback(H);
+    for (std::size_t d = 0; d < H; ++d) {
+        mu[d] = 0.5f + static_cast<float>(d);
+        entry[d] = 2.0f + static_cast<float>(d);
+        fallback[d] = -3.0f - static_cast<float>(d);
+    }
+    ChannelMask mean_mask = cm;
+    mean_mask.fill = MaskFill::mean;
+    mean_mask.mean = Mean{{mu}};
+    ChannelMask token_mask = cm;
+    token_mask.fill = MaskFill::token_mean;
+    token_mask.table.tables = {{{5, entry}}};
+    token_mask.table.fallback = {fallback};
+    const RunResult rm = run(m, kPrompt, {{Site::mixer_out, {0}, Positions::all(), mean_mask, false}}, {{site::mixer_out(0)}});
+    const RunResult rt = run(m, kPrompt, {{Site::mixer_out, {0}, Positions::all(), token_mask, false}}, {{site::mixer_out(0)}});
+    const auto& gm = flat(rm.captures.at("mixer_out.0"));
+    const auto& gt = flat(rt.captures.at("mixer_out.0"));
+    for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t d = 0; d < H; ++d) {
+            const float computed = flat(base.at("mixer_out.0"))[t * H + d];
+            const bool masked = d == 0 || d == 3;
+            CHECK(gm[t * H + d] == (masked ? mu[d] : computed));
+            CHECK(gt[t * H + d] == (masked ? (kPrompt.at(0, t) == 5 ? entry[d] : fallback[d]) : computed));
+        }
+    REQUIRE(rt.coverage.size() == 1);
+    CHECK(rt.coverage[0] == doctest::Approx(3.0 / static_cast<double>(T)));
 }
 
 TEST_CASE("run: StateResetEvery runs in chunks and zeroes only the SSM state, ConvTaps leaves the model intact") {
