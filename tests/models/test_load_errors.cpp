@@ -139,8 +139,16 @@ TEST_CASE("load: config values that would load into silent garbage are errors na
         {"rms_norm_eps", 0.0, "rms_norm_eps must be finite, > 0"},
         {"rms_norm_eps", -1e-6, "rms_norm_eps must be finite, > 0"},
         {"rope_theta", 0.0, "rope_theta must be finite and > 0, got 0"},
+        // a theta below float32's normal range became 0, and 1 / 0^e made every logit NaN
+        {"rope_theta", 1e-300, "rope_theta must be a normal float32 value"},
+        {"rope_theta", 1e300, "rope_theta must be a normal float32 value"},
+        // 16 x (2^60 + 4) heads wrapped to 64, the real q projection's width: it loaded and the
+        // attention wrote past its buffers (from fuzzing the config)
+        {"num_attention_heads", (std::int64_t{1} << 60) + 4, "num_attention_heads must be at most 2147483647, got 1152921504606846980"},
+        {"mamba_d_state", (std::int64_t{1} << 62) + 8, "mamba_d_state must be at most 2147483647"},
         {"partial_rotary_factor", -1.0, "partial_rotary_factor must be in (0, 1]"},
-        {"num_hidden_layers", std::int64_t{1} << 40, "num_hidden_layers is 1099511627776 but the checkpoint holds only"},
+        {"num_hidden_layers", 100000, "num_hidden_layers is 100000 but the checkpoint holds only"},
+        {"num_hidden_layers", std::int64_t{1} << 40, "num_hidden_layers must be at most 2147483647"},
         // scale factors: logits_scaling -2 flipped the distribution, a zero multiplier zeroed a path
         {"logits_scaling", -2.0, "logits_scaling must be a positive finite number (a scale factor), got -2"},
         {"embedding_multiplier", 0.0, "embedding_multiplier must be a positive finite number"},

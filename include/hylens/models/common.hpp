@@ -113,13 +113,25 @@ inline float norm_eps(const io::Config& c, double fallback) {
     return static_cast<float>(positive_finite(c, "rms_norm_eps", fallback, 1.0));
 }
 
+/// rope_theta: finite, > 0, and a normal float32 (the kernels compute in float32: a theta of
+/// 1e-300 became 0, and 1 / 0^e made every logit NaN, blamed on the weights).
+inline double rope_theta(const io::Config& c, double fallback) {
+    const double v = positive_finite(c, "rope_theta", fallback);
+    const std::string where = c.key_prefix().empty() ? std::string("rope_theta") : c.key_prefix() + ".rope_theta";
+    check<ConfigError>(v >= static_cast<double>(std::numeric_limits<float>::min()) &&
+                           v <= static_cast<double>(std::numeric_limits<float>::max()),
+                       "[load] ", c.path(), ": ", where, " must be a normal float32 value (", std::numeric_limits<float>::min(),
+                       " to ", std::numeric_limits<float>::max(), "), got ", v);
+    return v;
+}
+
 inline RopeParams read_rope(const io::Config& c, double default_theta) {
     RopeParams r{default_theta, c.get_double("partial_rotary_factor", 1.0)};
-    r.theta = positive_finite(c, "rope_theta", default_theta);
+    r.theta = rope_theta(c, default_theta);
     std::string type = "default";
     if (c.is_object("rope_parameters")) {
         const io::Config rp = c.sub("rope_parameters");
-        r.theta = positive_finite(rp, "rope_theta", r.theta);
+        r.theta = rope_theta(rp, r.theta);
         r.partial_rotary_factor = rp.get_double("partial_rotary_factor", r.partial_rotary_factor);
         type = rp.get_string("rope_type", rp.get_string("type", "default"));
     }
@@ -135,9 +147,17 @@ inline RopeParams read_rope(const io::Config& c, double default_theta) {
 }
 
 namespace detail {
+/// The largest width or count a config may give: products of two of them (heads x head width,
+/// expand x hidden) and sums of a few such stay far inside 64 bits. Without the bound a head
+/// count of 2^60 + 4 made 16 x heads wrap to 64, the width of the real q projection, so the
+/// checkpoint loaded and the attention wrote past its buffers.
+inline constexpr std::int64_t kMaxConfigDimension = (std::int64_t{1} << 31) - 1;
+
 inline std::size_t at_least(const io::Config& c, std::string_view key, std::int64_t v, std::int64_t least) {
-    check<ConfigError>(v >= least, "[load] ", c.path(), ": ", c.key_prefix().empty() ? "" : c.key_prefix() + ".", key,
-                       least == 1 ? " must be > 0, got " : " must be >= 0, got ", v);
+    const std::string where = c.key_prefix().empty() ? std::string(key) : c.key_prefix() + "." + std::string(key);
+    check<ConfigError>(v >= least, "[load] ", c.path(), ": ", where, least == 1 ? " must be > 0, got " : " must be >= 0, got ", v);
+    check<ConfigError>(v <= kMaxConfigDimension, "[load] ", c.path(), ": ", where, " must be at most ", kMaxConfigDimension,
+                       ", got ", v, " (no model has such a width or count: the config.json is damaged)");
     return static_cast<std::size_t>(v);
 }
 }  // namespace detail
