@@ -9,6 +9,7 @@
 
 #include <hylens/experiments/conditions.hpp>
 #include <hylens/experiments/prompt.hpp>
+#include <hylens/io/json_depth.hpp>
 #include <hylens/tasks/item_json.hpp>
 #include <hylens/tasks/registry.hpp>
 
@@ -33,6 +34,7 @@ namespace pyb = pybind11;
 /// An item from its JSON text (an item of _task_items, possibly edited by the caller).
 inline tasks::Item task_item_of(const std::string& item_json, const char* who) {
     nlohmann::json j;
+    io::check_json_depth(item_json, std::string(who) + ": the item");  // a deep one overflowed the stack when copied
     try {
         j = nlohmann::json::parse(item_json);
     } catch (const nlohmann::json::exception& e) {

@@ -86,6 +86,37 @@ def test_merge_refuses(tmp_path):
         hylens.merge([1], tmp_path / "m")
     with pytest.raises(TypeError, match="folders must be a list"):
         hylens.merge({str(odd)}, tmp_path / "m")
+    # values of another type than a study writes are named as such (they were the JSON library's
+    # bare type_error; from fuzzing the result files): conditions not a list of names, and a
+    # skipped.jsonl in a study of "items": "x"
+    bad = tmp_path / "bad_conditions"
+    bad.mkdir()
+    (bad / "run.json").write_text(json.dumps({"study": {"conditions": 5}}))
+    with pytest.raises(hylens.FormatError, match="the study's conditions are not a list of names"):
+        hylens.merge([bad], tmp_path / "m")
+    items = tmp_path / "bad_items"
+    items.mkdir()
+    study = {"conditions": ["KV_A+REC_B"], "items": "x", "tasks": ["dictionary"], "seeds": [1]}
+    (items / "run.json").write_text(json.dumps({"study": study}))
+    (items / "skipped.jsonl").write_text(json.dumps({"task": "dictionary", "seed": 1, "item": 0}) + "\n")
+    with pytest.raises(hylens.FormatError, match="holds a value of another type or shape than the channel study writes"):
+        hylens.merge([items], tmp_path / "m")
+
+
+def test_resume_refuses_a_run_json_that_is_not_an_object(organisms, byte_tokenizer, tmp_path):
+    qwen, _ = organisms
+    for name, value in (("array", []), ("number", 5)):
+        for study in ("channels", "circuit"):
+            out = tmp_path / f"{study}-{name}"
+            out.mkdir()
+            (out / "run.json").write_text(json.dumps(value))
+            with pytest.raises(hylens.FormatError, match=r"run.json is not a study's run.json \(it holds"):
+                if study == "channels":
+                    model = hylens.load(str(GOLDEN / "models" / "qwen3_5_dense"))
+                    hylens.experiment(model, byte_tokenizer, ["drm"], out, items=1, seeds=[1], resume=True, frames=False)
+                else:
+                    hylens.circuit_study(hylens.load(str(qwen)), qwen / "tokenizer.json", out, per_config=1, seeds=[5],
+                                         resume=True, frames=False)
 
 
 def test_merge_folder_checks(organisms, tmp_path):

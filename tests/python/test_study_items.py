@@ -106,6 +106,19 @@ def test_bad_input(byte_tokenizer, tmp_path):
         hylens.score_answer("drm", "yes")
     with pytest.raises(hylens.FormatError, match="missing member 'query'"):
         hylens.score_answer({k: v for k, v in drm.items() if k != "query"}, "yes")
+    # an item's task fields missing or mistyped: named (it was the JSON library's "key 'persona'
+    # not found"), for each task whose scorer reads them (from fuzzing the scorers)
+    for task, field in (("persona", "persona"), ("language", "language_code"), ("mixed", "value"), ("label", "condition")):
+        (item,) = hylens.task_items(task, items=1)
+        assert field in item["fields"]
+        for bad in ({k: v for k, v in item["fields"].items() if k != field}, {**item["fields"], field: 3}):
+            with pytest.raises(hylens.FormatError, match=rf"\[{task}\] item 0 has no text field '{field}'"):
+                hylens.score_answer({**item, "fields": bad}, "x")
+    deep = {}
+    for _ in range(600):  # deeper than the readers take (512): refused before it is copied
+        deep = {"x": deep}
+    with pytest.raises(hylens.FormatError, match="JSON nested deeper than 512"):
+        hylens.score_answer({**drm, "fields": deep}, "yes")
     prompt = hylens.StudyPrompt(byte_tokenizer, "qwen35")
     with pytest.raises(ValueError, match="out of range"):
         prompt.decode([2**40])

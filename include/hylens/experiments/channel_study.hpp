@@ -157,7 +157,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     const nlohmann::json definition = study_definition(opt, conds);
     nlohmann::json run_info = with_run_inputs(opt.run_info);  // what was read, by content, and how it computed
     if (opt.resume && fs::exists(run_path)) {
-        const nlohmann::json prev = detail::read_json_file(run_path);
+        const nlohmann::json prev = detail::read_run_json(run_path, "[experiment] --resume: ");
         check(prev.value("study", nlohmann::json()) == definition, "[experiment] --resume: ", run_path.string(),
               " describes another study: ", detail::definition_difference(prev.value("study", nlohmann::json()), definition),
               " (there and here); resume with the same settings or choose another output folder");

@@ -5,7 +5,7 @@
 // The folders must describe the same study (run.json "study", shard aside), and their
 // skipped.jsonl lines items of it, each once.
 
-#include <algorithm>   // std::find
+#include <algorithm>   // std::all_of, std::find
 #include <cstdint>     // std::uint64_t
 #include <filesystem>  // std::filesystem
 #include <set>         // std::set
@@ -104,15 +104,21 @@ inline std::vector<nlohmann::json> channel_skipped_lines(const std::filesystem::
 
 }  // namespace detail
 
-inline MergeResult merge_results(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out,
-                                 const BootstrapOptions& bootstrap = {}) {
+namespace detail {
+inline MergeResult merge_channel_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out,
+                                         const BootstrapOptions& bootstrap) {
     namespace fs = std::filesystem;
     detail::ShardFolders f = detail::read_shard_folders(
         dirs, out,
         [](const fs::path& p, const nlohmann::json& run) {
             check(detail::run_kind(run) == "channels", "[merge] ", p.string(), " is not a 'channels' study (it holds a '",
                   detail::run_kind(run), "' study)");
-            check(run.contains("study") && run["study"].contains("conditions"), "[merge] ", p.string(), " has no study definition");
+            check(run.contains("study") && run["study"].is_object() && run["study"].contains("conditions"), "[merge] ", p.string(),
+                  " has no study definition");
+            const nlohmann::json& conds = run["study"]["conditions"];
+            check<FormatError>(conds.is_array() && std::all_of(conds.begin(), conds.end(), [](const auto& c) { return c.is_string(); }),
+                               "[merge] ", p.string(), ": the study's conditions are not a list of names: the file was edited "
+                               "or comes from another program");
         },
         detail::channel_record_check);
     // A swap item left out for its lengths has no records.
@@ -142,6 +148,21 @@ inline MergeResult merge_results(const std::vector<std::filesystem::path>& dirs,
     MergeResult res = f.counts;
     res.records = f.records.size();
     return res;
+}
+}  // namespace detail
+
+/// Merges the shard folders of one channel study into `out` (experiments.md, "Sharding, merging, MPI, Slurm").
+inline MergeResult merge_results(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out,
+                                 const BootstrapOptions& bootstrap = {}) {
+    // A value of another type than a study writes, anywhere in the folders (a skipped.jsonl's
+    // study of "items": "x"), is named as such; it was the JSON library's bare type_error.
+    try {
+        return detail::merge_channel_folders(dirs, out, bootstrap);
+    } catch (const nlohmann::json::exception& e) {
+        fail<FormatError>("[merge] a run.json, items.jsonl or skipped.jsonl of the folders merged holds a value of another "
+                          "type or shape than the channel study writes (", e.what(), "): a file was edited or comes from "
+                          "another program");
+    }
 }
 
 }  // namespace hylens::experiments

@@ -87,6 +87,15 @@ inline nlohmann::json read_json_file(const std::filesystem::path& p) {
     }
 }
 
+/// A result folder's run.json to resume: a JSON object (an array or a number there was the JSON
+/// library's bare "cannot use value() with array", naming no file).
+inline nlohmann::json read_run_json(const std::filesystem::path& p, const std::string& who) {
+    nlohmann::json j = read_json_file(p);
+    check<FormatError>(j.is_object(), who, p.string(), " is not a study's run.json (it holds ", j.type_name(),
+                       ", not an object): the file was edited or comes from another program");
+    return j;
+}
+
 /// The first place where two JSON values differ, below `path`: "conditions[11]: (none) and
 /// \"NONE@0-3\"" (objects by key, arrays by index; each value cut to 120 characters).
 inline std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& path) {
@@ -378,7 +387,7 @@ public:
         nlohmann::json study = o_.definition;
         study["shard"] = o_.shard.text();
         if (o_.resume && fs::exists(run_path)) {
-            const nlohmann::json prev = detail::read_json_file(run_path);
+            const nlohmann::json prev = detail::read_run_json(run_path, "[" + o_.kind + "] --resume: ");
             const nlohmann::json prev_kind = prev.value("kind", nlohmann::json());
             check(prev_kind == o_.kind, "[", o_.kind, "] --resume: ", run_path.string(), " holds a '",
                   prev_kind.is_string() ? prev_kind.get<std::string>() : std::string("channels"), "' study, not '", o_.kind, "'");

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../core/error.hpp"
+
 namespace hylens::tasks {
 
 /// A named part of an item's text: characters [begin, end) of `context` (or of `query`,
@@ -38,6 +40,18 @@ struct Item {
     std::vector<TextSpan> spans;        ///< named parts of the texts
     nlohmann::json fields = nlohmann::json::object();  ///< task-specific fields, copied to the record
 };
+
+/// The string field `key` of an item's task-specific fields, as its task's generator wrote it;
+/// a FormatError naming the task, the item and the field when it is missing or not a string
+/// (an item edited, or another task's, scored through Python's score_answer: it was the JSON
+/// library's bare "key 'persona' not found").
+inline std::string item_field(const Item& item, const char* key) {
+    const auto it = item.fields.is_object() ? item.fields.find(key) : item.fields.end();
+    check<FormatError>(item.fields.is_object() && it != item.fields.end() && it->is_string(), "[", item.task, "] item ",
+                       item.index, " has no text field '", key, "' (the task's generator writes one): the item was edited "
+                       "or is another task's");
+    return it->get<std::string>();
+}
 
 /// Which cache source each channel came from when the answer was generated.
 enum class Source { A, B, none };

@@ -71,14 +71,14 @@ inline TaskSpec label_task(LanguageId id = LanguageId::cld2) {
                 const bool b = src == Source::B;
                 Score s;
                 s.fields["source"] = to_string(src);
-                if (item.fields.at("condition") == "name") {
-                    const std::string na = item.fields.at("language"), nb = item.fields.at("alt_language");
+                if (item_field(item, "condition") == "name") {
+                    const std::string na = item_field(item, "language"), nb = item_field(item, "alt_language");
                     const bool a_ok = names_language(generated, na), b_ok = names_language(generated, nb);
                     s.fields["names_a"] = a_ok;
                     s.fields["names_b"] = b_ok;
                     s.score = (b ? b_ok : a_ok) ? 1.0 : 0.0;
                 } else {
-                    const std::string ca = item.fields.at("language_code"), cb = item.fields.at("alt_language_code");
+                    const std::string ca = item_field(item, "language_code"), cb = item_field(item, "alt_language_code");
                     s.score = score_language_fields(s, generated, id, ca, cb, b ? cb : ca) ? 1.0 : 0.0;
                 }
                 return s;

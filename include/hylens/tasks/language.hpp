@@ -91,7 +91,7 @@ inline TaskSpec language_task(LanguageId id = LanguageId::cld2) {
                 const Source src = control_source(ctx);
                 Score s;
                 s.fields["source"] = to_string(src);
-                const std::string a = item.fields.at("language_code"), b = item.fields.at("alt_language_code");
+                const std::string a = item_field(item, "language_code"), b = item_field(item, "alt_language_code");
                 s.score = score_language_fields(s, generated, id, a, b, src == Source::B ? b : a) ? 1.0 : 0.0;
                 return s;
             }};

@@ -58,8 +58,8 @@ inline TaskSpec mixed_task(LanguageId id = LanguageId::cld2) {
             [id](const Item& item, std::string_view generated, const ScoreContext& ctx, Judge*) {
                 check_sources(item, ctx);
                 const Source vsrc = recall_source(ctx), lsrc = control_source(ctx);
-                const std::string va = item.fields.at("value"), vb = item.fields.at("alt_value");
-                const std::string ca = item.fields.at("language_code"), cb = item.fields.at("alt_language_code");
+                const std::string va = item_field(item, "value"), vb = item_field(item, "alt_value");
+                const std::string ca = item_field(item, "language_code"), cb = item_field(item, "alt_language_code");
                 Score s;
                 s.fields["value_source"] = to_string(vsrc);
                 s.fields["language_source"] = to_string(lsrc);

@@ -124,7 +124,7 @@ inline TaskSpec persona_task() {
             [](const Item& item, std::string_view generated, const ScoreContext& ctx, Judge* judge) {
                 check_sources(item, ctx);
                 const Source src = control_source(ctx);
-                const std::string pa = item.fields.at("persona"), pb = item.fields.at("alt_persona");
+                const std::string pa = item_field(item, "persona"), pb = item_field(item, "alt_persona");
                 const std::string& want = src == Source::B ? pb : pa;
                 const RubricResult r = persona_markers(answer_line(generated));
                 Score s;
