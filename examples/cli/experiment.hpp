@@ -8,9 +8,9 @@
 //   hylens experiment merge DIR... --out DIR
 //
 // Built with HYLENS_WITH_MPI, `mpirun -np N hylens experiment channels ...` runs shard r/N on
-// rank r into OUT/ranks/rank-r-of-N and rank 0 merges them into OUT.
+// rank r into OUT/ranks/rank-r-of-N and rank 0 merges them into OUT (run_study_ranks, as every
+// study).
 
-#include <hylens/core/thread_pool.hpp>
 #include <hylens/experiments/channel_study.hpp>
 #include <hylens/experiments/merge_by_kind.hpp>
 #include <hylens/experiments/study_judge.hpp>
@@ -18,26 +18,20 @@
 #include <hylens/tasks/registry.hpp>
 #include <hylens/version.hpp>
 
-#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
-
-#ifdef HYLENS_WITH_MPI
-#include <mpi.h>
-#endif
 
 #include "args.hpp"
 #include "experiment_circuit.hpp"
 #include "experiment_encode_swap.hpp"
 #include "experiment_query_map.hpp"  // and experiment_transplant.hpp
 #include "experiment_stitch.hpp"
-#include "study_mpi.hpp"  // detail::MpiJob
+#include "study_mpi.hpp"  // run_study_ranks
 
 namespace hylens::cli {
 
@@ -70,33 +64,15 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
         std::cerr << "hylens experiment channels: " << e.what() << "\n" << usage << "\n(hylens experiment channels --help for details)\n";
         return 2;
     }
-    MpiJob mpi;
-    if (mpi.size > 1) {
-        check(a.shard.empty(), "--shard cannot be combined with mpirun: the ranks are the shards");
-        // Rank 0 merges into --out once every rank is done: a folder the merge would refuse
-        // (another run's result) is refused now, before the ranks run.
-        ex::detail::check_merge_target(std::filesystem::path(a.out));
-        opt.shard = {static_cast<std::size_t>(mpi.rank), static_cast<std::size_t>(mpi.size)};
-        // The ranks of a node share its cores.
-        const std::size_t cores = ThreadPool::available_cores();
-        ThreadPool::set_num_threads(std::max<std::size_t>(1, cores / static_cast<std::size_t>(mpi.local_size)));
-    }
-    const std::filesystem::path out(a.out);
-    const auto rank_dir = [&](int r) {
-        return out / "ranks" / ("rank-" + std::to_string(r) + "-of-" + std::to_string(mpi.size));
-    };
-    opt.out = mpi.size > 1 ? rank_dir(mpi.rank) : out;
     opt.items = a.items;
     opt.seeds = a.seeds;
     opt.max_new = a.max_new;
     opt.resume = a.resume;
     opt.batch = a.batch;
     opt.progress = !a.no_progress;
-
-    bool ok = true;
-    std::string error;
-    try {
-        check_rank_layout(out, mpi.size);  // rank folders of another number of ranks: refused
+    const auto study = [&](const StudyPlace& place) {
+        opt.shard = place.shard;
+        opt.out = place.out;
         // The judge model (persona) is loaded first: a bad --judge fails before any item runs.
         std::optional<AnyModel> judge_model;
         std::optional<Tokenizer> judge_tok;
@@ -115,43 +91,18 @@ inline int run_channels(const ChannelsArgs& a, const std::vector<std::string>& a
             opt.judge_info = ex::study_judge_info(a.judge, *judge_model, *judge_tok);
         }
         const AnyModel model = load_model(a.model, load_options(a.no_mmap));
-        const std::filesystem::path tok_path =
-            a.tokenizer.empty() ? std::filesystem::path(a.model) / "tokenizer.json" : std::filesystem::path(a.tokenizer);
-        check(std::filesystem::exists(tok_path), "[experiment] ", tok_path.string(),
-              " does not exist: the study renders text, pass --tokenizer FILE");
+        const std::filesystem::path tok_path = study_tokenizer_path(a.model, a.tokenizer);
         const Tokenizer tok = Tokenizer::from_file(tok_path.string());
         const ChatFamily family = ex::chat_family(model.config().model_type);
-        opt.run_info = {{"model", std::filesystem::absolute(a.model).string()},
-                        {"model_type", model.config().model_type},
-                        {"tokenizer", std::filesystem::absolute(tok_path).string()},
-                        {"hylens_version", hylens::version},
-                        {"arguments", argv_all},
-                        {"mpi_ranks", mpi.size}};
+        opt.run_info = study_run_info(a.model, model.config().model_type, tok_path, argv_all, place.ranks, hylens::version);
         const ex::StudyResult r =
             model.visit([&](const auto& m) { return ex::run_channel_study(m, tok, family, opt); });
         std::cerr << "hylens experiment channels: " << r.records << " records (" << r.written << " new, " << r.resumed
                   << " resumed, " << r.skipped_items << " items skipped) in " << r.seconds << " s -> "
                   << opt.out.string() << "\n";
-    } catch (const std::exception& e) {
-        ok = false;
-        error = e.what();
-    }
-    const bool all_ok = mpi.all(ok);
-    if (!ok) {
-        if (mpi.size > 1) std::cerr << "hylens experiment channels (rank " << mpi.rank << "): ";
-        else std::cerr << "hylens experiment channels: ";
-        std::cerr << "error: " << error << "\n";
-        return 1;
-    }
-    if (!all_ok) return 1;
-    if (mpi.size > 1 && mpi.rank == 0) {
-        std::vector<std::filesystem::path> dirs;
-        for (int r = 0; r < mpi.size; ++r) dirs.push_back(rank_dir(r));
-        const ex::MergeResult m = merge_ranks(dirs, out, [](const auto& d, const auto& o) { return ex::merge_results(d, o); });
-        std::cerr << "hylens experiment channels: rank 0 merged " << m.folders << " ranks, " << m.records
-                  << " records -> " << out.string() << "\n";
-    }
-    return 0;
+    };
+    return run_study_ranks("channels", opt.shard, !a.shard.empty(), a.out, study,
+                           [](const auto& d, const auto& o) { return ex::merge_results(d, o); });
 }
 
 }  // namespace detail

@@ -105,7 +105,7 @@ inline void check_rank_layout(const std::filesystem::path& out, int ranks) {
         if (name.rfind("rank-", 0) != 0 || of == std::string::npos) continue;
         const std::string count = name.substr(of + 4);
         if (count.empty() || count.size() > 6 || count.find_first_not_of("0123456789") != std::string::npos) continue;
-        if (std::stoi(count) == ranks || std::stoi(count) < 2) continue;  // rank-r-of-1 is no mpirun's
+        if (const int n = std::stoi(count); n == ranks || n < 2) continue;  // rank-r-of-1 is no mpirun's
         const fs::path items = entry.path() / "items.jsonl";
         const bool records = fs::exists(items, ec) && fs::file_size(items, ec) > 0;
         if (!records && !fs::exists(entry.path() / "run.json", ec)) continue;
