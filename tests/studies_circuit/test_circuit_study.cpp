@@ -136,12 +136,13 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
                                               "head:L3H1", "head:L3H2", "head:L3H3", "vhead:L0H0", "vhead:L0H1",
                                               "vhead:L0H2", "vhead:L0H3", "qk:L3G0"});
     // What a merge takes by the definition's names (no model): each of these, and no other.
-    for (const std::string& c : conditions) CHECK_MESSAGE(ex::circuit_conditions::known(run["study"], c), c);
-    CHECK(ex::circuit_conditions::known(run["study"], "head:L3H17"));  // a merge cannot know the heads' count
+    const auto known = ex::circuit_conditions::known(run["study"]);
+    for (const std::string& c : conditions) CHECK_MESSAGE(known(c), c);
+    CHECK(known("head:L3H17"));  // a merge cannot know the heads' count
     for (const char* c : {"BOGUS", "head:L0H0", "head:L3H01", "head:L3H", "head:L3H1x", "layer:L3", "group:G1", "qk:L3G1",
                           "qk:L2G0", "vhead:L0H4", "vhead:L1H0", "FULL"})
-        CHECK_FALSE_MESSAGE(ex::circuit_conditions::known(run["study"], c), c);
-    CHECK_FALSE(ex::circuit_conditions::known(nlohmann::json::object(), "baseline"));  // not a circuit study's definition
+        CHECK_FALSE_MESSAGE(known(c), c);
+    CHECK_THROWS_AS(ex::circuit_conditions::known(nlohmann::json::object()), hylens::FormatError);  // not a circuit study's
 
     // The circuit file is what circuit_from_records gives on items.jsonl.
     const nlohmann::json circuit = json_of(o.out / "circuit.json");
@@ -161,6 +162,11 @@ TEST_CASE("circuit study on qwen35-tiny: records, summaries and circuit.json agr
                                  doctest::Contains(("run.json status is '" + std::string(status) + "', not 'complete'").c_str()),
                                  hylens::FormatError);
         }
+        nlohmann::json shard = run;  // a finished shard's: found on its share of the items
+        shard["study"]["shard"] = "1/3";
+        write_text(partial / "run.json", shard.dump(1));
+        CHECK_THROWS_WITH_AS(hylens::read_circuit_file(partial / "circuit.json"), doctest::Contains("comes from shard 1/3"),
+                             hylens::FormatError);
         fs::remove(partial / "run.json");  // the file copied out of its folder is taken as it is
         CHECK(hylens::read_circuit_file(partial / "circuit.json").encode == hylens::circuit_from_json(circuit).encode);
     }

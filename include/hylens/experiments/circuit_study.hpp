@@ -33,6 +33,7 @@
 #include <cstddef>     // std::size_t
 #include <cstdint>     // std::int64_t, std::uint64_t
 #include <filesystem>  // std::filesystem
+#include <functional>  // std::function
 #include <map>         // std::map
 #include <optional>    // std::optional
 #include <set>         // std::set
@@ -140,35 +141,33 @@ inline std::vector<std::pair<LayerIndex, std::size_t>> qk_pairs(const CircuitStr
     return r;
 }
 
-/// True when a circuit study of `definition` (its run.json "study") makes condition `c`: what
-/// a merge checks a record against (it loads no model, so a head of a softmax layer may be any
-/// head). False where the definition is not a circuit study's.
-inline bool known(const nlohmann::json& definition, const std::string& c) {
-    CircuitStructure st;
-    try {
-        st = circuit_structure_from_json(definition.at("structure"));
-    } catch (const std::exception&) {
-        return false;
-    }
-    if (c == "baseline") return true;
-    for (std::size_t g = 0; g < st.groups.size(); ++g)
-        if (c == group(g)) return true;
-    for (LayerIndex l : st.linear_layers)
-        if (c == layer(l)) return true;
-    for (const auto& [s, g] : qk_pairs(st))
-        if (c == qk(s, g)) return true;
-    for (LayerIndex l : st.attention_layers) {
-        const std::string p = "head:L" + std::to_string(l) + "H";
-        if (c.size() > p.size() && c.size() <= p.size() + 6 && c.compare(0, p.size(), p) == 0 &&
-            c.find_first_not_of("0123456789", p.size()) == std::string::npos && c == head(l, std::stoul(c.substr(p.size()))))
-            return true;
-    }
+/// The conditions a circuit study of `definition` (its run.json "study") makes, as a test of a
+/// name: what a merge checks a record against (it loads no model, so a head of a softmax layer
+/// may be any head). Built once per merge; FormatError where the definition's structure is
+/// malformed.
+inline std::function<bool(const std::string&)> known(const nlohmann::json& definition) {
+    const CircuitStructure st =
+        circuit_structure_from_json(definition.is_object() && definition.contains("structure") ? definition["structure"]
+                                                                                              : nlohmann::json());
+    std::set<std::string> names{"baseline"};
+    for (std::size_t g = 0; g < st.groups.size(); ++g) names.insert(group(g));
+    for (LayerIndex l : st.linear_layers) names.insert(layer(l));
+    for (const auto& [s, g] : qk_pairs(st)) names.insert(qk(s, g));
     const nlohmann::json v = definition.value("value_heads", nlohmann::json());
     if (v.is_object() && v.value("layer", nlohmann::json()).is_number_unsigned() &&
         v.value("heads", nlohmann::json()).is_number_unsigned())
-        for (std::size_t h = 0; h < v["heads"].get<std::size_t>(); ++h)
-            if (c == value_head(v["layer"].get<LayerIndex>(), h)) return true;
-    return false;
+        for (std::size_t h = 0; h < std::min<std::size_t>(v["heads"].get<std::size_t>(), 1u << 20); ++h)
+            names.insert(value_head(v["layer"].get<LayerIndex>(), h));
+    return [names, attention = st.attention_layers](const std::string& c) {
+        if (names.count(c)) return true;
+        for (LayerIndex l : attention) {  // head:L<l>H<h>, h any head written without leading zeros
+            const std::string p = "head:L" + std::to_string(l) + "H";
+            if (c.size() > p.size() && c.size() <= p.size() + 6 && c.compare(0, p.size(), p) == 0 &&
+                c.find_first_not_of("0123456789", p.size()) == std::string::npos && c == head(l, std::stoul(c.substr(p.size()))))
+                return true;
+        }
+        return false;
+    };
 }
 }  // namespace circuit_conditions
 

@@ -37,6 +37,7 @@ inline MergeResult merge_circuit_folders(const std::vector<std::filesystem::path
     const nlohmann::json definition = first_study_definition(dirs);
     check_circuit_definition(definition);  // before the merged folder is made
     const std::string variant = detail::definition_string(definition, "variant");
+    const auto condition_known = circuit_conditions::known(definition);
     return merge_study_folders(
         dirs, out, "circuit",
         [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
@@ -44,7 +45,7 @@ inline MergeResult merge_circuit_folders(const std::vector<std::filesystem::path
         },
         detail::record_names_check(
             "circuit", [&](const std::string& t) { return variant.empty() || t == variant; },
-            [&](const std::string& c) { return circuit_conditions::known(definition, c); }));
+            condition_known));
 }
 
 inline MergeResult merge_encode_swap_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out) {

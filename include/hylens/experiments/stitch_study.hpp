@@ -770,9 +770,11 @@ inline MergeResult merge_stitch_folders(const std::vector<std::filesystem::path>
     // Inside the merge's lock on `out`. (read_shard_folders refused an output folder among the
     // inputs, and one holding another study's result.) A run whose conditions fit no map has no
     // adapters: a stray adapters.safetensors in `out` is not this study's.
-    const std::string variant = detail::definition_string(first_study_definition(dirs), "variant");
+    const nlohmann::json definition = first_study_definition(dirs);
+    const std::string variant = detail::definition_string(definition, "variant");
+    const bool ppl = !definition.contains("ppl_seqs") || definition["ppl_seqs"] != 0;  // a study without ppl task
     const auto record_ok = detail::record_names_check(
-        "stitch", [&](const std::string& t) { return variant.empty() || t == "lookup:" + variant || t == "ppl"; },
+        "stitch", [&](const std::string& t) { return variant.empty() || t == "lookup:" + variant || (ppl && t == "ppl"); },
         [&](const std::string& c) { return order.empty() || std::find(order.begin(), order.end(), c) != order.end(); });
     return merge_study_folders(
         dirs, out, "stitch",

@@ -309,6 +309,13 @@ inline CircuitRoles read_circuit_file(const std::filesystem::path& path) {
                            "', not 'complete': its roles were found on part of the study's items (a merge of unfinished "
                            "or missing shards, or a run or merge stopped before its end); resume the unfinished shards "
                            "and merge every shard again, or copy the file out of the folder to use it as it is");
+        // A finished shard's file is complete too, and found on its share of the items alone.
+        const nlohmann::json study = run.is_object() && run.contains("study") ? run["study"] : nlohmann::json();
+        const std::string shard =
+            study.is_object() && study.contains("shard") && study["shard"].is_string() ? study["shard"].get<std::string>() : "0/1";
+        check<FormatError>(text_of("kind") != "circuit" || shard == "0/1", "[circuit file] ", path.string(),
+                           " comes from shard ", shard, " of a circuit study: its roles were found on that shard's items "
+                           "alone; merge every shard (hylens experiment merge) and use the merged folder's circuit.json");
     }
     return roles;
 }
