@@ -455,6 +455,56 @@ TEST_CASE("channel study: resuming with another model is an error (its records w
         CHECK_THROWS_WITH_AS(merge_results({first.path, other.path}, merged.path),
                              doctest::Contains("were run on other inputs: bf16_activations false and true"), Error);
     }
+    // The kernels' instruction-set level is recorded, not compared: a resume, or a merge, at
+    // another level runs and records every level its records were computed at (its records
+    // differ in the last bits from one run's, and run.json says so).
+    namespace simd = hylens::simd;
+    const std::string level = simd::level_name(simd::f32_level(simd::active()));
+    const auto simd_of = [](const fs::path& d) { return nlohmann::json::parse(test::read_text(d / "run.json"))["simd"]; };
+    CHECK(simd_of(dir.path) == level);
+    {
+        const simd::ForceLevel base(simd::Level::baseline);
+        CHECK(run(o).written == 0);
+    }
+    CHECK(simd_of(dir.path) == level);  // a resume that computed nothing keeps the folder's level
+    {
+        test::TempDir low("resume_simd_low"), shard("resume_simd_shard"), merged("resume_simd_merged");
+        StudyOptions p = o;
+        p.resume = false;
+        p.out = low.path;
+        {
+            const simd::ForceLevel base(simd::Level::baseline);
+            run(p);
+        }
+        CHECK(simd_of(low.path) == "baseline");  // whatever the machine's best level
+        const nlohmann::json both = level == "baseline" ? nlohmann::json("baseline") : nlohmann::json({level, "baseline"});
+        const nlohmann::json both_sorted = both.is_array() && both[0] > both[1] ? nlohmann::json({both[1], both[0]}) : both;
+        killed_records_edited(low.path, 2, [](std::vector<nlohmann::json>&) {});
+        p.resume = true;
+        CHECK(run(p).written > 0);  // at the default level
+        CHECK(simd_of(low.path) == both_sorted);
+        // A folder written before the key: the level of its records is not known, so a resume records none.
+        nlohmann::json old = nlohmann::json::parse(test::read_text(low.path / "run.json"));
+        old.erase("simd");
+        test::write_text(low.path / "run.json", test::as_killed(old).dump(1));
+        CHECK(run(p).written == 0);
+        CHECK_FALSE(nlohmann::json::parse(test::read_text(low.path / "run.json")).contains("simd"));
+        // Shards at two levels merge, recording both.
+        StudyOptions q = o;
+        q.resume = false;
+        q.out = shard.path;
+        q.shard = parse_shard("0/2");
+        {
+            const simd::ForceLevel base(simd::Level::baseline);
+            run(q);
+        }
+        test::TempDir other_shard("resume_simd_shard1");
+        q.out = other_shard.path;
+        q.shard = parse_shard("1/2");
+        run(q);
+        merge_results({shard.path, other_shard.path}, merged.path);
+        CHECK(simd_of(merged.path) == both_sorted);
+    }
     CHECK(run(o).written == 0);
 }
 

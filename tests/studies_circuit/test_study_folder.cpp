@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <hylens/core/simd.hpp>
 #include <hylens/experiments/study_folder.hpp>
 
 #include <algorithm>
@@ -346,6 +347,28 @@ TEST_CASE("merge_study_folders: a killed shard's record of another task or condi
     TempDir plain("mnames_plain"), out2("mnames_out2");
     REQUIRE_FALSE(toy_study(options(plain.path, false, ex::parse_shard("1/2")), 1));
     CHECK(ex::merge_study_folders({s0.path, plain.path}, out2.path, "toy", summaries, names).incomplete == 1);
+}
+
+TEST_CASE("StudyFolder: run.json lists the SIMD levels its records were computed at") {
+    namespace simd = hylens::simd;
+    const std::string level = simd::level_name(simd::f32_level(simd::active()));
+    nlohmann::json both = nlohmann::json::array({"baseline", level});
+    if (level == "baseline") both = "baseline";
+    if (both.is_array() && both[0] > both[1]) std::swap(both[0], both[1]);
+    const auto simd_of = [](const std::filesystem::path& d) { return nlohmann::json::parse(read_text(d / "run.json"))["simd"]; };
+    TempDir d("simd_levels");
+    {
+        const simd::ForceLevel base(simd::Level::baseline);
+        REQUIRE_FALSE(toy_study(options(d.path), 2));  // killed after two items
+        CHECK(simd_of(d.path) == "baseline");
+    }
+    REQUIRE(toy_study(options(d.path, true)));  // the rest at the machine's level
+    CHECK(simd_of(d.path) == both);
+    {
+        const simd::ForceLevel base(simd::Level::baseline);
+        REQUIRE(toy_study(options(d.path, true)));  // nothing left: no record at this level
+    }
+    CHECK(simd_of(d.path) == both);
 }
 
 TEST_CASE("merge_study_folders: a record held twice in one folder is an edited file") {

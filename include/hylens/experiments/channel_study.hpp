@@ -156,8 +156,10 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     const fs::path items_path = opt.out / "items.jsonl", run_path = opt.out / "run.json";
     const nlohmann::json definition = study_definition(opt, conds);
     nlohmann::json run_info = with_run_inputs(opt.run_info);  // what was read, by content, and how it computed
+    nlohmann::json prev_run;  // the run.json of the records resumed
     if (opt.resume && fs::exists(run_path)) {
         const nlohmann::json prev = detail::read_run_json(run_path, "[experiment] --resume: ");
+        prev_run = prev;
         check(prev.value("study", nlohmann::json()) == definition, "[experiment] --resume: ", run_path.string(),
               " describes another study: ", detail::definition_difference(prev.value("study", nlohmann::json()), definition),
               " (there and here); resume with the same settings or choose another output folder");
@@ -245,6 +247,9 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     // Only now is the folder this run's: a refused resume leaves a finished run.json as it was,
     // and so does a resume with nothing left to run, killed before its end (marked running, the
     // folder lost its items fingerprint, and an edited record then passed the next resume).
+    const nlohmann::json now_level = run.value("simd", nlohmann::json());
+    if (existing.empty()) prev_run = nullptr;  // no record of its: the folder is this run's alone
+    if (!prev_run.is_null()) detail::resumed_simd(run, prev_run, now_level, total > 0);
     if (total > 0 || existing.empty())
         write_file_atomic(run_path, run.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 
@@ -345,6 +350,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     const auto t_end = std::chrono::steady_clock::now();
     result.records = existing.size();
     result.seconds = std::chrono::duration<double>(t_end - t0).count();
+    if (!prev_run.is_null()) detail::resumed_simd(run, prev_run, now_level, result.written > 0);
     run["status"] = "complete";
     run["finished"] = detail::utc_now();
     run["records"] = result.records;

@@ -21,7 +21,7 @@
 // of N runs those with ordinal % N == I. merge_study_folders() joins the shard folders of one
 // study into one folder whose items.jsonl is byte for byte the unsharded run's.
 
-#include <algorithm>   // std::sort, std::stable_sort, std::max
+#include <algorithm>   // std::all_of, std::sort, std::stable_sort, std::max
 #include <cmath>       // std::isnan
 #include <cstddef>     // std::size_t
 #include <cstdint>     // std::uint64_t
@@ -45,6 +45,7 @@
 
 #include "../core/error.hpp"
 #include "../core/precision.hpp"  // precision::round_activations
+#include "../core/simd.hpp"       // simd::active
 #include "../io/json_depth.hpp"
 #include "bootstrap.hpp"  // Interval, sample_sd
 #include "folder_lock.hpp"
@@ -166,6 +167,7 @@ inline constexpr const char* kInputTypeKeys[] = {"model_type", "host_type", "don
 
 /// The run.json keys saying how the products were computed, compared as written:
 /// "bf16_activations" (precision.hpp), which changes the records of a model with bf16 weights.
+/// (The kernels' level, "simd", is recorded, not compared: simd_levels.)
 inline constexpr const char* kArithmeticKeys[] = {"bf16_activations"};
 
 /// The first input named in both run.json files on which they disagree, as "model \"a\"
@@ -213,17 +215,42 @@ inline std::string differing_input(const nlohmann::json& prev, const nlohmann::j
 }  // namespace detail
 
 /// `run_info` as a study's run.json records what it read and how it computed: the digests of
-/// each input (with_input_fingerprints) and "bf16_activations" (precision::round_activations:
+/// each input (with_input_fingerprints), "bf16_activations" (precision::round_activations:
 /// products with bf16 weights round their inputs to bf16, HYLENS_BF16_ACTIVATIONS=1 or Python's
-/// set_bf16_activations, which changes a bf16 model's records). A resume or a merge compares
-/// both (detail::differing_input).
+/// set_bf16_activations, which changes a bf16 model's records; a resume or a merge compares it:
+/// detail::differing_input) and "simd", the kernels' instruction-set level (simd::active;
+/// avx512bf16 computes as avx512 unless activations are rounded to bf16, so it is recorded as
+/// avx512 then; a resume or merge at other levels records them all: detail::simd_levels).
 inline nlohmann::json with_run_inputs(nlohmann::json run_info) {
     run_info = with_input_fingerprints(std::move(run_info));
-    if (run_info.is_object()) run_info["bf16_activations"] = precision::round_activations();
+    if (run_info.is_object()) {
+        const bool rounded = precision::round_activations();
+        run_info["bf16_activations"] = rounded;
+        run_info["simd"] = simd::level_name(rounded ? simd::active() : simd::f32_level(simd::active()));
+    }
     return run_info;
 }
 
 namespace detail {
+
+/// The kernels' instruction-set levels of the records of several run.json files (a folder and
+/// its resume, or the folders of a merge): their "simd" level, or the sorted list of the
+/// levels when they differ (the records of two levels differ in their last bits, and a greedy
+/// answer may flip, so such a folder is not the bytes of any one run: a requeued job on another
+/// kind of node, the ranks of an mpirun over unlike nodes); null when one lacks the key (a folder
+/// written before it: the level of its records is not known).
+inline nlohmann::json simd_levels(const std::vector<nlohmann::json>& runs) {
+    std::set<std::string> levels;
+    for (const nlohmann::json& r : runs) {
+        const nlohmann::json v = r.is_object() && r.contains("simd") ? r["simd"] : nlohmann::json();
+        if (v.is_string()) levels.insert(v.get<std::string>());
+        else if (v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_string(); }))
+            for (const auto& x : v) levels.insert(x.get<std::string>());
+        else return nullptr;
+    }
+    if (levels.size() == 1) return *levels.begin();
+    return std::vector<std::string>(levels.begin(), levels.end());
+}
 
 /// On a resume of a folder whose run.json has no contents digest of an input (written before
 /// it existed), the digest of what is on disk now vouches for nothing the earlier records were
@@ -235,6 +262,17 @@ inline void keep_unverified(const nlohmann::json& prev, nlohmann::json& run_info
         const std::string ck = std::string(key) + "_contents";
         if (!prev.contains(ck)) run_info.erase(ck);
     }
+}
+
+/// Sets run.json's "simd" of a resumed folder holding records: the level of the records on disk
+/// (`prev`, its run.json) and, when this run wrote records (`wrote`), this run's too
+/// (simd_levels of both); no level where `prev` has none (an older folder: its records' level
+/// is not known). A resume that adds nothing keeps the folder's level.
+inline void resumed_simd(nlohmann::json& run, const nlohmann::json& prev, const nlohmann::json& now_level, bool wrote) {
+    const nlohmann::json then = prev.is_object() && prev.contains("simd") ? prev["simd"] : nlohmann::json();
+    const nlohmann::json levels = then.is_null() ? then : wrote ? simd_levels({prev, {{"simd", now_level}}}) : then;
+    if (levels.is_null()) run.erase("simd");
+    else run["simd"] = levels;
 }
 
 /// Resuming a folder with another model, tokenizer, host or donor mixed two models' records
@@ -397,6 +435,7 @@ public:
             detail::check_same_inputs(prev, o_.run_info, run_path, o_.kind);
             detail::check_items_unchanged(prev, items, "[" + o_.kind + "] --resume: ");
             detail::keep_unverified(prev, o_.run_info);
+            prev_run_ = prev;
         } else if (o_.resume) {
             detail::check_no_orphan_records(items, o_.kind);
         } else {
@@ -410,6 +449,7 @@ public:
                                ", seed ", k.seed, ", item ", k.item, ", ", k.condition, ") twice");
         }
         resumed_ = records_.size();
+        if (resumed_ == 0) prev_run_ = nullptr;  // no record of its: the folder is this run's alone
         run_ = o_.run_info;
         run_["kind"] = o_.kind;
         run_["study"] = study;
@@ -495,6 +535,7 @@ public:
         run_[detail::kItemsFingerprintKey] = fnv1a64_hex(text);
         if (extra.is_object())
             for (auto it = extra.begin(); it != extra.end(); ++it) run_[it.key()] = it.value();
+        if (!prev_run_.is_null()) detail::resumed_simd(run_, prev_run_, o_.run_info.value("simd", nlohmann::json()), written() > 0);
         run_["status"] = "complete";
         run_["finished"] = detail::utc_now();
         run_["records"] = records_.size();
@@ -503,9 +544,10 @@ public:
     }
 
 private:
-    /// Writes run.json "running" (once).
+    /// Writes run.json "running" (once), before this run's first record.
     void start() {
         if (started_) return;
+        if (!prev_run_.is_null()) detail::resumed_simd(run_, prev_run_, o_.run_info.value("simd", nlohmann::json()), true);
         write_file_atomic(o_.out / "run.json", detail::pretty_json(run_));
         started_ = true;
     }
@@ -529,6 +571,7 @@ private:
     std::size_t resumed_ = 0;
     bool started_ = false;  ///< run.json marked running by this run
     bool checked_ = false;  ///< the resumed records are the study's (check_resumed_records), or none were
+    nlohmann::json prev_run_;  ///< the run.json of the records resumed (null: none resumed)
     nlohmann::json run_;
     std::unique_ptr<LineAppender> appender_;
 };
@@ -751,6 +794,9 @@ inline nlohmann::json merged_run(const ShardFolders& f, std::size_t records, con
     run[kItemsFingerprintKey] = fnv1a64_hex(items_text);
     run.erase("records_written");
     run.erase("timings");
+    const nlohmann::json levels = simd_levels(f.runs);
+    if (levels.is_null()) run.erase("simd");
+    else run["simd"] = levels;
     // An input's contents digest vouches for every record only where every folder has it (they
     // agree: read_shard_folders compared them); else the merge is as strong as its weakest folder.
     for (const char* key : kInputPathKeys) {
