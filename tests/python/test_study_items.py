@@ -114,6 +114,12 @@ def test_bad_input(byte_tokenizer, tmp_path):
         for bad in ({k: v for k, v in item["fields"].items() if k != field}, {**item["fields"], field: 3}):
             with pytest.raises(hylens.FormatError, match=rf"\[{task}\] item 0 has no text field '{field}'"):
                 hylens.score_answer({**item, "fields": bad}, "x")
+    # a float where a whole number goes: refused (the JSON library converted 3.3e122 to an
+    # integer without a check, undefined behaviour; found by fuzzing)
+    for bad in ({**drm, "index": 1.5}, {**drm, "seed": -1},
+                {**drm, "spans": [{**drm["spans"][0], "begin": 3.3e122}]} if drm["spans"] else {**drm, "index": 3.3e122}):
+        with pytest.raises(hylens.FormatError, match="must be a whole number >= 0"):
+            hylens.score_answer(bad, "yes")
     deep = {}
     for _ in range(600):  # deeper than the readers take (512): refused before it is copied
         deep = {"x": deep}

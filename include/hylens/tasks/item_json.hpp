@@ -35,11 +35,18 @@ inline Item item_from_json(const nlohmann::json& j) {
         check<FormatError>(j.is_object() && j.contains(name), "[item_from_json] missing member '", name, "'");
         return j.at(name);
     };
+    // A whole number >= 0: the JSON library converts a float (3.3e122, 1.5) to an integer
+    // without a check, undefined behaviour (found by fuzzing).
+    const auto whole = [](const nlohmann::json& v, const char* name) -> std::uint64_t {
+        check<FormatError>(v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0),
+                           "[item_from_json] '", name, "' must be a whole number >= 0, got ", v.dump());
+        return v.get<std::uint64_t>();
+    };
     try {
         Item item;
         item.task = member("task").get<std::string>();
-        item.seed = member("seed").get<std::uint64_t>();
-        item.index = member("index").get<std::size_t>();
+        item.seed = whole(member("seed"), "seed");
+        item.index = static_cast<std::size_t>(whole(member("index"), "index"));
         item.context = member("context").get<std::string>();
         item.query = member("query").get<std::string>();
         item.expected = member("expected").get<std::vector<std::string>>();
@@ -47,7 +54,8 @@ inline Item item_from_json(const nlohmann::json& j) {
         item.alt_expected = member("alt_expected").get<std::vector<std::string>>();
         for (const nlohmann::json& s : member("spans"))
             item.spans.push_back({s.at("name").get<std::string>(), s.at("in").get<std::string>(),
-                                  s.at("begin").get<std::size_t>(), s.at("end").get<std::size_t>()});
+                                  static_cast<std::size_t>(whole(s.at("begin"), "spans.begin")),
+                                  static_cast<std::size_t>(whole(s.at("end"), "spans.end"))});
         item.fields = member("fields");
         return item;
     } catch (const nlohmann::json::exception& e) {
