@@ -80,6 +80,11 @@ def test_merge_refuses(tmp_path):
     with pytest.raises(hylens.FormatError, match="has no encode-swap study definition"):
         hylens.merge([swap], tmp_path / "m")
     assert not (tmp_path / "m").exists()
+    # sources that are not names: the study's conditions cannot be named
+    (swap / "run.json").write_text(json.dumps({"kind": "encode-swap", "study": {"shard": "0/1", "sources": ["none", 7]}}))
+    with pytest.raises(hylens.FormatError, match=r"the study's sources are not names: \["):
+        hylens.merge([swap], tmp_path / "m")
+    assert not (tmp_path / "m").exists()
     with pytest.raises(ValueError, match="out is an empty path"):
         hylens.merge([odd], "")
     with pytest.raises(TypeError, match="a folder to merge must be a folder path"):

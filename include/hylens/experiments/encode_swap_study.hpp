@@ -84,13 +84,24 @@ inline nlohmann::json encode_swap_definition(const EncodeSwapOptions& o) {
             {"circuit", o.circuit_info}};
 }
 
+/// The conditions of the encode-swap study `definition` defines, in summary order: value:<source>
+/// for each of its sources, then key:<source>. What the summaries list and a merge accepts.
+inline std::vector<std::string> encode_swap_conditions(const nlohmann::json& definition) {
+    const nlohmann::json& sources = definition.at("sources");
+    std::vector<std::string> conditions;
+    for (const char* swap : {"value", "key"})
+        for (const auto& s : sources) {
+            check<FormatError>(s.is_string(), "[encode-swap] the study's sources are not names: ", sources.dump());
+            conditions.push_back(std::string(swap) + ":" + s.get<std::string>());
+        }
+    return conditions;
+}
+
 /// summary.csv / summary.json: per condition, success (ansA), the host's own answer (ansB) and
 /// dAB = D(swap answer - host answer), item means with bootstrap intervals.
 inline void write_encode_swap_summaries(const std::filesystem::path& out, const std::vector<nlohmann::json>& records,
                                         const nlohmann::json& definition, const BootstrapOptions& bootstrap) {
-    std::vector<std::string> conditions;
-    for (const char* swap : {"value", "key"})
-        for (const auto& s : definition.at("sources")) conditions.push_back(std::string(swap) + ":" + s.get<std::string>());
+    const std::vector<std::string> conditions = encode_swap_conditions(definition);
     std::string csv = "condition,swap,source,n,success,success_lo,success_hi,host_answer,host_answer_lo,host_answer_hi,dAB,dAB_lo,dAB_hi\n";
     nlohmann::json rows = nlohmann::json::array();
     for (const std::string& c : conditions) {

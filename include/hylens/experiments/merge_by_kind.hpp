@@ -7,6 +7,7 @@
 // study's shards is the unsharded run's folder. What `hylens experiment merge` and
 // hylens.merge (Python) call.
 
+#include <algorithm>   // std::find
 #include <filesystem>  // std::filesystem
 #include <fstream>     // std::ifstream
 #include <string>      // std::string
@@ -44,8 +45,7 @@ inline MergeResult merge_circuit_folders(const std::vector<std::filesystem::path
             if (!r.empty()) write_circuit_summaries(o, r, definition, {});
         },
         detail::record_names_check(
-            "circuit", [&](const std::string& t) { return variant.empty() || t == variant; },
-            condition_known));
+            "circuit", detail::task_is(variant), condition_known));
 }
 
 inline MergeResult merge_encode_swap_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out) {
@@ -54,18 +54,15 @@ inline MergeResult merge_encode_swap_folders(const std::vector<std::filesystem::
                        "[merge] ", (dirs.front() / "run.json").string(),
                        " has no encode-swap study definition (its 'sources')");  // before the merged folder is made
     const std::string variant = detail::definition_string(definition, "variant");
+    const std::vector<std::string> conditions = encode_swap_conditions(definition);
     return merge_study_folders(
         dirs, out, "encode-swap",
         [&](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) {
             if (!r.empty()) write_encode_swap_summaries(o, r, definition, {});
         },
-        detail::record_names_check(
-            "encode-swap", [&](const std::string& t) { return variant.empty() || t == variant; },
-            [&](const std::string& c) {  // <swap>:<source>
-                const std::size_t colon = c.find(':');
-                return colon != std::string::npos && (c.compare(0, colon, "key") == 0 || c.compare(0, colon, "value") == 0) &&
-                       detail::listed(definition["sources"], c.substr(colon + 1));
-            }));
+        detail::record_names_check("encode-swap", detail::task_is(variant), [conditions](const std::string& c) {
+            return std::find(conditions.begin(), conditions.end(), c) != conditions.end();
+        }));
 }
 
 namespace detail {
@@ -78,7 +75,7 @@ inline MergeResult merge_transplant_kind(const std::vector<std::filesystem::path
         dirs, out, kind,
         [](const std::filesystem::path& o, const std::vector<nlohmann::json>& r) { write_transplant_summaries(o, r); },
         record_names_check(
-            kind, [&](const std::string& t) { return task.empty() || t == task; },
+            kind, task_is(task),
             [&](const std::string& c) { return !definition.contains("conditions") || listed(definition["conditions"], c); }));
 }
 }  // namespace detail

@@ -667,6 +667,12 @@ inline MergeRecordCheck record_names_check(const char* kind, std::function<bool(
     };
 }
 
+/// The test of a merged record's task in a study of one task: `name`, or any task where the
+/// definition names none (an older folder's).
+inline std::function<bool(const std::string&)> task_is(std::string name) {
+    return [name = std::move(name)](const std::string& t) { return name.empty() || t == name; };
+}
+
 /// True when `name` is one of the strings of `list` (an array of strings, or of objects with a
 /// "name"); false for anything else.
 inline bool listed(const nlohmann::json& list, const std::string& name) {
