@@ -49,3 +49,22 @@ if(HYLENS_PYTHON3_FOR_DOCS)
   set_tests_properties(docs.section_refs_checker_finds_broken_refs PROPERTIES
     PASS_REGULAR_EXPRESSION "bad.hpp:2: no file docs/nowhere.md[^\n]*\n[^\n]*bad.hpp:3: no heading of docs/target.md starts with \"No such heading\"\n[^\n]*bad.hpp:4: no heading of docs/target.md is numbered 9.9\n[^\n]*bad.hpp:5: section \"Unquoted\" of target.md not quoted[^\n]*\n4 broken reference\\(s\\) in 3 file\\(s\\)")
 endif()
+
+# The hylens command lines of the Markdown files name options the tool has
+# (check_cli_options.py reads each command's --help). A fixture with four unknown options, in a
+# code block, across a continued line, in a synopsis and in inline code, checks that the checker
+# finds them.
+if(HYLENS_PYTHON3_FOR_DOCS AND TARGET hylens_cli)
+  file(GLOB_RECURSE HYLENS_MARKDOWN_ALL CONFIGURE_DEPENDS
+       ${PROJECT_SOURCE_DIR}/docs/*.md ${PROJECT_SOURCE_DIR}/models/*.md ${PROJECT_SOURCE_DIR}/tools/*.md
+       ${PROJECT_SOURCE_DIR}/tests/*.md ${PROJECT_SOURCE_DIR}/examples/*.md)
+  list(FILTER HYLENS_MARKDOWN_ALL EXCLUDE REGEX "/(links|refs|cli)_fixture/")
+  add_test(NAME docs.cli_options
+    COMMAND ${HYLENS_PYTHON3_FOR_DOCS} ${CMAKE_CURRENT_LIST_DIR}/check_cli_options.py $<TARGET_FILE:hylens_cli>
+            ${PROJECT_SOURCE_DIR}/README.md ${HYLENS_MARKDOWN_ALL})
+  add_test(NAME docs.cli_options_checker_finds_unknown_options
+    COMMAND ${HYLENS_PYTHON3_FOR_DOCS} ${CMAKE_CURRENT_LIST_DIR}/check_cli_options.py $<TARGET_FILE:hylens_cli>
+            ${CMAKE_CURRENT_LIST_DIR}/cli_fixture/bad.md)
+  set_tests_properties(docs.cli_options_checker_finds_unknown_options PROPERTIES
+    PASS_REGULAR_EXPRESSION "bad.md:5: hylens generate has no option --bogus-flag\n[^\n]*bad.md:6: hylens experiment channels has no option --no-such-option\n[^\n]*bad.md:8: hylens experiment query-map has no option --made-up\n[^\n]*bad.md:12: hylens bench has no option --threads-count\n4 unknown option\\(s\\) in 5 command line\\(s\\) of 1 file\\(s\\)")
+endif()
