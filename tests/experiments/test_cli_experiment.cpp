@@ -310,6 +310,14 @@ TEST_CASE("cli: mpirun -np 2 hylens experiment == one process") {
                              " --task dictionary --items 3 --seeds 1,2 --max-new 3";
     const fs::path one = dir.path / "one", two = dir.path / "two";
     REQUIRE(sh(kCli + args + " --out " + one.string() + " 2>/dev/null") == 0);
+    // Outside a launcher the tool leaves MPI alone (a job of one rank); HYLENS_MPI=1 initialises
+    // it anyway (a singleton job), with the same results; another value is refused.
+    const fs::path single = dir.path / "single";
+    REQUIRE(sh("HYLENS_MPI=1 " + kCli + args + " --out " + single.string() + " 2>/dev/null") == 0);
+    CHECK(hylens::test::differing_results(one, single).empty());
+    const std::string log0 = (dir.path / "log0").string();
+    CHECK(sh("HYLENS_MPI=yes " + kCli + args + " --out " + (dir.path / "bad").string() + " >" + log0 + " 2>&1") != 0);
+    CHECK(hylens::test::read_text(log0).find("HYLENS_MPI must be 0 or 1 (it is 'yes')") != std::string::npos);
     REQUIRE(sh(std::string(HYLENS_MPIRUN) + " --allow-run-as-root --oversubscribe -np 2 " + kCli + args + " --out " +
                two.string() + " >/dev/null 2>&1") == 0);
     CHECK(hylens::test::differing_results(one, two).empty());
