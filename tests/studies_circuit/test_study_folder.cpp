@@ -10,6 +10,7 @@
 #include <hylens/experiments/study_folder.hpp>
 
 #include <algorithm>
+#include <chrono>
 
 #include <string>
 #include <vector>
@@ -130,6 +131,31 @@ TEST_CASE("StudyFolder: records() are sorted by key, finish() writes them in tha
     // A record without its key fields is an error.
     ex::StudyFolder g(options(d.path, true));
     CHECK_THROWS_AS(g.append({{{"task", "chat8"}, {"item", 3}}}), hylens::Error);
+}
+
+TEST_CASE("LineAppender: each sync() writes its lines (a killed process loses none), fsync at most once per interval") {
+    using namespace std::chrono_literals;
+    TempDir d("appender");
+    const std::filesystem::path slow = d.path / "slow.jsonl", every = d.path / "every.jsonl";
+    {
+        ex::LineAppender a(slow, 1h);
+        a.add("{\"a\":1}");
+        CHECK(read_text(slow).empty());  // queued, not written
+        a.sync();
+        a.add("{\"a\":2}");
+        a.add("{\"a\":3}");
+        a.sync();
+        CHECK(read_text(slow) == "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n");  // written, before any fsync
+        CHECK(a.fsyncs() == 0);
+        ex::LineAppender b(every, 0ms);
+        for (int i = 0; i < 3; ++i) {
+            b.add("x");
+            b.sync();
+        }
+        CHECK(b.fsyncs() == 3);
+        CHECK(read_text(every) == "x\nx\nx\n");
+    }
+    CHECK(read_text(slow) == "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n");
 }
 
 TEST_CASE("merge_study_folders: the union of the shards is the unsharded run") {

@@ -5,6 +5,7 @@
 // and reports every other line that is not a record as an error naming the file and line.
 
 #include <cerrno>       // errno
+#include <chrono>       // std::chrono
 #include <cmath>        // std::isfinite
 #include <cstdint>      // std::uint64_t
 #include <cstring>      // std::strerror
@@ -106,24 +107,33 @@ inline std::vector<nlohmann::json> read_records(const std::filesystem::path& pat
     return out;
 }
 
-/// Appends whole lines to a file; sync() flushes them to disk.
+/// Appends whole lines to a file. sync() writes the queued lines in one append (a killed
+/// process loses none of them: they are the kernel's) and flushes the file to disk (fsync) at
+/// most once per `sync_every`, and when the appender closes: a crash of the machine loses at
+/// most the lines of the last `sync_every`, and a resume drops a torn last line. An fsync per
+/// sync() cost a short study 13 % of its time (984 fsyncs in the 4.5 s demo study).
 class LineAppender {
 public:
-    explicit LineAppender(const std::filesystem::path& path) : path_(path.string()) {
+    static constexpr std::chrono::milliseconds kSyncEvery{1000};
+
+    explicit LineAppender(const std::filesystem::path& path, std::chrono::milliseconds sync_every = kSyncEvery)
+        : path_(path.string()), sync_every_(sync_every), last_fsync_(std::chrono::steady_clock::now()) {
         fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         check(fd_ >= 0, "[jsonl] cannot open ", path_, " for writing: ", std::strerror(errno));
     }
     LineAppender(const LineAppender&) = delete;
     LineAppender& operator=(const LineAppender&) = delete;
     ~LineAppender() {
-        if (fd_ >= 0) ::close(fd_);
+        if (fd_ < 0) return;
+        if (unsynced_) (void)::fsync(fd_);  // no exception from a destructor; the lines are written
+        ::close(fd_);
     }
     /// Queues one line (a '\n' is added).
     void add(const std::string& line) {
         pending_ += line;
         pending_ += '\n';
     }
-    /// Writes the queued lines in one append and fsyncs.
+    /// Writes the queued lines in one append, and fsyncs when the last fsync is `sync_every` old.
     void sync() {
         std::size_t done = 0;
         while (done < pending_.size()) {
@@ -133,13 +143,26 @@ public:
             done += static_cast<std::size_t>(w);
         }
         pending_.clear();
+        unsynced_ = true;
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_fsync_ < sync_every_) return;
         check(::fsync(fd_) == 0, "[items.jsonl] fsync of ", path_, " failed: ", std::strerror(errno));
+        last_fsync_ = now;
+        unsynced_ = false;
+        ++fsyncs_;
     }
+
+    /// fsyncs made by sync() so far (not counting the one at close).
+    std::size_t fsyncs() const noexcept { return fsyncs_; }
 
 private:
     std::string path_;
     int fd_ = -1;
     std::string pending_;
+    std::chrono::milliseconds sync_every_;
+    std::chrono::steady_clock::time_point last_fsync_;
+    bool unsynced_ = false;
+    std::size_t fsyncs_ = 0;
 };
 
 /// Writes `text` to `path` through a temporary file and a rename (never half a file).
