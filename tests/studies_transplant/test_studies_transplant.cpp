@@ -307,6 +307,65 @@ TEST_CASE("transplant study: exp32-C and D conditions against runs built by hand
     same(ex::run_transplant_condition(m, it, all0, reader), ex::run_transplant_condition(m, it, {"A", ex::TransplantKind::baseline, "A"}, reader));
 }
 
+/// Every condition of every kind on `it`, run on the item's shared donor capture and prefix
+/// caches (what the study does), gives the bits of its own separate runs: logits and the
+/// reader's attention row.
+template <class Model>
+void check_shared_runs(const Model& m, const ex::TransplantItem& it, const std::vector<ex::TransplantCondition>& conds,
+                       const ex::ReaderHead& reader) {
+    RunOptions o;
+    o.capture = ex::head_captures(reader, {});
+    std::vector<const ex::TransplantCondition*> all;
+    for (const auto& c : conds) all.push_back(&c);
+    ex::TransplantItemRuns<Model> shared(m, it, all);
+    for (const auto& c : conds) {
+        CAPTURE(c.name);
+        const RunResult own = ex::transplant_condition_run(m, it, c, o);
+        const RunResult got = ex::transplant_condition_run(m, it, c, o, &shared);
+        REQUIRE(got.logits.shape() == own.logits.shape());
+        CHECK(std::equal(got.logits.begin(), got.logits.end(), own.logits.begin()));
+        REQUIRE(own.captures.size() == 1);  // the reader's attention row
+        for (const auto& [name, t] : own.captures.all()) {
+            CAPTURE(name);
+            REQUIRE(got.captures.contains(name));
+            const NamedTensor& g = got.captures.at(name);
+            REQUIRE(shape_of(g) == shape_of(t));
+            CHECK(std::equal(g.begin(), g.end(), t.begin()));
+        }
+    }
+}
+
+TEST_CASE("transplant study: an item's conditions on its shared donor run and prefixes give their own runs' bits") {
+    ex::TransplantItem it;
+    it.a = test::random_ids(14, 50, 3);  // the random models' vocabulary: 50
+    it.b = test::random_ids(14, 50, 4);
+    it.value_a = 7;
+    it.value_b = 11;
+    it.entry_a = {2, 5};
+    it.entry_b = {6, 9};
+    it.qstart = 10;
+    const std::vector<ex::TransplantKind> kinds{ex::TransplantKind::mixer,    ex::TransplantKind::layer,
+                                                ex::TransplantKind::mixer_in, ex::TransplantKind::resid_pre,
+                                                ex::TransplantKind::state,    ex::TransplantKind::state_conv,
+                                                ex::TransplantKind::upstream};
+    const std::vector<ex::PositionSet> sets{ex::PositionSet::final_position, ex::PositionSet::question,
+                                            ex::PositionSet::dictionary, ex::PositionSet::all};
+    {
+        const auto m = test::random_qwen({});  // DeltaNet 0, 1, 3, softmax attention at 2
+        check_shared_runs(m, it,
+                          ex::transplant_conditions(kinds, ex::parse_blocks("1,3", {}, 4), sets, ex::parse_blocks("0", {}, 4)),
+                          {2, 1});
+    }
+    {
+        const auto m = test::random_falcon({});  // parallel layers: attention and Mamba-2 in each
+        const ex::ReaderHead reader{m.num_layers() - 1, 0};
+        check_shared_runs(m, it,
+                          ex::transplant_conditions(kinds, ex::parse_blocks("1,1+2", {}, m.num_layers()), sets,
+                                                    ex::parse_blocks("0", {}, m.num_layers())),
+                          reader);
+    }
+}
+
 TEST_CASE("transplant study: the summary of hand-computed records") {
     const ex::TransplantCondition c{"mixer:G0@final", ex::TransplantKind::mixer, "G0", {0, 1, 2}};
     const auto score = [](bool a, bool b, double d, double attA) {

@@ -42,6 +42,7 @@
 #include <limits>      // std::numeric_limits
 #include <map>         // std::map
 #include <optional>    // std::optional
+#include <set>         // std::set
 #include <sstream>     // std::ostringstream
 #include <string>      // std::string
 #include <string_view> // std::string_view
@@ -371,16 +372,91 @@ inline std::vector<WatchedAttention> watched_attention(const RunResult& r, const
     return out;
 }
 
+/// The sites whose rows a condition copies from the donor's clean run (mixer, layer, mixer_in,
+/// resid_pre), at `at`; none for the other kinds (the baselines, the upstream kind's donor runs
+/// with mixers removed, the state kinds).
+template <class Model>
+std::vector<SiteRef> clean_donor_sites(const Model& model, const TransplantCondition& c, const Positions& at) {
+    std::vector<SiteRef> sites;
+    switch (c.kind) {
+        case TransplantKind::mixer:
+            for (LayerIndex l : c.layers) sites.push_back({mixer_site(model.stack(), l, MixerChannel::recurrent), l, at, false});
+            break;
+        case TransplantKind::layer:
+            for (LayerIndex l : c.layers) sites.push_back(site::layer_write(l, at));
+            break;
+        case TransplantKind::mixer_in:
+            for (LayerIndex l : c.layers) sites.push_back(site::mixer_in(l, at));
+            break;
+        case TransplantKind::resid_pre: sites.push_back(site::resid_pre(c.layers.front(), at)); break;
+        default: break;
+    }
+    return sites;
+}
+
+/// What the conditions of one item share, computed once for all of them: the donor's clean run,
+/// captured at every position at each site a condition copies rows from (each condition's rows
+/// are gathered from it: the floats its own donor run would hold), and the host's and the
+/// donor's caches over every token but the last (each state condition edits a copy). Without
+/// it every condition ran its own donor forward and the state conditions two prefills each,
+/// the same every time: 40 % of a transplant study's time. The records are bitwise those of a
+/// run per condition (test_studies_transplant.cpp).
+template <class Model>
+struct TransplantItemRuns {
+    using Cache = typename Model::cache_type;
+    NamedTensors donor;                          ///< [1, T, D] per site name
+    std::optional<Cache> host_prefix, donor_prefix;  ///< after tokens [0, T - 2], made at first use
+
+    /// Captures the donor run `it.a` at every site that `conds` copy rows from.
+    TransplantItemRuns(const Model& model, const TransplantItem& it, const std::vector<const TransplantCondition*>& conds) {
+        std::vector<SiteRef> sites;
+        std::set<std::string> names;
+        for (const TransplantCondition* c : conds)
+            for (SiteRef s : clean_donor_sites(model, *c, Positions::all()))
+                if (names.insert(s.name()).second) sites.push_back(std::move(s));
+        if (!sites.empty()) donor = capture(model, TokenBatch(it.a), sites);
+    }
+};
+
 /// The host run of one condition on one item, with `o`'s captures (last_only is set): logits
-/// [1, 1 or T, V] whose last row is the host's final position.
+/// [1, 1 or T, V] whose last row is the host's final position. With `shared`, the donor's
+/// rows and the prefix caches come from it (the same floats).
 template <class Model>
 RunResult transplant_condition_run(const Model& model, const TransplantItem& it, const TransplantCondition& c,
-                                   RunOptions o) {
+                                   RunOptions o, TransplantItemRuns<Model>* shared = nullptr) {
     check<ShapeError>(it.a.size() == it.b.size(), "[transplant] donor and host have ", it.a.size(), " and ", it.b.size(),
                       " tokens");
     o.last_only = true;
     const TokenBatch A(it.a), B(it.b);
     const auto at = [&] { return positions_of(c.positions, it.qstart, it.b.size()); };
+    const std::size_t T = it.b.size();
+    if (shared != nullptr) {
+        if (const std::vector<SiteRef> sites = clean_donor_sites(model, c, at()); !sites.empty()) {
+            if (c.kind == TransplantKind::mixer) check_distinct_layers(c.layers, "transplant_mixer");
+            if (c.kind == TransplantKind::layer) check_distinct_layers(c.layers, "transplant_layer_write");
+            std::vector<Intervention> iv;
+            for (const SiteRef& site : sites) {
+                const NamedTensor& all = shared->donor.at(site.name());  // [1, T, D]
+                const std::size_t D = all.shape()[2];
+                std::vector<float> rows;
+                for (const std::size_t t : site.positions.resolve(T))
+                    rows.insert(rows.end(), all.data() + t * D, all.data() + (t + 1) * D);
+                iv.push_back(patch(site, std::move(rows)));
+            }
+            return run(model, B, iv, o);
+        }
+        if (c.kind == TransplantKind::split || c.kind == TransplantKind::state || c.kind == TransplantKind::state_conv) {
+            check<ShapeError>(T >= 2, "[transplant_state] the prompts need at least 2 tokens");
+            if (!shared->host_prefix) {
+                shared->host_prefix.emplace(state_after(model, B, T - 2));
+                shared->donor_prefix.emplace(state_after(model, A, T - 2));
+            }
+            auto hc = *shared->host_prefix;
+            copy_recurrent(hc, *shared->donor_prefix, c.kind == TransplantKind::split ? std::vector<LayerIndex>{} : c.layers,
+                           c.kind == TransplantKind::state_conv);
+            return run_last_token(model, hc, B, o);
+        }
+    }
     const std::vector<Intervention> without = zero_mixers(model.stack(), c.without.layers);
     switch (c.kind) {
         case TransplantKind::baseline: return run(model, c.block == "A" ? A : B, c.block == "A" ? without : std::vector<Intervention>{}, o);
@@ -804,9 +880,13 @@ TransplantStudyResult run_transplant_study(const Model& model, const Tokenizer& 
             std::vector<nlohmann::json> recs;
             RunOptions ro;
             ro.capture = head_captures(opt.reader, opt.watch);
+            std::vector<const TransplantCondition*> pending;
+            for (const TransplantCondition& c : conds)
+                if (!folder.done({task, seed, di.index, c.name})) pending.push_back(&c);
+            TransplantItemRuns<Model> shared(model, it, pending);
             for (std::size_t k = 0; k < conds.size(); ++k) {
                 if (folder.done({task, seed, di.index, conds[k].name})) continue;
-                const RunResult r = transplant_condition_run(model, it, conds[k], ro);
+                const RunResult r = transplant_condition_run(model, it, conds[k], ro, &shared);
                 recs.push_back(transplant_record(task, seed, di.index, conds[k], k, score_run(model, r, it, opt.reader), extra));
                 if (!opt.watch.empty()) recs.back()["watch"] = watch_field(watched_attention(r, it, opt.watch));
             }

@@ -72,6 +72,19 @@ MixerTransplant transplant_layer_write(const Model& model, const TokenBatch& don
     return transplant_sites(model, donor, host, sites, host_options);
 }
 
+/// The final token of `host` (T tokens) run at position T - 1 on `cache` (which holds tokens
+/// [0, T - 2], edited or not), with `options`' captures; logits [B, 1, V].
+template <class Model>
+RunResult run_last_token(const Model& model, typename Model::cache_type& cache, const TokenBatch& host, RunOptions options) {
+    const std::size_t T = host.T();
+    TokenBatch last;
+    last.batch = host.batch;
+    for (std::size_t b = 0; b < host.batch; ++b) last.ids.push_back(host.at(b, T - 1));
+    const std::int64_t pos[1] = {static_cast<std::int64_t>(T - 1)};
+    options.positions = std::span<const std::int64_t>(pos, 1);
+    return run(model, cache, last, {}, options);
+}
+
 /// exp32-B: the host's final token run on a cache holding the host's prefill over every token
 /// but the last, with the recurrent state of `layers` (and the conv window when include_conv)
 /// copied from the donor's cache prefilled the same way. An empty layer list is the control
@@ -88,12 +101,7 @@ RunResult transplant_state_run(const Model& model, const TokenBatch& donor, cons
     auto hc = state_after(model, host, T - 2);
     const auto dc = state_after(model, donor, T - 2);
     copy_recurrent(hc, dc, layers, include_conv);
-    TokenBatch last;
-    last.batch = host.batch;
-    for (std::size_t b = 0; b < host.batch; ++b) last.ids.push_back(host.at(b, T - 1));
-    const std::int64_t pos[1] = {static_cast<std::int64_t>(T - 1)};
-    options.positions = std::span<const std::int64_t>(pos, 1);
-    return run(model, hc, last, {}, options);
+    return run_last_token(model, hc, host, std::move(options));
 }
 
 /// exp32-B: final-position logits [B, 1, V] of transplant_state_run.
