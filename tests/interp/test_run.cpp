@@ -11,6 +11,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -140,6 +141,51 @@ TEST_CASE("run: no interventions is the plain forward, captures have [B, |P|, D]
     // embed and final_norm take layer -1; a site a layer lacks is an error that names it
     CHECK_THROWS_AS(capture(m, kPrompt, {site::ssm_out(0)}), ShapeError);
     CHECK(capture(m, kPrompt, {site::final_norm(Positions::last())}).at("final_norm").shape()[1] == 1);
+}
+
+TEST_CASE("capture runs the layers up to its deepest site only, the same bits as a whole run") {
+    const auto check_model = [](const auto& m) {
+        const std::size_t L = m.num_layers();
+        for (std::size_t l = 0; l < L; ++l) {
+            CAPTURE(l);
+            const std::vector<SiteRef> sites{site::embed(), site::resid_pre(l), site::layer_write(l), site::resid_post(l)};
+            RunOptions whole;  // with the head: every layer runs
+            whole.capture = sites;
+            const RunResult all = run(m, kPrompt, {}, whole);
+            const NamedTensors got = capture(m, kPrompt, sites);
+            for (const SiteRef& s : sites) {
+                CAPTURE(s.name());
+                const auto a = flat(all.captures.at(s.name())), g = flat(got.at(s.name()));
+                REQUIRE(a.size() == g.size());
+                CHECK(std::equal(a.begin(), a.end(), g.begin()));
+            }
+            // The layers after l did not run: a hook sees none of their sites.
+            std::size_t deepest = 0;
+            Hook seen;
+            seen.wants = [](Site, LayerIndex) { return true; };
+            seen.fn = [&](Site, LayerIndex layer, const ActivationView&, const std::int64_t*) {
+                if (layer != no_layer) deepest = std::max(deepest, static_cast<std::size_t>(layer));
+            };
+            auto cache = m.new_cache(1);
+            ForwardOptions fo;
+            fo.hook = &seen;
+            fo.skip_logits = true;
+            fo.layers = l + 1;
+            (void)m.forward(kPrompt, cache, fo);
+            CHECK(deepest == l);
+            // Its cache is torn where l is not the last layer (its later layers lack the tokens).
+            CHECK(cache.torn().empty() == (l + 1 == L));
+        }
+        // A part of the layers computes no logits.
+        auto cache = m.new_cache(1);
+        ForwardOptions fo;
+        fo.layers = 1;
+        CHECK_THROWS_WITH_AS(m.forward(kPrompt, cache, fo), doctest::Contains("computes no logits: set skip_logits"),
+                             ShapeError);
+    };
+    check_model(test::random_granite({}));
+    check_model(test::random_falcon({}));
+    check_model(test::random_qwen({}));
 }
 
 TEST_CASE("run: a mixer-output patch from another run equals rebuilding the residual by hand") {

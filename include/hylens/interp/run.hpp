@@ -35,6 +35,8 @@ struct RunOptions {
     bool last_only = false;                     ///< logits of the final position only ([B, 1, V])
     bool skip_logits = false;                   ///< no logits (empty tensor)
     // With either, a capture or intervention at final_norm (computed in the head) is refused.
+    /// Run layers [0, layers) only (ForwardOptions::layers: with skip_logits, the cache marked torn).
+    std::size_t layers = static_cast<std::size_t>(-1);
 };
 
 struct RunResult {
@@ -514,7 +516,12 @@ RunResult run(const Model& model, typename Model::cache_type& cache, const Token
     RunResult res;
     const std::size_t T = ids.T(), B = ids.batch, L = model.num_layers();
     if (interventions.empty() && opt.capture.empty()) {  // the plain forward, no hook at all
-        res.logits = model.forward(ids, cache, {opt.positions, nullptr, opt.last_only, opt.skip_logits});
+        ForwardOptions fo;
+        fo.positions = opt.positions;
+        fo.last_only = opt.last_only;
+        fo.skip_logits = opt.skip_logits;
+        fo.layers = opt.layers;
+        res.logits = model.forward(ids, cache, fo);
         return res;
     }
     check<ShapeError>(T >= 1 && ids.ids.size() == B * T, "[run] need B >= 1 sequences of T >= 1 tokens");
@@ -582,6 +589,7 @@ RunResult run(const Model& model, typename Model::cache_type& cache, const Token
         const bool final_chunk = off + n == T;
         fo.last_only = opt.last_only;
         fo.skip_logits = opt.skip_logits || (opt.last_only && !final_chunk);
+        fo.layers = opt.layers;
         rh.set_chunk(off, n);
         Tensor3 lg = m->forward(part, cache, fo);
         if (!fo.skip_logits) {
@@ -612,7 +620,9 @@ RunResult run(const Model& model, const TokenBatch& ids, const std::vector<Inter
 }
 
 /// One forward on a fresh cache; returns clones of the listed sites ([B, |P|, D] each, named
-/// SiteRef::name()). The logits are not computed.
+/// SiteRef::name()). The logits are not computed, and without interventions the layers after
+/// the deepest site's are not run (they cannot change it: a capture of resid_post(2) in a model
+/// of 24 layers runs 3), the same bits as a whole forward.
 template <class Model>
 NamedTensors capture(const Model& model, const TokenBatch& ids, const std::vector<SiteRef>& sites,
                      const std::vector<Intervention>& interventions = {}) {
@@ -622,6 +632,12 @@ NamedTensors capture(const Model& model, const TokenBatch& ids, const std::vecto
     for (const SiteRef& s : sites) head_site = head_site || s.site == Site::final_norm;
     for (const Intervention& v : interventions) head_site = head_site || v.site == Site::final_norm;
     o.skip_logits = !head_site;
+    if (o.skip_logits && interventions.empty()) {
+        std::size_t need = 0;  // the embed site fires before any layer
+        for (const SiteRef& s : sites)
+            if (s.layer != no_layer) need = std::max(need, static_cast<std::size_t>(s.layer) + 1);
+        o.layers = need;
+    }
     return run(model, ids, interventions, o).captures;
 }
 

@@ -47,6 +47,10 @@ struct ForwardOptions {
     /// Throw NonFiniteError at the first NaN / infinity in the embedding, a layer's mixer or
     /// MLP output or residual stream, the final norm or the logits (stack/finite_check.hpp).
     bool check_finite = false;
+    /// Run layers [0, layers) only (needs skip_logits: the head reads the last layer's output).
+    /// The cache is then marked torn, its later layers not having taken the tokens: for a
+    /// throwaway cache, as capture() runs to its deepest site.
+    std::size_t layers = static_cast<std::size_t>(-1);
 };
 
 template <class Stack>
@@ -142,8 +146,11 @@ public:
         }
         ForwardContext ctx{no_layer, pos.data(), hook};
         ctx.fire(Site::embed, h.data(), B, T, H, H);
+        const bool some_layers = opt.layers < stack_.size();
+        check<ShapeError>(!some_layers || opt.skip_logits, "[CausalLM::forward] a forward of layers [0, ", opt.layers,
+                          ") of ", stack_.size(), " computes no logits: set skip_logits");
         try {
-            stack_.forward(h.data(), B, T, cache, pos.data(), hook);
+            stack_.forward(h.data(), B, T, cache, pos.data(), hook, 0, opt.layers);
         } catch (const std::exception& e) {  // some layers have taken the tokens, others not
             cache.mark_torn(e.what());
             throw;
@@ -152,6 +159,9 @@ public:
             throw;
         }
         cache.set_tokens_seen(cache.tokens_seen() + T);
+        if (some_layers)
+            cache.mark_torn("a forward of layers [0, " + std::to_string(opt.layers) + ") of " + std::to_string(stack_.size()) +
+                            " only (ForwardOptions::layers)");
         if (opt.skip_logits) return;
         head(h.data(), B, T, logits, opt.last_only, ctx);
         if (check_finite) {
