@@ -145,6 +145,42 @@ TEST_SUITE("stack/sampling") {
         }
     }
 
+    TEST_CASE("generate without keep_logits: the same ids, cache and prompt logits, no step logits") {
+        // What the channel study and the judge run: float32 and bf16 weights, a batch of 1 and
+        // of 6, greedy and sampled.
+        const std::string golden = std::string(HYLENS_GOLDEN_DIR) + "/models/";
+        const auto check_model = [](const auto& m) {
+            for (const std::size_t B : {std::size_t{1}, std::size_t{6}}) {
+                std::vector<std::vector<std::int64_t>> rows;
+                for (std::size_t b = 0; b < B; ++b) rows.push_back({3, static_cast<std::int64_t>(5 + b), 14, 15, 42});
+                const TokenBatch prompts(rows);
+                for (const double temperature : {0.0, 0.9}) {
+                    CAPTURE(B);
+                    CAPTURE(temperature);
+                    GenerateOptions kept{.max_new = 6};
+                    kept.sampling.temperature = temperature;
+                    kept.sampling.seed = 11;
+                    GenerateOptions lean = kept;
+                    lean.keep_logits = false;
+                    auto c0 = m.new_cache(B), c1 = m.new_cache(B);
+                    const GenerateResult all = generate(m, c0, prompts, kept);
+                    const GenerateResult ids = generate(m, c1, prompts, lean);
+                    CHECK(ids.ids == all.ids);
+                    CHECK(ids.lengths == all.lengths);
+                    CHECK(ids.positions == all.positions);
+                    CHECK(c1 == c0);
+                    CHECK(all.step_logits.size() == 5);
+                    CHECK(ids.step_logits.empty());
+                    REQUIRE(ids.prompt_logits.shape() == all.prompt_logits.shape());
+                    CHECK(std::equal(ids.prompt_logits.begin(), ids.prompt_logits.end(), all.prompt_logits.begin()));
+                }
+            }
+        };
+        check_model(load_as<Qwen35Model>(golden + "qwen3_5_dense"));
+        check_model(load_as<FalconH1Model>(golden + "falcon_h1/model-bf16"));
+        check_model(load_as<GraniteModel>(golden + "granite_h_dense"));
+    }
+
     TEST_CASE("generate: greedy by default, a seed reproduces a sampled continuation") {
         const auto m = load_as<Qwen35Model>(std::string(HYLENS_GOLDEN_DIR) + "/models/qwen3_5_dense");
         const TokenBatch prompt({3, 14, 15, 92, 65});

@@ -297,6 +297,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
                 g.stop_ids = renderer.stop_ids();
                 g.start_position = e.position;
                 g.check_finite = opt.check_finite;
+                g.keep_logits = false;  // the records hold the ids alone
                 const GenerateResult r = generate(model, e.cache, query, g);
                 for (std::size_t k = b0; k < b1; ++k) {
                     const detail::Work& w = work[members[k]];

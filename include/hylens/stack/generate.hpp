@@ -24,6 +24,12 @@ struct GenerateOptions {
     const Hook* hook = nullptr;             ///< sees every forward (prompt and steps)
     SamplingOptions sampling{};             ///< default: greedy
     bool check_finite = false;              ///< ForwardOptions::check_finite on every forward
+    /// false: step_logits stays empty, for a caller that reads the ids alone (the channel study,
+    /// the judge); the same ids. Kept, a batch of 16 holds 16 x V floats a step: 16 GB over
+    /// 1,024 steps of a 248k vocabulary. (The prompt's logits are computed at every position
+    /// either way: a last-position-only head is a product of fewer rows, which may take the
+    /// matrix-vector kernel and round its sums otherwise.)
+    bool keep_logits = true;
 };
 
 struct GenerateResult {
@@ -33,7 +39,7 @@ struct GenerateResult {
     /// A batch runs until every sequence has stopped, so a sequence that stopped earlier has
     /// further draws after its stop id (fed like any other; they are not part of its answer).
     std::vector<std::size_t> lengths;
-    std::vector<Tensor2> step_logits;       ///< per fed generated token: [B, V] logits after feeding it
+    std::vector<Tensor2> step_logits;       ///< per fed generated token: [B, V] logits after feeding it (none without keep_logits)
     std::vector<std::int64_t> positions;    ///< every position used (prompt and fed tokens)
 };
 
@@ -92,6 +98,11 @@ GenerateResult generate(const Model& model, typename Model::cache_type& cache, c
         res.positions.push_back(step_pos[0]);
         fo.positions = std::span<const std::int64_t>(step_pos, 1);
         model.forward(next, cache, step, fo);  // the step's logits tensor is reused
+        if (!opt.keep_logits) {  // read by the next choice, before the next forward
+            for (std::size_t b = 0; b < B; ++b) last[b] = step.data() + b * V;
+            if (final) break;
+            continue;
+        }
         Tensor2 row = Tensor2::from_shape({B, V});
         std::copy(step.data(), step.data() + B * V, row.data());
         res.step_logits.push_back(std::move(row));

@@ -44,6 +44,7 @@ public:
             opt.max_new = max_new_;
             opt.stop_ids = stop_ids_;
             opt.check_finite = true;  // a NaN judge fails the study instead of answering "no"
+            opt.keep_logits = false;  // the answer's ids alone
             out = generate(m, cache, TokenBatch(prompt), opt).ids.at(0);
         });
         last_answer_ = tok_->decode(std::vector<Tokenizer::TokenId>(out.begin(), out.end()), true);
