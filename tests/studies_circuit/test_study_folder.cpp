@@ -7,10 +7,15 @@
 #include <doctest/doctest.h>
 
 #include <hylens/core/simd.hpp>
+#include <hylens/experiments/progress.hpp>
 #include <hylens/experiments/study_folder.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -156,6 +161,29 @@ TEST_CASE("LineAppender: each sync() writes its lines (a killed process loses no
         CHECK(read_text(every) == "x\nx\nx\n");
     }
     CHECK(read_text(slow) == "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n");
+}
+
+TEST_CASE("Progress: its unit, a phase's note, and a phase left out of the rate") {
+    TempDir d("progress");
+    const std::filesystem::path log = d.path / "stderr.txt";
+    std::fflush(stderr);
+    const int saved = ::dup(2);
+    {
+        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        REQUIRE(fd >= 0);
+        ::dup2(fd, 2);
+        ::close(fd);
+        ex::Progress p(4, "stitch", true, "items");
+        p.note("seed 1: fitting");
+        p.exclude(1e9);  // a phase longer than the run: no time left to divide by
+        p.add(4);        // the last unit prints the line
+        std::fflush(stderr);
+        ::dup2(saved, 2);
+        ::close(saved);
+    }
+    const std::string text = read_text(log);
+    CHECK(text.find("[stitch] seed 1: fitting\n") != std::string::npos);
+    CHECK(text.find("[stitch] 4/4 items (100.0 %), 0.00 items/s") != std::string::npos);
 }
 
 TEST_CASE("merge_study_folders: the union of the shards is the unsharded run") {

@@ -26,6 +26,7 @@
 
 #include <cstddef>     // std::size_t
 #include <cstdint>     // std::int64_t, std::uint64_t
+#include <cstdio>      // std::fprintf
 #include <filesystem>  // std::filesystem
 #include <optional>    // std::optional
 #include <string>      // std::string
@@ -289,6 +290,9 @@ QueryMapResult run_query_map_study(const RecvModel& recv, const Tokenizer& tok_r
         // The fit set: the same dictionaries in both models' formats.
         const auto fit_d = lk::query_items(tok_d, fmt_d, opt.style, vfit, opt.fit_items, seed, "fit", opt.n_pairs);
         const auto fit_r = lk::query_items(tok_r, fmt_r, opt.style, vfit, opt.fit_items, seed, "fit", opt.n_pairs);
+        if (opt.progress)
+            std::fprintf(stderr, "[query-map seed %llu] fitting %zu maps on %zu prompts (no record until they are fitted)\n",
+                         static_cast<unsigned long long>(seed), source_names.size() * (2 + opt.curve.size()), opt.fit_items);
         const std::size_t S = source_names.size();
         std::vector<std::vector<float>> X(S);
         std::vector<float> Tg;

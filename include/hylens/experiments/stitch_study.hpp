@@ -622,7 +622,7 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
         }
     }
     folder.check_resumed_records();
-    Progress progress(mine, "stitch", o.progress);
+    Progress progress(mine, "stitch", o.progress, "items");  // an item: a record of each condition
     const std::size_t V = host.config().vocab;
     for (std::size_t si = 0; si < o.seeds.size(); ++si) {
         const std::uint64_t seed = o.seeds[si];
@@ -631,7 +631,10 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
         const lk::Vocabulary fit_vocab{split.fit, vocab.values};
         const auto& tests = tests_of[si];
 
-        // Fits (deterministic; every shard fits the same maps, for every seed).
+        // Fits (deterministic; every shard fits the same maps, for every seed). Announced, and
+        // left out of the progress line's rate: they make no record.
+        const auto fits_began = std::chrono::steady_clock::now();
+        progress.note("seed " + std::to_string(seed) + ": fitting the adapters (no record until they are fitted)");
         const StitchFitSet fit = make_stitch_fit_set(host_tok, hfmt, donor_tok, dfmt, fit_vocab, variant, corpus,
                                                      o.fit_prompts, o.fit_tokens, seed);
         std::vector<std::pair<std::string, Stitched>> stitched;  // condition -> model
@@ -672,6 +675,7 @@ StitchStudyResult run_stitch_study(const Host& host, const Tokenizer& host_tok, 
         place(fits_out, fits);
         place(fit_set_out, fit_set);
         place(vocab_out, vocab_info);
+        progress.exclude(std::chrono::duration<double>(std::chrono::steady_clock::now() - fits_began).count());
 
         std::vector<std::pair<std::string, StitchForward>> forwards;
         for (const std::string& c : conditions) {
