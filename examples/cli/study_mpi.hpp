@@ -32,17 +32,19 @@ namespace hylens::cli {
 namespace detail {
 
 /// Whether an MPI launcher started this process: mpirun / mpiexec (Open MPI, MPICH, Intel MPI,
-/// MVAPICH) or srun with PMI or PMIx set one of these variables. `HYLENS_MPI` decides instead
-/// where it is set: 1 initialises MPI in any case, 0 never.
+/// MVAPICH) or srun with PMI or PMIx set one of these variables, and srun of several tasks sets
+/// SLURM_STEP_NUM_TASKS (Slurm's own PMI-1 library reads Slurm's variables alone). `HYLENS_MPI`
+/// decides instead where it is set: 1 initialises MPI in any case, 0 never.
 inline bool launched_by_mpi() {
     if (const char* v = std::getenv("HYLENS_MPI"); v != nullptr) {
         const std::string_view s(v);
         check(s == "0" || s == "1", "HYLENS_MPI must be 0 or 1 (it is '", s, "')");
         return s == "1";
     }
-    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MV2_COMM_WORLD_SIZE"})
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "PMI_FD", "MV2_COMM_WORLD_SIZE"})
         if (std::getenv(name) != nullptr) return true;
-    return false;
+    const char* tasks = std::getenv("SLURM_STEP_NUM_TASKS");
+    return tasks != nullptr && std::string_view(tasks) != "1" && std::string_view(tasks) != "0" && *tasks != '\0';
 }
 
 /// Rank and size of the MPI job (0 and 1 without MPI or outside mpirun). A process no launcher
@@ -59,7 +61,6 @@ struct MpiJob {
         MPI_Initialized(&init);
         if (!init && !launched_by_mpi()) return;
         active = true;
-        MPI_Initialized(&init);
         if (!init) {
             MPI_Init(nullptr, nullptr);
             owns_init = true;

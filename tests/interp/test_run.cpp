@@ -176,7 +176,17 @@ TEST_CASE("capture runs the layers up to its deepest site only, the same bits as
             // Its cache is torn where l is not the last layer (its later layers lack the tokens).
             CHECK(cache.torn().empty() == (l + 1 == L));
         }
-        // A part of the layers computes no logits.
+        // A part of the layers computes no logits: refused before any forward, the cache untouched.
+        {
+            auto fresh = m.new_cache(1);
+            RunOptions part;
+            part.layers = 1;
+            part.capture = {site::resid_post(0)};
+            CHECK_THROWS_WITH_AS(run(m, fresh, kPrompt, {}, part), doctest::Contains("computes no logits: set skip_logits"),
+                                 ShapeError);
+            CHECK(fresh.tokens_seen() == 0);
+            CHECK(fresh.torn().empty());
+        }
         auto cache = m.new_cache(1);
         ForwardOptions fo;
         fo.layers = 1;

@@ -357,6 +357,17 @@ TEST_CASE("transplant study: an item's conditions on its shared donor run and pr
                           {2, 1});
     }
     {
+        // The kinds that copy no rows never read the question start (an item a library caller
+        // made without one), shared or not.
+        const auto m = test::random_qwen({});
+        ex::TransplantItem no_question = it;
+        no_question.qstart = 0;
+        check_shared_runs(m, no_question,
+                          ex::transplant_conditions({ex::TransplantKind::state, ex::TransplantKind::state_conv},
+                                                    ex::parse_blocks("1,3", {}, 4), sets),
+                          {2, 1});
+    }
+    {
         const auto m = test::random_falcon({});  // parallel layers: attention and Mamba-2 in each
         const ex::ReaderHead reader{m.num_layers() - 1, 0};
         check_shared_runs(m, it,

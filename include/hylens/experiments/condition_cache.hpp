@@ -67,8 +67,9 @@ EditedCache<Cache> condition_cache(const Condition& c, const Cache& a, const Cac
     const Cache& kv_src = c.kv == Source::A ? a : *b;
     const Cache& rec_src = c.rec == Source::A ? a : *b;
     Cache out = [&] {
-        // The same-source controls go through the swap too (both parts from one cache): they
-        // equal FULL only if the swap copies each part whole.
+        // The same-source controls go through the swap too (both parts from one cache): a swap
+        // that wrote a part wrongly shows in them. They have no @ form (parse_condition).
+        check(!c.same_source() || !c.layers, "[condition_cache] ", c.name(), ": a same-source control edits no layer set");
         if (!c.layers) return state_swap(kv_src, rec_src);
         // Restricted: FULL on A outside S.
         if (c.kv == Source::A) return state_swap(a, *b, LayerSet::all(), layers);  // REC of B in S

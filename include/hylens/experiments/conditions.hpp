@@ -248,7 +248,8 @@ inline std::string held_text(const std::vector<std::size_t>& layers) {
 
 /// The conditions of a study: `listed` (whole-model or explicit @SET conditions), then, for
 /// every listed whole-model condition that edits something, its layer-restricted forms of
-/// `spec` in spec order. Layer indices are checked against the model.
+/// `spec`: the single sets, then cumulative, then cumulative-top, then the listed sets in spec
+/// order. Layer indices are checked against the model.
 ///
 /// A set of `spec.sets` in which no layer holds a channel a condition edits is left out for that
 /// condition, and a condition whose channel no layer of the model holds is not swept; each is

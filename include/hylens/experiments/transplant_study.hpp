@@ -431,7 +431,9 @@ RunResult transplant_condition_run(const Model& model, const TransplantItem& it,
     const auto at = [&] { return positions_of(c.positions, it.qstart, it.b.size()); };
     const std::size_t T = it.b.size();
     if (shared != nullptr) {
-        if (const std::vector<SiteRef> sites = clean_donor_sites(model, c, at()); !sites.empty()) {
+        // at() checks the item's question start: only for the kinds that copy rows, as below.
+        if (const std::vector<SiteRef> sites = copies_rows(c.kind) ? clean_donor_sites(model, c, at()) : std::vector<SiteRef>{};
+            !sites.empty()) {
             if (c.kind == TransplantKind::mixer) check_distinct_layers(c.layers, "transplant_mixer");
             if (c.kind == TransplantKind::layer) check_distinct_layers(c.layers, "transplant_layer_write");
             std::vector<Intervention> iv;

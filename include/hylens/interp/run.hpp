@@ -515,6 +515,9 @@ RunResult run(const Model& model, typename Model::cache_type& cache, const Token
               const std::vector<Intervention>& interventions, const RunOptions& opt = {}) {
     RunResult res;
     const std::size_t T = ids.T(), B = ids.batch, L = model.num_layers();
+    // Before any forward: a chunked run would have run its first chunks on part of the layers.
+    check<ShapeError>(opt.layers >= L || opt.skip_logits, "[run] a run of layers [0, ", opt.layers, ") of ", L,
+                      " computes no logits: set skip_logits");
     if (interventions.empty() && opt.capture.empty()) {  // the plain forward, no hook at all
         ForwardOptions fo;
         fo.positions = opt.positions;
