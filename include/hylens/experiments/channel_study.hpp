@@ -22,11 +22,18 @@
 // instead of its rule rubric); each record's "scored_by" says "judge" when the judge decided
 // its score and "rubric" when a rule rubric did (tasks without either have no such field).
 //
-// Crash safety: records are appended as whole lines and fsynced after each batch and
-// condition; resume drops a torn last line and skips the (task, seed, item, condition) keys
-// already on disk. A record on disk twice, or one this study does not make in this shard (an
-// edited seed, another shard's item), is a FormatError before any forward. A finished run rewrites items.jsonl in canonical order (task, seed, item,
-// condition order), atomically, and writes the summaries and run.json.
+// Crash safety: records are appended as whole lines after each batch and condition, and
+// fsynced at most once a second (LineAppender); resume drops a torn last line and skips the
+// (task, seed, item, condition) keys already on disk. A record on disk twice, or one this
+// study does not make in this shard (an edited seed, another shard's item), is a FormatError
+// before any forward. A finished run rewrites items.jsonl in canonical order (task, seed,
+// item, condition order), atomically, and writes the summaries and run.json.
+//
+// Memory: the study keeps of each record only what its summaries read (summary_view: the key,
+// the scores, the item group), not its context and generation; items.jsonl is read and
+// rewritten line by line (rewrite_items_canonical). A record is 2-7 KB as a JSON object, so a
+// study of a million records (every --layers sweep on a 24-layer model) held them whole in
+// 7-18 GB.
 
 #include <algorithm>    // std::find
 #include <chrono>       // std::chrono
@@ -172,14 +179,19 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
         check(!fs::exists(items_path) || fs::file_size(items_path) == 0, "[experiment] ", items_path.string(),
               " already exists: continue it with --resume (Python: resume=True) or choose another output folder");
     }
-    std::vector<nlohmann::json> existing = read_records(items_path, opt.resume);
+    // The summaries' view of every record (summary_view), those on disk first.
+    std::vector<nlohmann::json> views;
     std::set<RecordKey> done;
-    for (std::size_t i = 0; i < existing.size(); ++i) {
-        const RecordKey k = record_key(existing[i], items_path.string() + " line " + std::to_string(i + 1));
-        check_record_score(existing[i], items_path.string() + " line " + std::to_string(i + 1));
-        check<FormatError>(done.insert(k).second, "[experiment] ", items_path.string(), " holds record (", k.task, ", seed ",
-                           k.seed, ", item ", k.item, ", ", k.condition, ") twice");
-    }
+    if (opt.resume)
+        for_each_jsonl_line(items_path, true, [&](std::size_t line, std::string_view text, std::uint64_t) {
+            const std::string where = items_path.string() + " line " + std::to_string(line);
+            const nlohmann::json r = parse_jsonl_line(text, where);
+            const RecordKey k = record_key(r, where);
+            check_record_score(r, where);
+            check<FormatError>(done.insert(k).second, "[experiment] ", items_path.string(), " holds record (", k.task,
+                               ", seed ", k.seed, ", item ", k.item, ", ", k.condition, ") twice");
+            views.push_back(summary_view(r));
+        });
 
     nlohmann::json run = run_info;
     run["study"] = definition;
@@ -248,9 +260,9 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     // and so does a resume with nothing left to run, killed before its end (marked running, the
     // folder lost its items fingerprint, and an edited record then passed the next resume).
     const nlohmann::json now_level = run.value("simd", nlohmann::json());
-    if (existing.empty()) prev_run = nullptr;  // no record of its: the folder is this run's alone
+    if (views.empty()) prev_run = nullptr;  // no record of its: the folder is this run's alone
     if (!prev_run.is_null()) detail::resumed_simd(run, prev_run, now_level, total > 0);
-    if (total > 0 || existing.empty())
+    if (total > 0 || views.empty())
         write_file_atomic(run_path, run.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 
     // Batches: same task, token lengths and pending conditions, in work order.
@@ -264,7 +276,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     }
 
     StudyResult result;
-    result.resumed = existing.size();
+    result.resumed = views.size();
     result.skipped_items = skipped.size();
     Progress progress(total, "experiment " + opt.shard.text(), opt.progress);
     LineAppender out(items_path);
@@ -328,7 +340,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
                     rec["item_fields"] = w.item.fields;
                     rec["score_fields"] = s.fields;
                     out.add(json_line(rec));
-                    existing.push_back(std::move(rec));
+                    views.push_back(summary_view(rec));
                     ++result.written;
                 }
                 out.sync();
@@ -337,19 +349,18 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
         }
     }
     progress.finish();
+    out.close();
 
     // Canonical items.jsonl, summaries, run.json.
-    sort_records(existing, cond_names);
-    const std::string all = detail::jsonl_text(existing);
-    write_file_atomic(items_path, all);
-    run[detail::kItemsFingerprintKey] = fnv1a64_hex(all);
+    sort_records(views, cond_names);
+    run[detail::kItemsFingerprintKey] = rewrite_items_canonical(items_path, cond_names);
     std::vector<nlohmann::json> skipped_items = skipped.get<std::vector<nlohmann::json>>();
     detail::sort_skipped(skipped_items);  // the order of a merge's skipped.jsonl
     write_file_atomic(opt.out / "skipped.jsonl", detail::jsonl_text(skipped_items));
     const auto t_gen = std::chrono::steady_clock::now();
-    write_summaries(opt.out, existing, cond_names, opt.bootstrap);
+    write_summaries(opt.out, views, cond_names, opt.bootstrap);
     const auto t_end = std::chrono::steady_clock::now();
-    result.records = existing.size();
+    result.records = views.size();
     result.seconds = std::chrono::duration<double>(t_end - t0).count();
     if (!prev_run.is_null()) detail::resumed_simd(run, prev_run, now_level, result.written > 0);
     run["status"] = "complete";

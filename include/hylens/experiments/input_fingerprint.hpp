@@ -172,6 +172,19 @@ inline std::string fnv1a64_hex(std::string_view s) {
     return f.hex();
 }
 
+/// fnv1a64_hex of a file's bytes, read in blocks (that of no bytes when it cannot be opened):
+/// the fingerprint of a study's items.jsonl, which may be larger than the memory.
+inline std::string fnv1a64_file_hex(const std::filesystem::path& p) {
+    detail::Fnv1a f;
+    std::ifstream in(p, std::ios::binary);
+    std::vector<char> buf(std::size_t{1} << 20);
+    while (in) {
+        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        f.add(std::string_view(buf.data(), static_cast<std::size_t>(in.gcount())));
+    }
+    return f.hex();
+}
+
 /// The input keys of a run.json that name a folder or a file.
 inline constexpr const char* kInputPathKeys[] = {"model", "tokenizer", "host", "host_tokenizer", "donor", "donor_tokenizer"};
 

@@ -5,7 +5,7 @@
 // The folders must describe the same study (run.json "study", shard aside), and their
 // skipped.jsonl lines items of it, each once.
 
-#include <algorithm>   // std::all_of, std::find
+#include <algorithm>   // std::all_of, std::find, std::sort
 #include <cstdint>     // std::uint64_t
 #include <filesystem>  // std::filesystem
 #include <set>         // std::set
@@ -120,7 +120,7 @@ inline MergeResult merge_channel_folders(const std::vector<std::filesystem::path
                                "[merge] ", p.string(), ": the study's conditions are not a list of names: the file was edited "
                                "or comes from another program");
         },
-        detail::channel_record_check);
+        detail::channel_record_check, summary_view);
     // A swap item left out for its lengths has no records.
     std::vector<nlohmann::json> skipped;
     std::set<std::tuple<std::string, std::uint64_t, std::size_t>> left_out;
@@ -133,15 +133,25 @@ inline MergeResult merge_channel_folders(const std::vector<std::filesystem::path
                            "edited or come from another run");
     }
     std::vector<std::string> conditions = f.study["conditions"].get<std::vector<std::string>>();
+    // The records' lines in canonical order, written again from the folders' files: the merge
+    // holds what the summaries read of each record, not the record (records.hpp).
+    std::vector<std::pair<detail::CanonicalKey, LineRef>> order;
+    order.reserve(f.records.size());
+    for (std::size_t i = 0; i < f.records.size(); ++i)
+        order.push_back({detail::canonical_key(record_key(f.records[i], "a merged record"), conditions), f.lines[i]});
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<LineRef> lines;
+    lines.reserve(order.size());
+    for (const auto& o : order) lines.push_back(o.second);
+    order.clear();
     sort_records(f.records, conditions);
     detail::sort_skipped(skipped);
     const FolderLock lock(out, "merge");  // makes the folder
     detail::check_merge_output(out, f);   // again, now that no other run can write there
-    const std::string text = detail::jsonl_text(f.records);
-    nlohmann::json run = detail::merged_run(f, f.records.size(), text);
+    nlohmann::json run = detail::merged_run(f, f.records.size());
     run["skipped_items"] = skipped.size();
     detail::start_merge(out, run);
-    write_file_atomic(out / "items.jsonl", text);
+    run[detail::kItemsFingerprintKey] = write_record_lines(out / "items.jsonl", f.items_files, lines);
     write_file_atomic(out / "skipped.jsonl", detail::jsonl_text(skipped));
     write_summaries(out, f.records, conditions, bootstrap);
     write_file_atomic(out / "run.json", run.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

@@ -1,9 +1,12 @@
 #pragma once
 // items.jsonl: one JSON object per line, one line per (task, seed, item, condition), written
-// as whole lines and flushed to disk (fsync) after every batch, so a killed run leaves at most
-// one torn last line. Reading for --resume drops a torn last line (cut off at the last '\n')
-// and reports every other line that is not a record as an error naming the file and line.
+// as whole lines after every batch and flushed to disk (fsync) at most once a second
+// (LineAppender), so a killed run leaves at most one torn last line. Reading for --resume drops
+// a torn last line (cut off at the last '\n') and reports every other line that is not a record
+// as an error naming the file and line. Files are read line by line (for_each_jsonl_line) and
+// written through a temporary file (AtomicFileWriter), so neither needs the file in memory.
 
+#include <algorithm>    // std::find
 #include <cerrno>       // errno
 #include <chrono>       // std::chrono
 #include <cmath>        // std::isfinite
@@ -11,7 +14,6 @@
 #include <cstring>      // std::strerror
 #include <filesystem>   // std::filesystem
 #include <fstream>      // std::ifstream
-#include <iterator>     // std::istreambuf_iterator
 #include <set>          // std::set
 #include <string>       // std::string
 #include <string_view>  // std::string_view
@@ -25,6 +27,7 @@
 
 #include "../core/error.hpp"
 #include "../io/json_depth.hpp"
+#include "input_fingerprint.hpp"
 
 namespace hylens::experiments {
 
@@ -66,37 +69,68 @@ inline void check_record_score(const nlohmann::json& r, const std::string& where
                        " is not a number in [0, 1] (the file was edited or comes from another program)");
 }
 
-/// Reads every line of a JSON-lines file as JSON. With drop_torn_tail, a last line without its
-/// '\n' (a killed writer) is cut off the file; otherwise it is an error.
-inline std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path, bool drop_torn_tail) {
-    std::vector<nlohmann::json> out;
-    if (!std::filesystem::exists(path)) return out;
+/// Calls `fn(line, text, offset)` for every line of a JSON-lines file, in order: its number
+/// (from 1), its text without the '\n', and its byte offset. Reads the file in blocks, never
+/// whole. With drop_torn_tail, a last line without its '\n' (a killed writer) is cut off the
+/// file; otherwise it is an error. A missing file has no lines.
+template <class Fn>
+void for_each_jsonl_line(const std::filesystem::path& path, bool drop_torn_tail, Fn&& fn) {
+    if (!std::filesystem::exists(path)) return;
     std::ifstream in(path, std::ios::binary);
     check<FormatError>(in.good(), "[jsonl] cannot open ", path.string());
-    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    in.close();
-    const std::size_t end = all.rfind('\n');
-    const std::size_t whole = end == std::string::npos ? 0 : end + 1;
-    if (whole < all.size()) {
+    std::vector<char> block(std::size_t{1} << 20);
+    std::string carry;             // the start of a line the last block cut
+    std::uint64_t carry_at = 0;    // its offset
+    std::uint64_t block_at = 0;    // the offset of block[0]
+    std::size_t line = 0;
+    while (in) {
+        in.read(block.data(), static_cast<std::streamsize>(block.size()));
+        const std::size_t n = static_cast<std::size_t>(in.gcount());
+        std::size_t b = 0;  // the start of the block's next line
+        while (b < n) {
+            const char* nl = std::find(block.data() + b, block.data() + n, '\n');
+            if (nl == block.data() + n) break;
+            const auto e = static_cast<std::size_t>(nl - block.data());
+            if (carry.empty()) {
+                fn(++line, std::string_view(block.data() + b, e - b), block_at + b);
+            } else {
+                carry.append(block.data() + b, e - b);
+                fn(++line, std::string_view(carry), carry_at);
+                carry.clear();
+            }
+            b = e + 1;
+        }
+        if (b < n) {
+            if (carry.empty()) carry_at = block_at + b;
+            carry.append(block.data() + b, n - b);
+        }
+        block_at += n;
+    }
+    check<FormatError>(in.eof(), "[jsonl] cannot read ", path.string(), " to its end");
+    if (!carry.empty()) {
         check<FormatError>(drop_torn_tail, "[jsonl] ", path.string(),
                            " ends in a torn line (a killed run?): continue it with --resume (Python: resume=True)");
-        std::filesystem::resize_file(path, whole);
-        all.resize(whole);
+        in.close();
+        std::filesystem::resize_file(path, carry_at);
     }
-    std::size_t line = 0;
-    for (std::size_t b = 0; b < all.size();) {
-        const std::size_t e = all.find('\n', b);
-        ++line;
-        const std::string where = path.string() + " line " + std::to_string(line);
-        io::check_json_depth(std::string_view(all).substr(b, e - b), "[jsonl] " + where);
-        try {
-            out.push_back(nlohmann::json::parse(all.begin() + static_cast<std::ptrdiff_t>(b),
-                                                all.begin() + static_cast<std::ptrdiff_t>(e)));
-        } catch (const nlohmann::json::exception& ex) {
-            fail<FormatError>("[jsonl] ", where, " is not JSON: ", ex.what());
-        }
-        b = e + 1;
+}
+
+/// One line of a JSON-lines file parsed, its nesting checked first; FormatError naming `where`.
+inline nlohmann::json parse_jsonl_line(std::string_view text, const std::string& where) {
+    io::check_json_depth(text, "[jsonl] " + where);
+    try {
+        return nlohmann::json::parse(text.begin(), text.end());
+    } catch (const nlohmann::json::exception& ex) {
+        fail<FormatError>("[jsonl] ", where, " is not JSON: ", ex.what());
     }
+}
+
+/// Reads every line of a JSON-lines file as JSON (for_each_jsonl_line).
+inline std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path, bool drop_torn_tail) {
+    std::vector<nlohmann::json> out;
+    for_each_jsonl_line(path, drop_torn_tail, [&](std::size_t line, std::string_view text, std::uint64_t) {
+        out.push_back(parse_jsonl_line(text, path.string() + " line " + std::to_string(line)));
+    });
     return out;
 }
 
@@ -152,6 +186,16 @@ public:
         ++fsyncs_;
     }
 
+    /// Writes what is queued, flushes the file to disk if a line is unflushed, and closes it.
+    void close() {
+        if (fd_ < 0) return;
+        sync();
+        const bool synced = !unsynced_ || ::fsync(fd_) == 0;
+        ::close(fd_);
+        fd_ = -1;
+        check(synced, "[items.jsonl] fsync of ", path_, " failed: ", std::strerror(errno));
+    }
+
     /// fsyncs made by sync() so far (not counting the one at close).
     std::size_t fsyncs() const noexcept { return fsyncs_; }
 
@@ -165,27 +209,104 @@ private:
     std::size_t fsyncs_ = 0;
 };
 
-/// Writes `text` to `path` through a temporary file and a rename (never half a file).
-inline void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
-    const std::filesystem::path tmp = path.string() + ".tmp";
-    {
-        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        check(fd >= 0, "[experiment] cannot write ", tmp.string(), ": ", std::strerror(errno));
+/// Writes a file through a temporary file beside it (`path` + ".tmp") and a rename, so `path`
+/// is never half a file: write() appends, commit() flushes it to disk (fsync) and renames it.
+/// A writer destroyed without commit() removes its temporary file.
+class AtomicFileWriter {
+public:
+    explicit AtomicFileWriter(const std::filesystem::path& path) : path_(path), tmp_(path.string() + ".tmp") {
+        fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        check(fd_ >= 0, "[experiment] cannot write ", tmp_.string(), ": ", std::strerror(errno));
+    }
+    AtomicFileWriter(const AtomicFileWriter&) = delete;
+    AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+    ~AtomicFileWriter() {
+        if (fd_ < 0) return;
+        ::close(fd_);
+        std::error_code ec;
+        std::filesystem::remove(tmp_, ec);  // no exception from a destructor
+    }
+    void write(std::string_view text) {
         std::size_t done = 0;
         while (done < text.size()) {
-            const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+            const ssize_t w = ::write(fd_, text.data() + done, text.size() - done);
             if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) {
-                ::close(fd);
-                fail("[experiment] writing ", tmp.string(), " failed: ", std::strerror(errno));
-            }
+            check(w > 0, "[experiment] writing ", tmp_.string(), " failed: ", std::strerror(errno));
             done += static_cast<std::size_t>(w);
         }
-        const bool synced = ::fsync(fd) == 0;
-        ::close(fd);
-        check(synced, "[experiment] fsync of ", tmp.string(), " failed");
     }
-    std::filesystem::rename(tmp, path);
+    void commit() {
+        const bool synced = ::fsync(fd_) == 0;
+        ::close(fd_);
+        fd_ = -1;
+        check(synced, "[experiment] fsync of ", tmp_.string(), " failed");
+        std::filesystem::rename(tmp_, path_);
+    }
+
+private:
+    std::filesystem::path path_, tmp_;
+    int fd_ = -1;
+};
+
+/// Writes `text` to `path` through a temporary file and a rename (never half a file).
+inline void write_file_atomic(const std::filesystem::path& path, std::string_view text) {
+    AtomicFileWriter w(path);
+    w.write(text);
+    w.commit();
+}
+
+/// Where a record's line lies: in which of a list of files, at what byte, how long, and the
+/// fnv1a64 of its text when it was read (a line changed since is an error, not another record).
+struct LineRef {
+    std::size_t file = 0;
+    std::uint64_t offset = 0;
+    std::size_t length = 0;
+    std::uint64_t fnv1a64 = 0;
+};
+
+/// The LineRef of a line for_each_jsonl_line passed.
+inline LineRef line_ref(std::size_t file, std::string_view text, std::uint64_t offset) {
+    detail::Fnv1a h;
+    h.add(text);
+    return {file, offset, text.size(), h.h};
+}
+
+/// Writes the lines `refs` of `files`, in that order, each as json_line writes its record
+/// (the same text for a line json_line wrote), to `path` through a temporary file
+/// (AtomicFileWriter); returns the fnv1a64_hex of what it wrote. Reads one line at a time.
+inline std::string write_record_lines(const std::filesystem::path& path, const std::vector<std::filesystem::path>& files,
+                                      const std::vector<LineRef>& refs) {
+    AtomicFileWriter out(path);
+    detail::Fnv1a hash;
+    {
+        std::vector<std::ifstream> in;
+        for (const auto& f : files) {
+            in.emplace_back(f, std::ios::binary);
+            check<FormatError>(in.back().good(), "[jsonl] cannot open ", f.string());
+        }
+        std::string text, chunk;
+        const auto flush = [&] {
+            hash.add(chunk);
+            out.write(chunk);
+            chunk.clear();
+        };
+        for (const LineRef& l : refs) {
+            check(l.file < files.size(), "[jsonl] a line of file ", l.file, " of ", files.size());
+            const std::string where = files[l.file].string() + " at byte " + std::to_string(l.offset);
+            std::ifstream& f = in[l.file];
+            text.resize(l.length);
+            f.seekg(static_cast<std::streamoff>(l.offset));
+            f.read(text.data(), static_cast<std::streamsize>(l.length));
+            check<FormatError>(f && line_ref(l.file, text, l.offset).fnv1a64 == l.fnv1a64, "[jsonl] ", where,
+                               " is not the line read there before: the file changed while it was read");
+            chunk += json_line(parse_jsonl_line(text, where));
+            chunk += '\n';
+            if (chunk.size() >= (std::size_t{1} << 20)) flush();
+        }
+        flush();
+    }
+    out.commit();
+    return hash.hex();
 }
 
 }  // namespace hylens::experiments

@@ -318,9 +318,7 @@ inline void check_items_unchanged(const nlohmann::json& run, const std::filesyst
                        items.parent_path().string(), " holds a merge that stopped before it finished (run.json's status is "
                        "'merging'): rerun that merge with this folder as its --out, then use the folder");
     if (!run.is_object() || !run.contains(kItemsFingerprintKey)) return;  // a killed run or an older folder
-    std::ifstream in(items, std::ios::binary);
-    const std::string text = in ? std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()) : "";
-    const std::string now = fnv1a64_hex(text), then = run[kItemsFingerprintKey].is_string()
+    const std::string now = fnv1a64_file_hex(items), then = run[kItemsFingerprintKey].is_string()
                                                           ? run[kItemsFingerprintKey].get<std::string>()
                                                           : run[kItemsFingerprintKey].dump();
     check<FormatError>(now == then, who, items.string(), " is not the file its run wrote (run.json's ", kItemsFingerprintKey,
@@ -590,8 +588,14 @@ struct ShardFolders {
     std::vector<nlohmann::json> runs;        ///< every folder's run.json, in the order given
     nlohmann::json sources = nlohmann::json::array();  ///< run.json "merged_from"
     std::vector<std::string> missing;        ///< shards "i/N" of the study that no folder holds
-    std::vector<nlohmann::json> records;     ///< every folder's records, unsorted
+    std::vector<nlohmann::json> records;     ///< every folder's records (or what `keep` kept of them), unsorted
+    std::vector<std::filesystem::path> items_files;  ///< every folder's items.jsonl, in the order given
+    std::vector<LineRef> lines;              ///< with a `keep`: where records[i]'s line lies, at lines[i]
 };
+
+/// What a merge keeps of each record it reads (summary_view: what the summaries read); the
+/// merge then writes each record's line again from its folder's file (write_record_lines).
+using KeepRecord = std::function<nlohmann::json(const nlohmann::json&)>;
 
 /// The seeds a study definition names ("seeds": [...] or "seed": n); none when it names none.
 inline std::optional<std::set<std::uint64_t>> defined_seeds(const nlohmann::json& study) {
@@ -696,10 +700,11 @@ inline std::string definition_string(const nlohmann::json& d, const char* key) {
 /// still hold that file (check_items_unchanged); every record's seed must be one the
 /// definition names, and `record_ok` (when given) checks the rest of it. Shards i/N that no
 /// folder holds are listed in `missing`: a merge of some shards is a partial result, not the
-/// study's (merged_run marks it incomplete).
+/// study's (merged_run marks it incomplete). The files are read line by line; with `keep`,
+/// `records` holds what it keeps of each record and `lines` where the record lies.
 inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out,
                                        const std::function<void(const std::filesystem::path&, const nlohmann::json&)>& accept,
-                                       const MergeRecordCheck& record_ok = {}) {
+                                       const MergeRecordCheck& record_ok = {}, const KeepRecord& keep = {}) {
     namespace fs = std::filesystem;
     check(!dirs.empty(), "[merge] no result folder given");
     check(!out.empty(), "[merge] the output folder is an empty path");
@@ -750,10 +755,12 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
         f.sources.push_back({{"folder", d.string()}, {"shard", shard}, {"status", run.value("status", "")}});
         check_items_unchanged(run, d / "items.jsonl", "[merge] ");
         const std::optional<std::set<std::uint64_t>> seeds = defined_seeds(s);
-        std::size_t line = 0;
         std::set<RecordKey> own;  // this folder's keys: one held twice is an edited file, not a second folder
-        for (auto& r : read_records(d / "items.jsonl", false)) {
-            const std::string where = (d / "items.jsonl").string() + " line " + std::to_string(++line);
+        const std::size_t file = f.items_files.size();
+        f.items_files.push_back(d / "items.jsonl");
+        for_each_jsonl_line(d / "items.jsonl", false, [&](std::size_t line, std::string_view text, std::uint64_t offset) {
+            const std::string where = (d / "items.jsonl").string() + " line " + std::to_string(line);
+            nlohmann::json r = parse_jsonl_line(text, where);
             const RecordKey k = record_key(r, where);
             check<FormatError>(!seeds || seeds->count(k.seed), "[merge] ", where, " holds a record of seed ", k.seed,
                                ", which the study does not run (its seeds: ", (s.contains("seeds") ? s["seeds"] : s["seed"]).dump(),
@@ -763,8 +770,13 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
                                k.item, ", ", k.condition, ") twice: the file was edited");
             check(keys.insert(k).second, "[merge] record (", k.task, ", seed ", k.seed, ", item ", k.item, ", ", k.condition,
                   ") appears in more than one folder (", d.string(), ")");
-            f.records.push_back(std::move(r));
-        }
+            if (keep) {
+                f.records.push_back(keep(r));
+                f.lines.push_back(line_ref(file, text, offset));
+            } else {
+                f.records.push_back(std::move(r));
+            }
+        });
     };
     for (const fs::path& d : dirs) {
         check(fs::exists(d / "run.json"), "[merge] ", d.string(), " holds no run.json (not a study result folder)");
@@ -787,9 +799,9 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
 }
 
 /// The merged folder's run.json: the first folder's, with "shard": "0/1", "merged_from",
-/// "status" ("incomplete" when a folder was not complete), "records" and the fingerprint of
-/// the merged items.jsonl text; no timings.
-inline nlohmann::json merged_run(const ShardFolders& f, std::size_t records, const std::string& items_text) {
+/// "status" ("incomplete" when a folder was not complete), "records" and no timings; the
+/// caller sets the fingerprint of the merged items.jsonl (kItemsFingerprintKey).
+inline nlohmann::json merged_run(const ShardFolders& f, std::size_t records) {
     nlohmann::json run = f.runs.front(), study = f.study;
     study["shard"] = "0/1";
     run["study"] = study;
@@ -797,7 +809,7 @@ inline nlohmann::json merged_run(const ShardFolders& f, std::size_t records, con
     run["status"] = f.counts.incomplete || f.counts.missing_shards ? "incomplete" : "complete";
     if (!f.missing.empty()) run["missing_shards"] = f.missing;
     run["records"] = records;
-    run[kItemsFingerprintKey] = fnv1a64_hex(items_text);
+    run.erase(kItemsFingerprintKey);
     run.erase("records_written");
     run.erase("timings");
     const nlohmann::json levels = simd_levels(f.runs);
@@ -856,7 +868,8 @@ inline MergeResult merge_study_folders(
     const FolderLock lock(out, "merge");  // makes the folder
     detail::check_merge_output(out, f);   // again, now that no other run can write there
     const std::string text = detail::jsonl_text(f.records);
-    const nlohmann::json run = detail::merged_run(f, f.records.size(), text);
+    nlohmann::json run = detail::merged_run(f, f.records.size());
+    run[detail::kItemsFingerprintKey] = fnv1a64_hex(text);
     detail::start_merge(out, run);
     // An earlier merge into `out` left summaries this one may not write (no records: no summaries).
     for (const char* stale : {"summary.csv", "summary.json", "circuit.json"}) std::filesystem::remove(out / stale);

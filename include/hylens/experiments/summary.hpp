@@ -21,9 +21,11 @@
 #include <cmath>      // std::isfinite
 #include <cstdint>    // std::uint64_t
 #include <cstdio>     // std::snprintf
+#include <filesystem> // std::filesystem
 #include <map>        // std::map
 #include <set>        // std::set
 #include <string>     // std::string
+#include <tuple>      // std::tuple
 #include <vector>     // std::vector
 
 #include <nlohmann/json.hpp>
@@ -37,24 +39,49 @@ namespace hylens::experiments {
 inline constexpr const char* kResamplingNote =
     "percentile bootstrap: items resampled with replacement within each seed, seeds pooled";
 
-/// Sorts records into the canonical order: task, seed, item, then the study's condition order
+namespace detail {
+
+/// A record's place in the canonical order: task, seed, item, then the study's condition order
 /// (conditions not in `conditions` last, by name).
+using CanonicalKey = std::tuple<std::string, std::uint64_t, std::size_t, std::size_t, std::string>;
+inline CanonicalKey canonical_key(RecordKey k, const std::vector<std::string>& conditions) {
+    const auto rank = static_cast<std::size_t>(std::find(conditions.begin(), conditions.end(), k.condition) - conditions.begin());
+    return {std::move(k.task), k.seed, k.item, rank, std::move(k.condition)};
+}
+
+}  // namespace detail
+
+/// Sorts records into the canonical order (detail::canonical_key).
 inline void sort_records(std::vector<nlohmann::json>& records, const std::vector<std::string>& conditions) {
-    const auto rank = [&](const std::string& c) {
-        const auto it = std::find(conditions.begin(), conditions.end(), c);
-        return static_cast<std::size_t>(it - conditions.begin());
-    };
-    std::vector<std::pair<std::tuple<std::string, std::uint64_t, std::size_t, std::size_t, std::string>, std::size_t>> keys;
+    std::vector<std::pair<detail::CanonicalKey, std::size_t>> keys;
     keys.reserve(records.size());
-    for (std::size_t i = 0; i < records.size(); ++i) {
-        const RecordKey k = record_key(records[i], "record " + std::to_string(i));
-        keys.push_back({{k.task, k.seed, k.item, rank(k.condition), k.condition}, i});
-    }
+    for (std::size_t i = 0; i < records.size(); ++i)
+        keys.push_back({detail::canonical_key(record_key(records[i], "record " + std::to_string(i)), conditions), i});
     std::sort(keys.begin(), keys.end());
     std::vector<nlohmann::json> out;
     out.reserve(records.size());
     for (const auto& k : keys) out.push_back(std::move(records[k.second]));
     records = std::move(out);
+}
+
+/// Rewrites an items.jsonl in the canonical order (detail::canonical_key), each line as
+/// json_line writes its record, through a temporary file and a rename; returns the new file's
+/// fnv1a64_hex. The file is read line by line, twice, and never held whole: a study's records
+/// can outgrow the memory (a record's context and generation are 2-7 KB as JSON objects). The
+/// same bytes as sort_records and json_line over the records read whole.
+inline std::string rewrite_items_canonical(const std::filesystem::path& items, const std::vector<std::string>& conditions) {
+    std::vector<std::pair<detail::CanonicalKey, LineRef>> lines;
+    for_each_jsonl_line(items, false, [&](std::size_t line, std::string_view text, std::uint64_t offset) {
+        const std::string where = items.string() + " line " + std::to_string(line);
+        lines.push_back({detail::canonical_key(record_key(parse_jsonl_line(text, where), where), conditions),
+                         line_ref(0, text, offset)});
+    });
+    std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<LineRef> refs;
+    refs.reserve(lines.size());
+    for (const auto& l : lines) refs.push_back(l.second);
+    lines.clear();
+    return write_record_lines(items, {items}, refs);
 }
 
 /// One row of summary.csv.
@@ -103,7 +130,7 @@ inline std::string group_of(const nlohmann::json& r) {
     return "";
 }
 
-/// The value of a metric in a record, NaN if absent.
+/// The value of a metric in a record, NaN if absent or neither a number nor a boolean.
 inline double metric_value(const nlohmann::json& r, const std::string& metric) {
     const nlohmann::json* v = nullptr;
     if (metric == "score" || metric == "first_token" || metric == "first_token_b") {
@@ -118,6 +145,28 @@ inline double metric_value(const nlohmann::json& r, const std::string& metric) {
 }
 
 }  // namespace detail
+
+/// The fields of a record that summarize() reads: its key, "score", "first_token",
+/// "first_token_b", the numbers and booleans of "score_fields", and the "group" and
+/// "condition" of "item_fields" that are strings. A study keeps these for its summaries
+/// instead of its whole records, whose context and generation are most of their size; the
+/// summary of the views is the summary of the records.
+inline nlohmann::json summary_view(const nlohmann::json& r) {
+    nlohmann::json v = nlohmann::json::object();
+    for (const char* k : {"task", "seed", "item", "condition", "score", "first_token", "first_token_b"})
+        if (const auto it = r.find(k); it != r.end()) v[k] = *it;
+    if (const auto f = r.find("score_fields"); f != r.end() && f->is_object()) {
+        nlohmann::json& out = v["score_fields"] = nlohmann::json::object();
+        for (auto it = f->begin(); it != f->end(); ++it)
+            if (it->is_boolean() || it->is_number()) out[it.key()] = *it;
+    }
+    if (const auto f = r.find("item_fields"); f != r.end() && f->is_object()) {
+        nlohmann::json& out = v["item_fields"] = nlohmann::json::object();
+        for (const char* k : {"group", "condition"})
+            if (const auto it = f->find(k); it != f->end() && it->is_string()) out[k] = *it;
+    }
+    return v;
+}
 
 /// Computes the summary of `records` (any order); `conditions` is the study's condition order.
 inline Summary summarize(const std::vector<nlohmann::json>& records, const std::vector<std::string>& conditions,
