@@ -26,7 +26,6 @@
 
 #include <cstddef>     // std::size_t
 #include <cstdint>     // std::int64_t, std::uint64_t
-#include <cstdio>      // std::fprintf
 #include <filesystem>  // std::filesystem
 #include <optional>    // std::optional
 #include <string>      // std::string
@@ -290,9 +289,13 @@ QueryMapResult run_query_map_study(const RecvModel& recv, const Tokenizer& tok_r
         // The fit set: the same dictionaries in both models' formats.
         const auto fit_d = lk::query_items(tok_d, fmt_d, opt.style, vfit, opt.fit_items, seed, "fit", opt.n_pairs);
         const auto fit_r = lk::query_items(tok_r, fmt_r, opt.style, vfit, opt.fit_items, seed, "fit", opt.n_pairs);
-        if (opt.progress)
-            std::fprintf(stderr, "[query-map seed %llu] fitting %zu maps on %zu prompts (no record until they are fitted)\n",
-                         static_cast<unsigned long long>(seed), source_names.size() * (2 + opt.curve.size()), opt.fit_items);
+        const auto& [test_d, test_r, both] = tests[si];
+        std::size_t mine = 0;
+        for (std::size_t i = 0; i < both.size(); ++i) mine += folder.mine(ordinal + i);
+        Progress progress(mine * conds.size(), "query-map seed " + std::to_string(seed), opt.progress);
+        progress.note("fitting " + std::to_string(source_names.size() * (2 + opt.curve.size())) + " maps on " +
+                      std::to_string(opt.fit_items) + " prompts (no record until they are fitted)");
+        const double fit_start = progress.seconds();
         const std::size_t S = source_names.size();
         std::vector<std::vector<float>> X(S);
         std::vector<float> Tg;
@@ -331,11 +334,7 @@ QueryMapResult run_query_map_study(const RecvModel& recv, const Tokenizer& tok_r
             for (std::size_t c = 0; c < acc.size(); ++c) mean_target[c] = static_cast<float>(acc[c] / static_cast<double>(n));
         }
         res.fits[std::to_string(seed)] = fits;
-
-        const auto& [test_d, test_r, both] = tests[si];
-        std::size_t mine = 0;
-        for (std::size_t i = 0; i < both.size(); ++i) mine += folder.mine(ordinal + i);
-        Progress progress(mine * conds.size(), "query-map seed " + std::to_string(seed), opt.progress);
+        progress.exclude(progress.seconds() - fit_start);  // the fits made no record
         for (const auto& [rp, dp] : both) {
             const lk::DonorHostItem& ri = *rp;
             const lk::DonorHostItem& di = *dp;
