@@ -466,12 +466,8 @@ RunResult transplant_condition_run(const Model& model, const TransplantItem& it,
         case TransplantKind::upstream:
             return transplant_mixer(model, A, B, c.layers, at(), MixerChannel::recurrent, o, without).host;
         case TransplantKind::layer: return transplant_layer_write(model, A, B, c.layers, at(), o).host;
-        case TransplantKind::mixer_in: {
-            std::vector<SiteRef> sites;
-            for (LayerIndex l : c.layers) sites.push_back(site::mixer_in(l, at()));
-            return transplant_sites(model, A, B, sites, o).host;
-        }
-        case TransplantKind::resid_pre: return transplant_sites(model, A, B, {site::resid_pre(c.layers.front(), at())}, o).host;
+        case TransplantKind::mixer_in:
+        case TransplantKind::resid_pre: return transplant_sites(model, A, B, clean_donor_sites(model, c, at()), o).host;
         case TransplantKind::split: return transplant_state_run(model, A, B, {}, false, o);
         case TransplantKind::state:
         case TransplantKind::state_conv:
