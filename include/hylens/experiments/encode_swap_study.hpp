@@ -84,6 +84,9 @@ inline nlohmann::json encode_swap_definition(const EncodeSwapOptions& o) {
             {"circuit", o.circuit_info}};
 }
 
+/// The name of the condition of a swap ("value", "key") from a source: "value:bind".
+inline std::string encode_swap_condition(const std::string& swap, const std::string& source) { return swap + ":" + source; }
+
 /// The conditions of the encode-swap study `definition` defines, in summary order: value:<source>
 /// for each of its sources, then key:<source>. What the summaries list and a merge accepts.
 inline std::vector<std::string> encode_swap_conditions(const nlohmann::json& definition) {
@@ -92,7 +95,7 @@ inline std::vector<std::string> encode_swap_conditions(const nlohmann::json& def
     for (const char* swap : {"value", "key"})
         for (const auto& s : sources) {
             check<FormatError>(s.is_string(), "[encode-swap] the study's sources are not names: ", sources.dump());
-            conditions.push_back(std::string(swap) + ":" + s.get<std::string>());
+            conditions.push_back(encode_swap_condition(swap, s.get<std::string>()));
         }
     return conditions;
 }
@@ -235,7 +238,7 @@ EncodeSwapResult run_encode_swap_study(const Model& model, const Tokenizer& tok,
         for (const char* swap : {"value", "key"})
             if (swap == std::string("value") || keys[i])
                 for (const std::string& src : sources)
-                    total += !folder.done({opt.variant, opt.seed, set.items[i].index, std::string(swap) + ":" + src});
+                    total += !folder.done({opt.variant, opt.seed, set.items[i].index, encode_swap_condition(swap, src)});
     }
     folder.check_resumed_records();
     Progress progress(total, "encode-swap " + opt.shard.text(), opt.progress);
@@ -254,7 +257,7 @@ EncodeSwapResult run_encode_swap_study(const Model& model, const Tokenizer& tok,
             const std::vector<std::size_t> pos = value ? it.clean.values[it.target] : keys[i]->positions;
             const std::int64_t want = value ? it.answer : it.corrupt_answer, own = value ? it.corrupt_answer : it.answer;
             for (const std::string& src : sources) {
-                const std::string cond = std::string(swap) + ":" + src;
+                const std::string cond = encode_swap_condition(swap, src);
                 if (folder.done({opt.variant, opt.seed, it.index, cond})) continue;
                 const Tensor3 logits = detail::encode_swap_run(model, donor, host, pos, src, opt);
                 const TransplantScore s = score_transplant(logits_row(logits), V, want, own);
