@@ -29,11 +29,11 @@
 // before any forward. A finished run rewrites items.jsonl in canonical order (task, seed,
 // item, condition order), atomically, and writes the summaries and run.json.
 //
-// Memory: the study keeps of each record only what its summaries read (summary_view: the key,
-// the scores, the item group), not its context and generation; items.jsonl is read and
-// rewritten line by line (rewrite_items_canonical). A record is 2-7 KB as a JSON object, so a
-// study of a million records (every --layers sweep on a 24-layer model) held them whole in
-// 7-18 GB.
+// Memory: the study keeps of each record only what its summaries read (ScoreRecords: the key,
+// the scores, the item group; about 100 bytes), not its context and generation; items.jsonl is
+// read and rewritten line by line (rewrite_items_canonical). A record is 2-7 KB as a JSON
+// object, so a study of a million records (every --layers sweep on a 24-layer model) held them
+// whole in 7-18 GB.
 
 #include <algorithm>    // std::find
 #include <chrono>       // std::chrono
@@ -179,8 +179,8 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
         check(!fs::exists(items_path) || fs::file_size(items_path) == 0, "[experiment] ", items_path.string(),
               " already exists: continue it with --resume (Python: resume=True) or choose another output folder");
     }
-    // The summaries' view of every record (summary_view), those on disk first.
-    std::vector<nlohmann::json> views;
+    // What the summaries read of every record, those on disk first.
+    ScoreRecords scores;
     std::set<RecordKey> done;
     if (opt.resume)
         for_each_jsonl_line(items_path, true, [&](std::size_t line, std::string_view text, std::uint64_t) {
@@ -190,7 +190,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
             check_record_score(r, where);
             check<FormatError>(done.insert(k).second, "[experiment] ", items_path.string(), " holds record (", k.task,
                                ", seed ", k.seed, ", item ", k.item, ", ", k.condition, ") twice");
-            views.push_back(summary_view(r));
+            scores.add(r, where);
         });
 
     nlohmann::json run = run_info;
@@ -260,9 +260,9 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     // and so does a resume with nothing left to run, killed before its end (marked running, the
     // folder lost its items fingerprint, and an edited record then passed the next resume).
     const nlohmann::json now_level = run.value("simd", nlohmann::json());
-    if (views.empty()) prev_run = nullptr;  // no record of its: the folder is this run's alone
+    if (scores.size() == 0) prev_run = nullptr;  // no record of its: the folder is this run's alone
     if (!prev_run.is_null()) detail::resumed_simd(run, prev_run, now_level, total > 0);
-    if (total > 0 || views.empty())
+    if (total > 0 || scores.size() == 0)
         write_file_atomic(run_path, run.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 
     // Batches: same task, token lengths and pending conditions, in work order.
@@ -276,7 +276,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     }
 
     StudyResult result;
-    result.resumed = views.size();
+    result.resumed = scores.size();
     result.skipped_items = skipped.size();
     Progress progress(total, "experiment " + opt.shard.text(), opt.progress);
     LineAppender out(items_path);
@@ -340,7 +340,7 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
                     rec["item_fields"] = w.item.fields;
                     rec["score_fields"] = s.fields;
                     out.add(json_line(rec));
-                    views.push_back(summary_view(rec));
+                    scores.add(rec);
                     ++result.written;
                 }
                 out.sync();
@@ -352,15 +352,14 @@ StudyResult run_channel_study(const Model& model, const Tokenizer& tok, ChatFami
     out.close();
 
     // Canonical items.jsonl, summaries, run.json.
-    sort_records(views, cond_names);
     run[detail::kItemsFingerprintKey] = rewrite_items_canonical(items_path, cond_names);
     std::vector<nlohmann::json> skipped_items = skipped.get<std::vector<nlohmann::json>>();
     detail::sort_skipped(skipped_items);  // the order of a merge's skipped.jsonl
     write_file_atomic(opt.out / "skipped.jsonl", detail::jsonl_text(skipped_items));
     const auto t_gen = std::chrono::steady_clock::now();
-    write_summaries(opt.out, views, cond_names, opt.bootstrap);
+    write_summaries(opt.out, scores, cond_names, opt.bootstrap);
     const auto t_end = std::chrono::steady_clock::now();
-    result.records = views.size();
+    result.records = scores.size();
     result.seconds = std::chrono::duration<double>(t_end - t0).count();
     if (!prev_run.is_null()) detail::resumed_simd(run, prev_run, now_level, result.written > 0);
     run["status"] = "complete";

@@ -108,6 +108,7 @@ namespace detail {
 inline MergeResult merge_channel_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out,
                                          const BootstrapOptions& bootstrap) {
     namespace fs = std::filesystem;
+    ScoreRecords scores;  // what the summaries read of each record: the merge holds no record whole
     detail::ShardFolders f = detail::read_shard_folders(
         dirs, out,
         [](const fs::path& p, const nlohmann::json& run) {
@@ -120,43 +121,40 @@ inline MergeResult merge_channel_folders(const std::vector<std::filesystem::path
                                "[merge] ", p.string(), ": the study's conditions are not a list of names: the file was edited "
                                "or comes from another program");
         },
-        detail::channel_record_check, summary_view);
+        detail::channel_record_check, [&](const nlohmann::json& r, const std::string& where) { scores.add(r, where); });
     // A swap item left out for its lengths has no records.
     std::vector<nlohmann::json> skipped;
     std::set<std::tuple<std::string, std::uint64_t, std::size_t>> left_out;
     for (std::size_t i = 0; i < dirs.size(); ++i)  // f.runs[i]: dirs[i]'s run.json, as read_shard_folders read it
         for (nlohmann::json& r : detail::channel_skipped_lines(dirs[i], f.runs[i], left_out)) skipped.push_back(std::move(r));
-    for (const nlohmann::json& r : f.records) {
-        const RecordKey k = record_key(r, "a merged record");
+    for (std::size_t i = 0; i < scores.size(); ++i) {
+        const RecordKey k = scores.key(i);
         check<FormatError>(!left_out.count({k.task, k.seed, k.item}), "[merge] record (", k.task, ", seed ", k.seed, ", item ",
                            k.item, ", ", k.condition, ") is of an item a skipped.jsonl lists as left out: the files were "
                            "edited or come from another run");
     }
     std::vector<std::string> conditions = f.study["conditions"].get<std::vector<std::string>>();
-    // The records' lines in canonical order, written again from the folders' files: the merge
-    // holds what the summaries read of each record, not the record (records.hpp).
+    // The records' lines in canonical order, written again from the folders' files.
     std::vector<std::pair<detail::CanonicalKey, LineRef>> order;
-    order.reserve(f.records.size());
-    for (std::size_t i = 0; i < f.records.size(); ++i)
-        order.push_back({detail::canonical_key(record_key(f.records[i], "a merged record"), conditions), f.lines[i]});
+    order.reserve(scores.size());
+    for (std::size_t i = 0; i < scores.size(); ++i) order.push_back({detail::canonical_key(scores.key(i), conditions), f.lines[i]});
     std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<LineRef> lines;
     lines.reserve(order.size());
     for (const auto& o : order) lines.push_back(o.second);
     order.clear();
-    sort_records(f.records, conditions);
     detail::sort_skipped(skipped);
     const FolderLock lock(out, "merge");  // makes the folder
     detail::check_merge_output(out, f);   // again, now that no other run can write there
-    nlohmann::json run = detail::merged_run(f, f.records.size());
+    nlohmann::json run = detail::merged_run(f, scores.size());
     run["skipped_items"] = skipped.size();
     detail::start_merge(out, run);
     run[detail::kItemsFingerprintKey] = write_record_lines(out / "items.jsonl", f.items_files, lines);
     write_file_atomic(out / "skipped.jsonl", detail::jsonl_text(skipped));
-    write_summaries(out, f.records, conditions, bootstrap);
+    write_summaries(out, scores, conditions, bootstrap);
     write_file_atomic(out / "run.json", run.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     MergeResult res = f.counts;
-    res.records = f.records.size();
+    res.records = scores.size();
     return res;
 }
 }  // namespace detail

@@ -21,7 +21,7 @@
 #include <vector>       // std::vector
 
 #include <fcntl.h>   // open
-#include <unistd.h>  // write, fsync, close, ftruncate
+#include <unistd.h>  // write, pread, fsync, close
 
 #include <nlohmann/json.hpp>
 
@@ -191,9 +191,10 @@ public:
         if (fd_ < 0) return;
         sync();
         const bool synced = !unsynced_ || ::fsync(fd_) == 0;
+        const int err = errno;
         ::close(fd_);
         fd_ = -1;
-        check(synced, "[items.jsonl] fsync of ", path_, " failed: ", std::strerror(errno));
+        check(synced, "[items.jsonl] fsync of ", path_, " failed: ", std::strerror(err));
     }
 
     /// fsyncs made by sync() so far (not counting the one at close).
@@ -221,10 +222,9 @@ public:
     AtomicFileWriter(const AtomicFileWriter&) = delete;
     AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
     ~AtomicFileWriter() {
-        if (fd_ < 0) return;
-        ::close(fd_);
+        if (fd_ >= 0) ::close(fd_);
         std::error_code ec;
-        std::filesystem::remove(tmp_, ec);  // no exception from a destructor
+        if (!committed_) std::filesystem::remove(tmp_, ec);  // no exception from a destructor
     }
     void write(std::string_view text) {
         std::size_t done = 0;
@@ -235,17 +235,22 @@ public:
             done += static_cast<std::size_t>(w);
         }
     }
+    /// Flushes the file to disk and renames it to its path; on failure the temporary file is
+    /// removed (by the destructor) and `path` left as it was.
     void commit() {
         const bool synced = ::fsync(fd_) == 0;
+        const int err = errno;
         ::close(fd_);
         fd_ = -1;
-        check(synced, "[experiment] fsync of ", tmp_.string(), " failed");
+        check(synced, "[experiment] fsync of ", tmp_.string(), " failed: ", std::strerror(err));
         std::filesystem::rename(tmp_, path_);
+        committed_ = true;
     }
 
 private:
     std::filesystem::path path_, tmp_;
     int fd_ = -1;
+    bool committed_ = false;
 };
 
 /// Writes `text` to `path` through a temporary file and a rename (never half a file).
@@ -255,35 +260,42 @@ inline void write_file_atomic(const std::filesystem::path& path, std::string_vie
     w.commit();
 }
 
-/// Where a record's line lies: in which of a list of files, at what byte, how long, and the
-/// fnv1a64 of its text when it was read (a line changed since is an error, not another record).
+/// Where a record's line lies: in which of a list of files, its line number, at what byte, how
+/// long, and the fnv1a64 of its text when it was read (a line changed since is an error, not
+/// another record).
 struct LineRef {
     std::size_t file = 0;
+    std::size_t line = 0;
     std::uint64_t offset = 0;
     std::size_t length = 0;
     std::uint64_t fnv1a64 = 0;
 };
 
 /// The LineRef of a line for_each_jsonl_line passed.
-inline LineRef line_ref(std::size_t file, std::string_view text, std::uint64_t offset) {
+inline LineRef line_ref(std::size_t file, std::size_t line, std::string_view text, std::uint64_t offset) {
     detail::Fnv1a h;
     h.add(text);
-    return {file, offset, text.size(), h.h};
+    return {file, line, offset, text.size(), h.h};
 }
 
 /// Writes the lines `refs` of `files`, in that order, each as json_line writes its record
 /// (the same text for a line json_line wrote), to `path` through a temporary file
-/// (AtomicFileWriter); returns the fnv1a64_hex of what it wrote. Reads one line at a time.
+/// (AtomicFileWriter); returns the fnv1a64_hex of what it wrote. Reads one line at a time; a
+/// file is opened when a line of it is first read (a file no line is of, a merged folder
+/// without items.jsonl, is never opened), and at most kMaxOpenFiles at once (the merge of a
+/// thousand shards reads their lines interleaved).
 inline std::string write_record_lines(const std::filesystem::path& path, const std::vector<std::filesystem::path>& files,
                                       const std::vector<LineRef>& refs) {
+    constexpr std::size_t kMaxOpenFiles = 64;
     AtomicFileWriter out(path);
     detail::Fnv1a hash;
-    {
-        std::vector<std::ifstream> in;
-        for (const auto& f : files) {
-            in.emplace_back(f, std::ios::binary);
-            check<FormatError>(in.back().good(), "[jsonl] cannot open ", f.string());
-        }
+    std::vector<int> fds(files.size(), -1);
+    std::vector<std::size_t> open;  // the files with an fd, oldest first
+    const auto close_all = [&] {
+        for (const std::size_t f : open) ::close(fds[f]);
+        open.clear();
+    };
+    try {
         std::string text, chunk;
         const auto flush = [&] {
             hash.add(chunk);
@@ -292,19 +304,37 @@ inline std::string write_record_lines(const std::filesystem::path& path, const s
         };
         for (const LineRef& l : refs) {
             check(l.file < files.size(), "[jsonl] a line of file ", l.file, " of ", files.size());
-            const std::string where = files[l.file].string() + " at byte " + std::to_string(l.offset);
-            std::ifstream& f = in[l.file];
+            const std::string where = files[l.file].string() + " line " + std::to_string(l.line);
+            if (fds[l.file] < 0) {
+                if (open.size() == kMaxOpenFiles) {
+                    ::close(fds[open.front()]);
+                    fds[open.front()] = -1;
+                    open.erase(open.begin());
+                }
+                fds[l.file] = ::open(files[l.file].c_str(), O_RDONLY | O_CLOEXEC);
+                check<FormatError>(fds[l.file] >= 0, "[jsonl] cannot open ", files[l.file].string(), ": ", std::strerror(errno));
+                open.push_back(l.file);
+            }
             text.resize(l.length);
-            f.seekg(static_cast<std::streamoff>(l.offset));
-            f.read(text.data(), static_cast<std::streamsize>(l.length));
-            check<FormatError>(f && line_ref(l.file, text, l.offset).fnv1a64 == l.fnv1a64, "[jsonl] ", where,
-                               " is not the line read there before: the file changed while it was read");
+            std::size_t got = 0;
+            while (got < l.length) {
+                const ssize_t r = ::pread(fds[l.file], text.data() + got, l.length - got, static_cast<off_t>(l.offset + got));
+                if (r < 0 && errno == EINTR) continue;
+                if (r <= 0) break;
+                got += static_cast<std::size_t>(r);
+            }
+            check<FormatError>(got == l.length && line_ref(l.file, l.line, text, l.offset).fnv1a64 == l.fnv1a64, "[jsonl] ",
+                               where, " is not the line read there before: the file changed while it was read");
             chunk += json_line(parse_jsonl_line(text, where));
             chunk += '\n';
             if (chunk.size() >= (std::size_t{1} << 20)) flush();
         }
         flush();
+    } catch (...) {
+        close_all();
+        throw;
     }
+    close_all();
     out.commit();
     return hash.hex();
 }

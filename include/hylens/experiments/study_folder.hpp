@@ -588,14 +588,15 @@ struct ShardFolders {
     std::vector<nlohmann::json> runs;        ///< every folder's run.json, in the order given
     nlohmann::json sources = nlohmann::json::array();  ///< run.json "merged_from"
     std::vector<std::string> missing;        ///< shards "i/N" of the study that no folder holds
-    std::vector<nlohmann::json> records;     ///< every folder's records (or what `keep` kept of them), unsorted
+    std::vector<nlohmann::json> records;     ///< every folder's records, unsorted (none with a `keep`)
     std::vector<std::filesystem::path> items_files;  ///< every folder's items.jsonl, in the order given
-    std::vector<LineRef> lines;              ///< with a `keep`: where records[i]'s line lies, at lines[i]
+    std::vector<LineRef> lines;              ///< with a `keep`: where each record kept lies, in the order kept
 };
 
-/// What a merge keeps of each record it reads (summary_view: what the summaries read); the
-/// merge then writes each record's line again from its folder's file (write_record_lines).
-using KeepRecord = std::function<nlohmann::json(const nlohmann::json&)>;
+/// Takes each record a merge reads, in place of `records` (the channel merge: ScoreRecords::add,
+/// what the summaries read); the merge then writes each record's line again from its folder's
+/// file (write_record_lines).
+using KeepRecord = std::function<void(const nlohmann::json& record, const std::string& where)>;
 
 /// The seeds a study definition names ("seeds": [...] or "seed": n); none when it names none.
 inline std::optional<std::set<std::uint64_t>> defined_seeds(const nlohmann::json& study) {
@@ -701,7 +702,7 @@ inline std::string definition_string(const nlohmann::json& d, const char* key) {
 /// definition names, and `record_ok` (when given) checks the rest of it. Shards i/N that no
 /// folder holds are listed in `missing`: a merge of some shards is a partial result, not the
 /// study's (merged_run marks it incomplete). The files are read line by line; with `keep`,
-/// `records` holds what it keeps of each record and `lines` where the record lies.
+/// each record goes to it instead of `records`, and `lines` says where it lies.
 inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>& dirs, const std::filesystem::path& out,
                                        const std::function<void(const std::filesystem::path&, const nlohmann::json&)>& accept,
                                        const MergeRecordCheck& record_ok = {}, const KeepRecord& keep = {}) {
@@ -771,8 +772,8 @@ inline ShardFolders read_shard_folders(const std::vector<std::filesystem::path>&
             check(keys.insert(k).second, "[merge] record (", k.task, ", seed ", k.seed, ", item ", k.item, ", ", k.condition,
                   ") appears in more than one folder (", d.string(), ")");
             if (keep) {
-                f.records.push_back(keep(r));
-                f.lines.push_back(line_ref(file, text, offset));
+                keep(r, where);
+                f.lines.push_back(line_ref(file, line, text, offset));
             } else {
                 f.records.push_back(std::move(r));
             }

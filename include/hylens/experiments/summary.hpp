@@ -22,10 +22,12 @@
 #include <cstdint>    // std::uint64_t
 #include <cstdio>     // std::snprintf
 #include <filesystem> // std::filesystem
+#include <limits>     // std::numeric_limits
 #include <map>        // std::map
 #include <set>        // std::set
 #include <string>     // std::string
 #include <tuple>      // std::tuple
+#include <utility>    // std::pair
 #include <vector>     // std::vector
 
 #include <nlohmann/json.hpp>
@@ -74,7 +76,7 @@ inline std::string rewrite_items_canonical(const std::filesystem::path& items, c
     for_each_jsonl_line(items, false, [&](std::size_t line, std::string_view text, std::uint64_t offset) {
         const std::string where = items.string() + " line " + std::to_string(line);
         lines.push_back({detail::canonical_key(record_key(parse_jsonl_line(text, where), where), conditions),
-                         line_ref(0, text, offset)});
+                         line_ref(0, line, text, offset)});
     });
     std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<LineRef> refs;
@@ -120,66 +122,110 @@ inline std::string layers_of(const std::string& condition) {
     return at == std::string::npos ? "all" : condition.substr(at + 1);
 }
 
-/// The item group of a record: the item field "group", else the item field "condition" (the
-/// probe kind of the recognition and label tasks); "" when the item has neither.
-inline std::string group_of(const nlohmann::json& r) {
-    if (!r.contains("item_fields")) return "";
-    const nlohmann::json& f = r["item_fields"];
-    for (const char* k : {"group", "condition"})
-        if (f.contains(k) && f[k].is_string()) return f[k].get<std::string>();
-    return "";
-}
-
-/// The value of a metric in a record, NaN if absent or neither a number nor a boolean.
-inline double metric_value(const nlohmann::json& r, const std::string& metric) {
-    const nlohmann::json* v = nullptr;
-    if (metric == "score" || metric == "first_token" || metric == "first_token_b") {
-        if (r.contains(metric)) v = &r[metric];
-    } else if (r.contains("score_fields") && r["score_fields"].contains(metric)) {
-        v = &r["score_fields"][metric];
-    }
-    if (v == nullptr) return std::numeric_limits<double>::quiet_NaN();
-    if (v->is_boolean()) return v->get<bool>() ? 1.0 : 0.0;
-    if (v->is_number()) return v->get<double>();
-    return std::numeric_limits<double>::quiet_NaN();
-}
-
 }  // namespace detail
 
-/// The fields of a record that summarize() reads: its key, "score", "first_token",
-/// "first_token_b", the numbers and booleans of "score_fields", and the "group" and
-/// "condition" of "item_fields" that are strings. A study keeps these for its summaries
-/// instead of its whole records, whose context and generation are most of their size; the
-/// summary of the views is the summary of the records.
-inline nlohmann::json summary_view(const nlohmann::json& r) {
-    nlohmann::json v = nlohmann::json::object();
-    for (const char* k : {"task", "seed", "item", "condition", "score", "first_token", "first_token_b"})
-        if (const auto it = r.find(k); it != r.end()) v[k] = *it;
-    if (const auto f = r.find("score_fields"); f != r.end() && f->is_object()) {
-        nlohmann::json& out = v["score_fields"] = nlohmann::json::object();
-        for (auto it = f->begin(); it != f->end(); ++it)
-            if (it->is_boolean() || it->is_number()) out[it.key()] = *it;
+/// What summarize() reads of each record, held compactly: its key, "score", "first_token" and
+/// "first_token_b" where present (NaN where not a number or boolean; booleans as 0 / 1), the
+/// numbers and booleans of "score_fields", and its group (the string "group", else the string
+/// "condition", of "item_fields"). Names are held once; a record takes about 100 bytes where
+/// its JSON object took 2-7 KB (its context and generation), so a study holds these for its
+/// summaries instead of its records. The summary of the records is the summary of these.
+class ScoreRecords {
+public:
+    /// Adds the part of record `r` that the summaries read; FormatError naming `where` (its
+    /// file and line) when its key is missing or its score_fields is not an object.
+    void add(const nlohmann::json& r, const std::string& where = "") {
+        const std::string at = where.empty() ? "record " + std::to_string(rows_.size()) : where;
+        const RecordKey k = record_key(r, at);
+        Row row{id(k.task), id(k.condition), 0, k.seed, k.item, metrics_.size(), 0};
+        const auto number = [](const nlohmann::json& v) {
+            if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
+            if (v.is_number()) return v.get<double>();
+            return std::numeric_limits<double>::quiet_NaN();
+        };
+        for (const char* m : {"score", "first_token", "first_token_b"})
+            if (const auto it = r.find(m); it != r.end()) metrics_.push_back({id(m), number(*it)});
+        if (const auto f = r.find("score_fields"); f != r.end()) {
+            check<FormatError>(f->is_object(), "[items.jsonl] ", at, ": score_fields is ", f->type_name(),
+                               ", not an object (the file was edited or comes from another program)");
+            for (auto it = f->begin(); it != f->end(); ++it)
+                if (it->is_boolean() || it->is_number()) metrics_.push_back({id(kFieldPrefix + it.key()), number(*it)});
+        }
+        if (const auto f = r.find("item_fields"); f != r.end() && f->is_object())
+            for (const char* g : {"group", "condition"})
+                if (const auto it = f->find(g); it != f->end() && it->is_string()) {
+                    if (!it->get_ref<const std::string&>().empty()) row.group = id(it->get<std::string>());
+                    break;
+                }
+        row.m1 = metrics_.size();
+        rows_.push_back(row);
     }
-    if (const auto f = r.find("item_fields"); f != r.end() && f->is_object()) {
-        nlohmann::json& out = v["item_fields"] = nlohmann::json::object();
-        for (const char* k : {"group", "condition"})
-            if (const auto it = f->find(k); it != f->end() && it->is_string()) out[k] = *it;
+
+    std::size_t size() const noexcept { return rows_.size(); }
+    RecordKey key(std::size_t i) const {
+        const Row& r = rows_.at(i);
+        return {names_[r.task], r.seed, r.item, names_[r.condition]};
     }
-    return v;
-}
+    const std::string& task(std::size_t i) const { return names_[rows_[i].task]; }
+    const std::string& condition(std::size_t i) const { return names_[rows_[i].condition]; }
+    std::uint64_t seed(std::size_t i) const { return rows_[i].seed; }
+    std::size_t item(std::size_t i) const { return rows_[i].item; }
+    /// The record's group, "" when it has none.
+    const std::string& group(std::size_t i) const { return rows_[i].group ? names_[rows_[i].group] : names_[0]; }
+    /// Whether the record holds the field `name` ("score", "first_token", "first_token_b").
+    bool has(std::size_t i, const std::string& name) const { return find(i, name) != nullptr; }
+    /// The names of the record's number and boolean score_fields.
+    std::vector<std::string> fields(std::size_t i) const {
+        std::vector<std::string> out;
+        for (std::size_t m = rows_[i].m0; m < rows_[i].m1; ++m)
+            if (const std::string& n = names_[metrics_[m].first]; n.rfind(kFieldPrefix, 0) == 0) out.push_back(n.substr(kFieldPrefix.size()));
+        return out;
+    }
+    /// The value of metric `metric` in record i (metric_value's rule), NaN if absent.
+    double value(std::size_t i, const std::string& metric) const {
+        const bool own = metric == "score" || metric == "first_token" || metric == "first_token_b";
+        const double* v = find(i, own ? metric : kFieldPrefix + metric);
+        return v ? *v : std::numeric_limits<double>::quiet_NaN();
+    }
+
+private:
+    inline static const std::string kFieldPrefix = "score_fields.";
+    struct Row {
+        std::uint32_t task, condition, group;  ///< name ids; group 0: none
+        std::uint64_t seed;
+        std::size_t item;
+        std::size_t m0, m1;  ///< the record's metrics: metrics_[m0, m1)
+    };
+    std::uint32_t id(const std::string& name) {
+        const auto [it, fresh] = ids_.try_emplace(name, static_cast<std::uint32_t>(names_.size()));
+        if (fresh) names_.push_back(name);
+        return it->second;
+    }
+    const double* find(std::size_t i, const std::string& name) const {
+        const auto it = ids_.find(name);
+        if (it == ids_.end()) return nullptr;
+        for (std::size_t m = rows_[i].m0; m < rows_[i].m1; ++m)
+            if (metrics_[m].first == it->second) return &metrics_[m].second;
+        return nullptr;
+    }
+    std::vector<std::string> names_{""};                 // id 0: "", no group
+    std::map<std::string, std::uint32_t> ids_{{"", 0}};
+    std::vector<Row> rows_;
+    std::vector<std::pair<std::uint32_t, double>> metrics_;
+};
 
 /// Computes the summary of `records` (any order); `conditions` is the study's condition order.
-inline Summary summarize(const std::vector<nlohmann::json>& records, const std::vector<std::string>& conditions,
+inline Summary summarize(const ScoreRecords& records, const std::vector<std::string>& conditions,
                          const BootstrapOptions& opt = {}) {
     Summary out;
     out.options = opt;
     // task -> its records
-    std::map<std::string, std::vector<const nlohmann::json*>> by_task;
-    for (const auto& r : records) by_task[r.at("task").get<std::string>()].push_back(&r);
+    std::map<std::string, std::vector<std::size_t>> by_task;
+    for (std::size_t r = 0; r < records.size(); ++r) by_task[records.task(r)].push_back(r);
     for (const auto& [task, recs] : by_task) {
         // Conditions present, in study order.
         std::set<std::string> present;
-        for (const auto* r : recs) present.insert(r->at("condition").get<std::string>());
+        for (const std::size_t r : recs) present.insert(records.condition(r));
         std::vector<std::string> conds;
         for (const auto& c : conditions)
             if (present.count(c)) conds.push_back(c);
@@ -190,13 +236,11 @@ inline Summary summarize(const std::vector<nlohmann::json>& records, const std::
         std::set<std::string> extra;
         bool ft = false, ftb = false;
         std::set<std::string> groups;
-        for (const auto* r : recs) {
-            ft = ft || r->contains("first_token");
-            ftb = ftb || r->contains("first_token_b");
-            if (r->contains("score_fields"))
-                for (auto it = (*r)["score_fields"].begin(); it != (*r)["score_fields"].end(); ++it)
-                    if (it->is_boolean() || it->is_number()) extra.insert(it.key());
-            if (const std::string g = detail::group_of(*r); !g.empty()) groups.insert(g);
+        for (const std::size_t r : recs) {
+            ft = ft || records.has(r, "first_token");
+            ftb = ftb || records.has(r, "first_token_b");
+            for (std::string& m : records.fields(r)) extra.insert(std::move(m));
+            if (const std::string& g = records.group(r); !g.empty()) groups.insert(g);
         }
         if (ft) metrics.push_back("first_token");
         if (ftb) metrics.push_back("first_token_b");
@@ -211,10 +255,10 @@ inline Summary summarize(const std::vector<nlohmann::json>& records, const std::
         const auto full = std::find(conds.begin(), conds.end(), "FULL");
         for (const auto& group : group_list) {
             // seed -> item -> its records
-            std::map<std::uint64_t, std::map<std::size_t, std::vector<const nlohmann::json*>>> cells;
-            for (const auto* r : recs) {
-                if (group != "all" && detail::group_of(*r) != group) continue;
-                cells[r->at("seed").get<std::uint64_t>()][r->at("item").get<std::size_t>()].push_back(r);
+            std::map<std::uint64_t, std::map<std::size_t, std::vector<std::size_t>>> cells;
+            for (const std::size_t r : recs) {
+                if (group != "all" && records.group(r) != group) continue;
+                cells[records.seed(r)][records.item(r)].push_back(r);
             }
             BootstrapOptions bo = opt;
             bo.seed = opt.seed ^ detail::name_hash(task + "/" + group);
@@ -226,7 +270,7 @@ inline Summary summarize(const std::vector<nlohmann::json>& records, const std::
                     s.x.assign(s.items * C, std::numeric_limits<double>::quiet_NaN());
                     std::size_t i = 0;
                     for (const auto& [item, rs] : items) {
-                        for (const auto* r : rs) s.x[i * C + cidx(r->at("condition").get<std::string>())] = detail::metric_value(*r, metric);
+                        for (const std::size_t r : rs) s.x[i * C + cidx(records.condition(r))] = records.value(r, metric);
                         ++i;
                     }
                     seeds.push_back(std::move(s));
@@ -266,6 +310,15 @@ inline Summary summarize(const std::vector<nlohmann::json>& records, const std::
         }
     }
     return out;
+}
+
+
+/// The summary of JSON records (ScoreRecords of them).
+inline Summary summarize(const std::vector<nlohmann::json>& records, const std::vector<std::string>& conditions,
+                         const BootstrapOptions& opt = {}) {
+    ScoreRecords scores;
+    for (const nlohmann::json& r : records) scores.add(r);
+    return summarize(scores, conditions, opt);
 }
 
 namespace detail {
@@ -358,13 +411,19 @@ inline nlohmann::json summary_json(const Summary& s) {
 }
 
 /// Writes summary.csv, summary.json and diffs.csv of `records` into `dir`.
-inline Summary write_summaries(const std::filesystem::path& dir, const std::vector<nlohmann::json>& records,
+inline Summary write_summaries(const std::filesystem::path& dir, const ScoreRecords& records,
                                const std::vector<std::string>& conditions, const BootstrapOptions& opt = {}) {
     Summary s = summarize(records, conditions, opt);
     write_file_atomic(dir / "summary.csv", summary_csv(s));
     write_file_atomic(dir / "summary.json", summary_json(s).dump(1) + "\n");
     write_file_atomic(dir / "diffs.csv", diffs_csv(s));
     return s;
+}
+inline Summary write_summaries(const std::filesystem::path& dir, const std::vector<nlohmann::json>& records,
+                               const std::vector<std::string>& conditions, const BootstrapOptions& opt = {}) {
+    ScoreRecords scores;
+    for (const nlohmann::json& r : records) scores.add(r);
+    return write_summaries(dir, scores, conditions, opt);
 }
 
 }  // namespace hylens::experiments
