@@ -138,11 +138,7 @@ inline MergeResult merge_channel_folders(const std::vector<std::filesystem::path
     std::vector<std::pair<detail::CanonicalKey, LineRef>> order;
     order.reserve(scores.size());
     for (std::size_t i = 0; i < scores.size(); ++i) order.push_back({detail::canonical_key(scores.key(i), conditions), f.lines[i]});
-    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<LineRef> lines;
-    lines.reserve(order.size());
-    for (const auto& o : order) lines.push_back(o.second);
-    order.clear();
+    const std::vector<LineRef> lines = detail::in_canonical_order(std::move(order));
     detail::sort_skipped(skipped);
     const FolderLock lock(out, "merge");  // makes the folder
     detail::check_merge_output(out, f);   // again, now that no other run can write there

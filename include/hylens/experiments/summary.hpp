@@ -51,6 +51,15 @@ inline CanonicalKey canonical_key(RecordKey k, const std::vector<std::string>& c
     return {std::move(k.task), k.seed, k.item, rank, std::move(k.condition)};
 }
 
+/// The lines of `keyed` sorted by their canonical keys (the merge's and the study's rewrite).
+inline std::vector<LineRef> in_canonical_order(std::vector<std::pair<CanonicalKey, LineRef>> keyed) {
+    std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<LineRef> refs;
+    refs.reserve(keyed.size());
+    for (const auto& k : keyed) refs.push_back(k.second);
+    return refs;
+}
+
 }  // namespace detail
 
 /// Sorts records into the canonical order (detail::canonical_key).
@@ -78,12 +87,7 @@ inline std::string rewrite_items_canonical(const std::filesystem::path& items, c
         lines.push_back({detail::canonical_key(record_key(parse_jsonl_line(text, where), where), conditions),
                          line_ref(0, line, text, offset)});
     });
-    std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<LineRef> refs;
-    refs.reserve(lines.size());
-    for (const auto& l : lines) refs.push_back(l.second);
-    lines.clear();
-    return write_record_lines(items, {items}, refs);
+    return write_record_lines(items, {items}, detail::in_canonical_order(std::move(lines)));
 }
 
 /// One row of summary.csv.
